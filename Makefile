@@ -1,0 +1,29 @@
+# Two commands do everything on a fresh clone: `make demo` (the main job) and `make test`.
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: setup demo test lint release verify
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e ".[dev]"
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $@
+
+setup: $(VENV)/.installed
+
+demo: setup
+	$(BIN)/grader demo --out demo-output
+
+test: setup
+	$(BIN)/pytest -q
+
+lint: setup
+	$(BIN)/ruff check .
+
+release: setup
+	$(BIN)/grader release
+
+verify: setup
+	$(BIN)/grader verify

@@ -1,0 +1,245 @@
+"""`grader`: a thin command line over functions you can call from Python.
+
+Heavy libraries (numpy, numba, torch, nbgrader) are imported inside the commands, so
+`grader --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def _root(args: argparse.Namespace) -> Path:
+    from grader.course import find_root
+
+    return find_root(Path(args.root) if args.root else None)
+
+
+def _assignment_table(results) -> str:
+    from grader.tables import format_table, points
+
+    rows = []
+    for r in results:
+        counts = {
+            o: sum(t.outcome == o for t in r.tests)
+            for o in ("passed", "failed", "error", "timeout", "skipped")
+        }
+        rows.append(
+            [
+                r.id,
+                points(r.score, r.max_score),
+                counts["passed"],
+                counts["failed"],
+                counts["error"],
+                counts["timeout"],
+                counts["skipped"],
+                r.error or "",
+            ]
+        )
+    return format_table(
+        ["assignment", "score", "passed", "failed", "error", "timeout", "skipped", "note"], rows
+    )
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """Public suites against your own exercises, in this process, simulator when no GPU."""
+    from grader.course import load_course
+    from grader.suites import run_assignment
+    from grader.tables import format_table, points
+
+    root = _root(args)
+    course = load_course(root)
+    ids = args.assignment or course.assignment_ids
+    submission = Path(args.submission).resolve() if args.submission else root / "exercises"
+    results = [
+        run_assignment(root, a, submission, root / "metrics.json", suites=("public",)) for a in ids
+    ]
+    for r in results:
+        print(f"\n{r.id}")
+        print(
+            format_table(
+                ["test", "points", "outcome", "feedback"],
+                [
+                    [
+                        t.name,
+                        points(t.score, t.max_score),
+                        t.outcome,
+                        t.feedback.splitlines()[0][:100] if t.feedback else "",
+                    ]
+                    for t in r.tests
+                ],
+            )
+        )
+    print()
+    print(_assignment_table(results))
+    return 0 if all(r.score == r.max_score for r in results) else 1
+
+
+def cmd_grade(args: argparse.Namespace) -> int:
+    from grader.course import load_course
+    from grader.grade import grade_submission
+
+    course = load_course(_root(args))
+    timestamp = None
+    if args.timestamp:
+        from grader.late import parse_timestamp
+
+        timestamp = parse_timestamp(args.timestamp)
+    result = grade_submission(
+        Path(args.submission),
+        student=args.student,
+        assignments=args.assignment,
+        timestamp=timestamp,
+        sandbox=not args.no_sandbox,
+        course=course,
+    )
+    _write_outputs(result, course, args)
+    print(_assignment_table(result.assignments))
+    print(
+        f"\ntotal {result.score:g}/{result.max_score:g}  ({result.duration_s:.1f} s, "
+        f"{result.environment.device}, isolation: "
+        f"{', '.join(result.environment.isolation) or 'none'})"
+    )
+    for w in result.warnings:
+        print(f"warning: {w}")
+    return 0
+
+
+def _write_outputs(result, course, args: argparse.Namespace) -> None:
+    from grader import report
+
+    if args.json:
+        from grader.results import validate
+
+        validate(result.to_dict())
+        result.write(args.json)
+    if args.markdown:
+        Path(args.markdown).write_text(report.markdown(result, course), encoding="utf-8")
+    if args.html:
+        metrics = _read_metrics(Path(args.submission) / "metrics.json")
+        Path(args.html).write_text(report.html(result, course, metrics), encoding="utf-8")
+    if args.gradebook:
+        from grader.gradebook import record
+
+        record(Path(args.gradebook), result, course)
+
+
+def _read_metrics(path: Path) -> dict | None:
+    import json
+
+    try:
+        if path.is_file() and path.stat().st_size < (1 << 20):
+            data = json.loads(path.read_text(encoding="utf-8"))
+            return data if isinstance(data, dict) else None
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def cmd_grade_all(args: argparse.Namespace) -> int:
+    from grader.batch import run_class
+
+    return run_class(
+        Path(args.dir), Path(args.out), jobs=args.jobs, shard=args.shard, root=_root(args)
+    )
+
+
+def cmd_release(args: argparse.Namespace) -> int:
+    from grader.release import release
+
+    report = release(_root(args), args.assignment or None, check=args.check)
+    print(report.table())
+    return 0 if report.ok else 1
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from grader.release import verify
+
+    report = verify(_root(args))
+    print(report.table())
+    return 0 if report.ok else 1
+
+
+def cmd_export_student(args: argparse.Namespace) -> int:
+    from grader.release import export_student
+
+    dest = export_student(_root(args), Path(args.dest))
+    print(f"student repository written to {dest}")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from grader.demo import run_demo
+
+    return run_demo(_root(args), Path(args.out), execute=not args.no_execute, jobs=args.jobs)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="grader", description=__doc__.splitlines()[0])
+    p.add_argument("--root", help="course repository (default: found from the cwd)")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    c = sub.add_parser("check", help="students: run the public tests on your exercises")
+    c.add_argument("assignment", nargs="*")
+    c.add_argument("--submission", help="folder holding <id>/<id>.py (default: exercises/)")
+    c.set_defaults(func=cmd_check)
+
+    g = sub.add_parser("grade", help="grade one submission in the sandbox")
+    g.add_argument("submission", help="a directory laid out like a student's fork")
+    g.add_argument("--assignment", action="append", help="grade only this assignment")
+    g.add_argument("--student", default="student")
+    g.add_argument("--json"), g.add_argument("--markdown"), g.add_argument("--html")
+    g.add_argument("--gradebook", help="nbgrader gradebook.db to record the grades in")
+    g.add_argument("--timestamp", help="trusted submission time (ISO 8601) for the late policy")
+    g.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="run student code in this process (trusted code only)",
+    )
+    g.set_defaults(func=cmd_grade)
+
+    b = sub.add_parser("grade-all", help="grade every submission of a class")
+    b.add_argument("dir", help="folder of submissions (one per student) or a CSV of id,path")
+    b.add_argument("-j", "--jobs", type=int, default=1)
+    b.add_argument("--shard", help="i/N: grade only this shard (1-based) of the class")
+    b.add_argument("--out", default="grading-output")
+    b.set_defaults(func=cmd_grade_all)
+
+    r = sub.add_parser("release", help="build exercises/ from solutions/ with nbgrader")
+    r.add_argument("assignment", nargs="*")
+    r.add_argument("--check", action="store_true", help="fail if exercises/ is stale")
+    r.set_defaults(func=cmd_release)
+
+    v = sub.add_parser("verify", help="instructor's one-stop check of the whole course")
+    v.set_defaults(func=cmd_verify)
+
+    e = sub.add_parser("export-student", help="write the repository students fork")
+    e.add_argument("dest")
+    e.set_defaults(func=cmd_export_student)
+
+    d = sub.add_parser("demo", help="the main job: run the solutions and grade the sample class")
+    d.add_argument("--out", default="demo-output")
+    d.add_argument("-j", "--jobs", type=int, default=2)
+    d.add_argument(
+        "--no-execute", action="store_true", help="skip executing the solution notebooks headlessly"
+    )
+    d.set_defaults(func=cmd_demo)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except (ValueError, OSError) as exc:
+        print(f"grader: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,240 @@
+"""The course manifest (`course.toml`) as typed, validated objects.
+
+Every other module reads hardware figures, points, due dates and limits from here, so the numbers
+live in exactly one file. Validation is strict: a typo in a key would otherwise silently fall back
+to a default and grade a class with the wrong limits.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, fields
+from datetime import datetime
+from pathlib import Path
+from typing import Any, get_type_hints
+
+MANIFEST = "course.toml"
+
+
+class CourseError(ValueError):
+    """course.toml is missing, unreadable or invalid; the message names the key."""
+
+
+@dataclass(frozen=True)
+class Hardware:
+    key: str
+    name: str
+    fp16_tensor_tflops: float
+    fp32_tflops: float
+    bandwidth_gbs: float
+    compute_capability: tuple[int, int]
+
+    @property
+    def peak_flops(self) -> float:
+        """FP16 tensor-core peak in FLOP/s (the roofline's flat roof)."""
+        return self.fp16_tensor_tflops * 1e12
+
+    @property
+    def peak_bandwidth(self) -> float:
+        """HBM/GDDR bandwidth in byte/s (the roofline's slope)."""
+        return self.bandwidth_gbs * 1e9
+
+    @property
+    def ridge(self) -> float:
+        return self.peak_flops / self.peak_bandwidth
+
+
+@dataclass(frozen=True)
+class Assignment:
+    id: str
+    title: str
+    notebook: str
+    due: datetime
+    points: float
+    needs_gpu: bool
+
+
+@dataclass(frozen=True)
+class Limits:
+    call_timeout_s: float
+    kernel_timeout_s: float
+    import_timeout_s: float
+    submission_timeout_s: float
+    memory_mb: int
+    file_size_mb: int
+    open_files: int
+    processes: int
+
+
+@dataclass(frozen=True)
+class LatePolicy:
+    grace_minutes: float
+    penalty_per_day: float
+    max_penalty: float
+
+
+@dataclass(frozen=True)
+class Course:
+    id: str
+    title: str
+    course_gpu: str
+    timezone: str
+    hardware: dict[str, Hardware]
+    assignments: tuple[Assignment, ...]
+    limits: Limits
+    late_policy: LatePolicy
+    root: Path
+
+    @property
+    def gpu(self) -> Hardware:
+        """The course GPU (M9's roofline, PTX compute capability)."""
+        return self.hardware[self.course_gpu]
+
+    def assignment(self, assignment_id: str) -> Assignment:
+        for a in self.assignments:
+            if a.id == assignment_id:
+                return a
+        known = ", ".join(a.id for a in self.assignments)
+        raise CourseError(f"unknown assignment {assignment_id!r}; course.toml defines: {known}")
+
+    @property
+    def assignment_ids(self) -> list[str]:
+        return [a.id for a in self.assignments]
+
+
+def find_root(start: Path | None = None) -> Path:
+    """The nearest directory at or above `start` (default: cwd) that holds course.toml."""
+    here = (start or Path.cwd()).resolve()
+    for d in (here, *here.parents):
+        if (d / MANIFEST).is_file():
+            return d
+    raise CourseError(
+        f"no {MANIFEST} found in {here} or any parent; run from the course repository"
+    )
+
+
+_TYPES: dict[type, tuple[type, ...]] = {
+    float: (int, float),
+    int: (int,),
+    str: (str,),
+    bool: (bool,),
+}
+
+
+def _typed(section: str, table: Any, cls: type, extra: dict[str, Any] | None = None) -> Any:
+    """Build dataclass `cls` from a TOML table, naming the key on any mismatch."""
+    if not isinstance(table, dict):
+        raise CourseError(f"[{section}] must be a table")
+    extra = extra or {}
+    hints = get_type_hints(cls)
+    wanted = {f.name: hints[f.name] for f in fields(cls) if f.name not in extra}
+    unknown = sorted(set(table) - set(wanted))
+    if unknown:
+        raise CourseError(f"[{section}] unknown key {unknown[0]!r}; allowed: {', '.join(wanted)}")
+    values: dict[str, Any] = dict(extra)
+    for name, kind in wanted.items():
+        if name not in table:
+            raise CourseError(f"[{section}] missing key {name!r}")
+        values[name] = _convert(f"{section}.{name}", table[name], kind)
+    return cls(**values)
+
+
+def _convert(key: str, value: Any, kind: Any) -> Any:
+    if kind is datetime:
+        if isinstance(value, datetime):
+            parsed = value
+        elif isinstance(value, str):
+            try:
+                parsed = datetime.fromisoformat(value)
+            except ValueError as exc:
+                raise CourseError(f"{key}: {value!r} is not an ISO date-time") from exc
+        else:
+            raise CourseError(f"{key}: expected an ISO date-time, got {type(value).__name__}")
+        if parsed.tzinfo is None:
+            raise CourseError(f"{key}: {value!r} needs a time zone, e.g. +00:00")
+        return parsed
+    if kind == tuple[int, int]:
+        if not (isinstance(value, list) and len(value) == 2 and all(_is(v, int) for v in value)):
+            raise CourseError(f"{key}: expected [major, minor], got {value!r}")
+        return (value[0], value[1])
+    if not _is(value, kind):
+        raise CourseError(f"{key}: expected {kind.__name__}, got {type(value).__name__} {value!r}")
+    return kind(value)
+
+
+def _is(value: Any, kind: type) -> bool:
+    if isinstance(value, bool) and kind is not bool:
+        return False
+    return isinstance(value, _TYPES.get(kind, (kind,)))
+
+
+def load_course(path: Path | str | None = None) -> Course:
+    """Load and validate course.toml (a file path, a directory holding it, or found from cwd)."""
+    p = Path(path) if path is not None else find_root() / MANIFEST
+    if p.is_dir():
+        p = p / MANIFEST
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise CourseError(f"{p}: not found") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise CourseError(f"{p}: not valid TOML: {exc}") from exc
+    allowed = {"course", "hardware", "assignments", "limits", "late_policy"}
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise CourseError(f"{p}: unknown top-level key {unknown[0]!r}; allowed: {sorted(allowed)}")
+    for key in sorted(allowed):
+        if key not in data:
+            raise CourseError(f"{p}: missing [{key}]")
+
+    head = data["course"]
+    if not isinstance(head, dict):
+        raise CourseError(f"{p}: [course] must be a table")
+    head_fields = {"id": str, "title": str, "course_gpu": str, "timezone": str}
+    unknown = sorted(set(head) - set(head_fields))
+    if unknown:
+        raise CourseError(f"{p}: [course] unknown key {unknown[0]!r}")
+    for name, kind in head_fields.items():
+        if name not in head:
+            raise CourseError(f"{p}: [course] missing key {name!r}")
+        _convert(f"course.{name}", head[name], kind)
+
+    hardware = {
+        key: _typed(f"hardware.{key}", table, Hardware, {"key": key})
+        for key, table in data["hardware"].items()
+    }
+    if head["course_gpu"] not in hardware:
+        raise CourseError(
+            f"{p}: course.course_gpu {head['course_gpu']!r} is not in [hardware] "
+            f"({', '.join(hardware)})"
+        )
+    for hw in hardware.values():
+        for name in ("fp16_tensor_tflops", "fp32_tflops", "bandwidth_gbs"):
+            if getattr(hw, name) <= 0:
+                raise CourseError(f"{p}: hardware.{hw.key}.{name} must be positive")
+
+    raw_assignments = data["assignments"]
+    if not isinstance(raw_assignments, list) or not raw_assignments:
+        raise CourseError(f"{p}: [[assignments]] must list at least one assignment")
+    assignments = tuple(
+        _typed(f"assignments[{i}]", a, Assignment) for i, a in enumerate(raw_assignments)
+    )
+    ids = [a.id for a in assignments]
+    if len(set(ids)) != len(ids):
+        raise CourseError(f"{p}: duplicate assignment id in {ids}")
+
+    limits = _typed("limits", data["limits"], Limits)
+    late = _typed("late_policy", data["late_policy"], LatePolicy)
+    if not 0 <= late.penalty_per_day <= 1 or not 0 <= late.max_penalty <= 1:
+        raise CourseError(f"{p}: late_policy penalties are fractions between 0 and 1")
+    return Course(
+        id=head["id"],
+        title=head["title"],
+        course_gpu=head["course_gpu"],
+        timezone=head["timezone"],
+        hardware=hardware,
+        assignments=assignments,
+        limits=limits,
+        late_policy=late,
+        root=p.parent.resolve(),
+    )

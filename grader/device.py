@@ -1,0 +1,62 @@
+"""Which device kernels run on, decided once and cheaply (no numba or torch import).
+
+Numba reads NUMBA_ENABLE_CUDASIM when `numba.cuda` is first imported, so every process that may
+import numba calls `prepare_numba()` first.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+
+
+@functools.cache
+def has_gpu() -> bool:
+    """True on a machine with an NVIDIA GPU; GRADER_DEVICE=cpu|gpu overrides the probe."""
+    forced = os.environ.get("GRADER_DEVICE", "").strip().lower()
+    if forced in ("cpu", "gpu"):
+        return forced == "gpu"
+    return os.path.exists("/dev/nvidia0") or shutil.which("nvidia-smi") is not None
+
+
+def prepare_numba() -> None:
+    """Select Numba's CUDA simulator when there is no GPU; call before importing numba."""
+    if not has_gpu():
+        os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+
+
+def simulator_active() -> bool:
+    return os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+
+
+def size(full: int, small: int) -> int:
+    """Problem size for a kernel test: `full` on a GPU, `small` in the simulator (~150 us/thread)."""
+    return full if has_gpu() else small
+
+
+def describe() -> str:
+    """Human name of the device used for kernels, for reports."""
+    if not has_gpu():
+        return "CPU (Numba CUDA simulator)"
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        import subprocess
+
+        try:
+            out = (
+                subprocess.run(
+                    [smi, "--query-gpu=name", "--format=csv,noheader"],
+                    capture_output=True,
+                    text=True,
+                    timeout=10,
+                    check=True,
+                )
+                .stdout.strip()
+                .splitlines()
+            )
+            if out:
+                return out[0]
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return "NVIDIA GPU"

@@ -1,0 +1,127 @@
+"""Grading one submission: intake, sandboxed suites, late policy, one typed result.
+
+This is the trusted process. Student code runs only behind the worker backend; what comes back
+is data, and the verdicts are the suites' asserts here.
+"""
+
+from __future__ import annotations
+
+import platform
+import tempfile
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+from grader import __version__, device
+from grader.course import Course, load_course
+from grader.results import AssignmentResult, Environment, GradeResult
+
+
+class _WithErrors:
+    """A backend that answers every request of a broken assignment with its intake error."""
+
+    def __init__(self, inner, errors: dict[str, str]):
+        self.inner, self.errors = inner, errors
+        self.isolation = getattr(inner, "isolation", ())
+
+    def _error(self, assignment: str) -> dict:
+        return {
+            "error": {"type": "NotebookFailed", "message": self.errors[assignment], "traceback": ""}
+        }
+
+    def request(self, req: dict, timeout: float) -> dict:
+        if req.get("assignment") in self.errors:
+            return self._error(req["assignment"])
+        return self.inner.request(req, timeout)
+
+    def ptx(self, assignment: str, name: str, signature: str, cc, timeout: float) -> dict:
+        if assignment in self.errors:
+            return self._error(assignment)
+        return self.inner.ptx(assignment, name, signature, cc, timeout)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def apply_late_policy(result: AssignmentResult, course: Course, submitted: datetime | None) -> None:
+    from grader.late import late_penalty
+
+    fraction = late_penalty(course.assignment(result.id).due, submitted, course.late_policy)
+    result.raw_score = result.score
+    result.late_penalty = fraction
+    result.score = round(result.score * (1 - fraction), 6)
+
+
+def grade_submission(
+    submission: Path,
+    root: Path | None = None,
+    student: str = "student",
+    assignments: Sequence[str] | None = None,
+    timestamp: datetime | None = None,
+    sandbox: bool = True,
+    course: Course | None = None,
+) -> GradeResult:
+    """Grade a fork-shaped directory (`exercises/**`, `metrics.json`) against the course at root.
+
+    `timestamp` is the trusted submission time for the late policy (from CI, never from a
+    commit). `sandbox=False` runs student code in this process: only for a student's own check.
+    """
+    from grader.intake import prepare
+    from grader.suites import run_assignment
+
+    started = time.perf_counter()
+    course = course or load_course(root)
+    root = course.root
+    ids = list(assignments or course.assignment_ids)
+    for a in ids:
+        course.assignment(a)
+    with tempfile.TemporaryDirectory(prefix="grade-") as scratch:
+        work = Path(scratch) / "work"
+        intake = prepare(Path(submission), work, course, root / "exercises")
+        if sandbox:
+            from grader.sandbox import WorkerBackend
+
+            inner = WorkerBackend(work, intake.notebooks, course.limits, gpu=device.has_gpu())
+        else:
+            from grader.student import InProcessBackend
+
+            inner = InProcessBackend(intake.notebooks)
+        errors = {
+            a: intake.errors.get(a) or f"no notebook found for {a}"
+            for a in ids
+            if a not in intake.notebooks
+        }
+        backend = _WithErrors(inner, errors)
+        results = []
+        try:
+            for a in ids:
+                res = run_assignment(
+                    root, a, work / "exercises", intake.metrics_path, backend=backend
+                )
+                if a in errors:
+                    res.error = errors[a]
+                nb = intake.notebooks.get(a)
+                res.graded_file = str(nb.relative_to(work)) if nb else None
+                apply_late_policy(res, course, timestamp)
+                results.append(res)
+        finally:
+            backend.close()
+        isolation = list(getattr(inner, "isolation", ()))
+    return GradeResult(
+        student=student,
+        score=round(sum(r.score for r in results), 6),
+        max_score=float(sum(r.max_score for r in results)),
+        environment=Environment(
+            device=device.describe(),
+            simulator=not device.has_gpu(),
+            isolation=isolation,
+            grader_version=__version__,
+            python=platform.python_version(),
+        ),
+        assignments=results,
+        warnings=list(intake.warnings),
+        timestamp=timestamp.isoformat() if timestamp else None,
+        submission_digest=intake.digest,
+        duration_s=round(time.perf_counter() - started, 3),
+    )

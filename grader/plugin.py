@@ -1,0 +1,270 @@
+"""The pytest plugin behind the suites: options, fixtures, markers and per-test scoring.
+
+Registered through the ``pytest11`` entry point, so ``pytest tests/public/... --submission DIR``
+works anywhere the package is installed. Tests reach student code only through the ``student``
+fixture; which backend stands behind it (in-process, or the sandboxed worker) is decided here or
+by `grader.suites`, never by a test.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from grader import device
+from grader.results import TestResult
+
+POINTS_KEY = pytest.StashKey[float]()
+SESSION_KEY = pytest.StashKey["GraderSession"]()
+FEEDBACK_CHARS = 2000
+METRICS_MAX_BYTES = 1 << 20
+
+
+@dataclass
+class GraderSession:
+    """What one suite run grades: where the submission is and how to reach its code."""
+
+    root: Path
+    submission: Path
+    metrics: Path | None
+    reference: Path
+    backend: Any = None  # a grader.student.Backend; built lazily when None
+    results: list[TestResult] = field(default_factory=list)
+    _reference_modules: dict[str, Any] = field(default_factory=dict)
+
+    def get_backend(self, course) -> Any:
+        if self.backend is None:
+            from grader.notebook import NotebookError, choose_notebook
+            from grader.student import InProcessBackend
+
+            notebooks = {}
+            for a in course.assignment_ids:
+                try:
+                    notebooks[a] = choose_notebook(self.submission, a)
+                except NotebookError:
+                    continue
+            self.backend = InProcessBackend(notebooks)
+        return self.backend
+
+    def reference_module(self, assignment_id: str):
+        if assignment_id not in self._reference_modules:
+            from grader.harness import load_module
+            from grader.notebook import choose_notebook
+
+            path = choose_notebook(self.reference, assignment_id)
+            self._reference_modules[assignment_id] = load_module(path, f"reference_{assignment_id}")
+        return self._reference_modules[assignment_id]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("grader", "course grader")
+    group.addoption(
+        "--submission",
+        default=None,
+        help="folder holding <id>/<id>.py|.ipynb (default: <course root>/solutions)",
+    )
+    group.addoption(
+        "--metrics",
+        default=None,
+        help="the submission's metrics.json (default: next to --submission's folder)",
+    )
+    group.addoption(
+        "--reference",
+        default=None,
+        help="folder of the reference solutions (default: <course root>/solutions)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    device.prepare_numba()
+    if SESSION_KEY in config.stash:
+        return
+    submission = config.getoption("--submission", None)
+    if submission is None and not _is_suite_run(config):
+        return
+    from grader.course import find_root
+
+    root = find_root(Path(submission) if submission else None)
+    sub = Path(submission).resolve() if submission else root / "solutions"
+    metrics = config.getoption("--metrics")
+    config.stash[SESSION_KEY] = GraderSession(
+        root=root,
+        submission=sub,
+        metrics=Path(metrics).resolve() if metrics else sub.parent / "metrics.json",
+        reference=Path(config.getoption("--reference") or root / "solutions").resolve(),
+    )
+
+
+def _is_suite_run(config: pytest.Config) -> bool:
+    return any("tests/public" in str(a) or "tests/hidden" in str(a) for a in config.args)
+
+
+def session(config: pytest.Config) -> GraderSession:
+    if SESSION_KEY not in config.stash:
+        raise pytest.UsageError("the grader suites need --submission (or run them via `grader`)")
+    return config.stash[SESSION_KEY]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    groups = Counter(
+        (item.module.__name__ if item.module else "", item.originalname)
+        for item in items
+        if isinstance(item, pytest.Function)
+    )
+    for item in items:
+        marker = item.get_closest_marker("points")
+        if marker is not None and isinstance(item, pytest.Function):
+            n = groups[(item.module.__name__ if item.module else "", item.originalname)]
+            item.stash[POINTS_KEY] = float(marker.args[0]) / n
+        if item.get_closest_marker("gpu") and not device.has_gpu():
+            item.add_marker(
+                pytest.mark.skip(
+                    reason="needs a CUDA GPU: counted on the GPU grading runner, skipped here"
+                )
+            )
+
+
+def assignment_of(path: Path) -> str:
+    """Tests live in tests/{public,hidden}/<assignment id>/."""
+    return Path(path).parent.name
+
+
+def suite_of(path: Path) -> str:
+    return Path(path).parent.parent.name
+
+
+@pytest.fixture
+def course(request: pytest.FixtureRequest):
+    from grader.course import load_course
+
+    return load_course(session(request.config).root)
+
+
+@pytest.fixture
+def on_gpu() -> bool:
+    return device.has_gpu()
+
+
+@pytest.fixture
+def student(request: pytest.FixtureRequest, course):
+    """The submission's notebook for this test file's assignment."""
+    from grader.student import Student
+
+    s = session(request.config)
+    limits = course.limits
+    return Student(
+        s.get_backend(course),
+        assignment_of(request.path),
+        call_timeout=limits.call_timeout_s,
+        kernel_timeout=limits.kernel_timeout_s,
+        cc=course.gpu.compute_capability,
+    )
+
+
+@pytest.fixture
+def reference(request: pytest.FixtureRequest):
+    """The reference solution module, loaded in the trusted process (hidden suites only)."""
+    return session(request.config).reference_module(assignment_of(request.path))
+
+
+@pytest.fixture
+def metrics(request: pytest.FixtureRequest) -> dict:
+    """The submission's metrics.json as data; a missing or broken file fails the test."""
+    path = session(request.config).metrics
+    if path is None or not path.is_file():
+        pytest.fail(
+            "metrics.json not found at the repository root: run the M9 notebook's "
+            "last cell (it calls save_metric) and commit metrics.json",
+            pytrace=False,
+        )
+    size = path.stat().st_size
+    if size > METRICS_MAX_BYTES:
+        pytest.fail(
+            f"metrics.json is {size / 1e6:.1f} MB; it should hold a few small records",
+            pytrace=False,
+        )
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        pytest.fail(
+            f"metrics.json is not valid JSON ({exc}); delete it and rerun the M9 "
+            "notebook's last cell",
+            pytrace=False,
+        )
+    if not isinstance(data, dict):
+        pytest.fail(
+            "metrics.json must hold a JSON object ({...}) keyed by milestone", pytrace=False
+        )
+    return data
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    outcome = yield
+    report = outcome.get_result()
+    if SESSION_KEY not in item.config.stash:
+        return
+    results = item.config.stash[SESSION_KEY].results
+    if report.when == "call" or (report.when == "setup" and not report.passed):
+        results.append(_result(item, report, call))
+
+
+def _result(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo) -> TestResult:
+    points = item.stash.get(POINTS_KEY, 0.0)
+    name = f"{suite_of(item.path)}/{item.name}"
+    if report.skipped:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else "skipped"
+        return TestResult(
+            name,
+            0.0,
+            points,
+            "skipped",
+            str(reason).removeprefix("Skipped: "),
+            suite_of(item.path),
+            report.duration,
+        )
+    if report.passed:
+        return TestResult(name, points, points, "passed", "", suite_of(item.path), report.duration)
+    outcome, feedback = classify(call.excinfo)
+    return TestResult(name, 0.0, points, outcome, feedback, suite_of(item.path), report.duration)
+
+
+def classify(excinfo: pytest.ExceptionInfo | None) -> tuple[str, str]:
+    """Outcome and student-facing feedback for a failed test."""
+    from grader.student import StudentError, WorkerTimeout
+
+    if excinfo is None:
+        return "error", "the test failed without an exception"
+    exc = excinfo.value
+    if isinstance(exc, WorkerTimeout):
+        return "timeout", _trim(exc.feedback())
+    if isinstance(exc, StudentError):
+        text = exc.feedback()
+        if exc.traceback:
+            text += "\n" + exc.traceback
+        return "error", _trim(text)
+    if isinstance(exc, (AssertionError, pytest.fail.Exception)):
+        return "failed", _trim(str(exc) or "assertion failed")
+    return "error", _trim(f"{type(exc).__name__}: {exc}")
+
+
+def _trim(text: str) -> str:
+    return (
+        text if len(text) <= FEEDBACK_CHARS else text[: FEEDBACK_CHARS - 20] + "\n... (truncated)"
+    )
+
+
+def finite_number(value: Any) -> bool:
+    """True for an int or float (not bool) that is finite: for checking student values."""
+    return type(value) in (int, float) and math.isfinite(value)
+
+
+def timer() -> float:
+    return time.perf_counter()

@@ -1,0 +1,85 @@
+"""Typed results of a grading, and their versioned JSON form (schema/result.schema.json)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+SCHEMA_VERSION = 1
+Outcome = Literal["passed", "failed", "error", "timeout", "skipped"]
+OUTCOMES: tuple[str, ...] = ("passed", "failed", "error", "timeout", "skipped")
+
+
+@dataclass
+class TestResult:
+    name: str
+    score: float
+    max_score: float
+    outcome: Outcome
+    feedback: str = ""
+    suite: str = "public"
+    duration_s: float = 0.0
+
+
+@dataclass
+class AssignmentResult:
+    id: str
+    score: float
+    max_score: float
+    late_penalty: float = 0.0  # fraction of the raw score taken off (0..1)
+    raw_score: float = 0.0
+    error: str | None = None  # an assignment-wide failure (unreadable notebook...)
+    graded_file: str | None = None
+    tests: list[TestResult] = field(default_factory=list)
+
+
+@dataclass
+class Environment:
+    device: str
+    simulator: bool
+    isolation: list[str] = field(default_factory=list)
+    grader_version: str = ""
+    python: str = ""
+
+
+@dataclass
+class GradeResult:
+    student: str
+    score: float
+    max_score: float
+    environment: Environment
+    assignments: list[AssignmentResult] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    timestamp: str | None = None  # trusted submission time (ISO 8601), for the late policy
+    submission_digest: str = ""
+    duration_s: float = 0.0
+    schema_version: int = SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True, allow_nan=False)
+
+    def write(self, path: Path | str) -> None:
+        Path(path).write_text(self.to_json() + "\n", encoding="utf-8")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GradeResult:
+        if data.get("schema_version") != SCHEMA_VERSION:
+            raise ValueError(
+                f"result schema_version {data.get('schema_version')!r} is not {SCHEMA_VERSION}"
+            )
+        d = dict(data)
+        d["environment"] = Environment(**d["environment"])
+        d["assignments"] = [
+            AssignmentResult(**{**a, "tests": [TestResult(**t) for t in a["tests"]]})
+            for a in d["assignments"]
+        ]
+        return cls(**d)
+
+    @classmethod
+    def read(cls, path: Path | str) -> GradeResult:
+        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))

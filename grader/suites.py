@@ -1,0 +1,111 @@
+"""Running the pytest suites of one assignment against one submission, in this process.
+
+The suites are trusted code; the student's code sits behind the `student` fixture's backend.
+Results come back as typed `TestResult`s collected by `grader.plugin`, never parsed from
+pytest's output (which student code could print into).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+from typing import Any
+
+from grader.results import AssignmentResult
+
+SUITES = ("public", "hidden")
+
+
+def suite_dirs(root: Path, assignment_id: str, suites: Sequence[str] = SUITES) -> list[Path]:
+    return [
+        root / "tests" / s / assignment_id
+        for s in suites
+        if (root / "tests" / s / assignment_id).is_dir()
+    ]
+
+
+def run_assignment(
+    root: Path,
+    assignment_id: str,
+    submission: Path,
+    metrics: Path | None = None,
+    suites: Sequence[str] = SUITES,
+    backend: Any = None,
+    reference: Path | None = None,
+    quiet: bool = True,
+) -> AssignmentResult:
+    """Run the suites of `assignment_id` and score them.
+
+    `submission` is the folder holding `<id>/<id>.py|.ipynb`; `backend` is a ready
+    `grader.student` backend (default: in-process over `submission`).
+    """
+    import pytest
+
+    from grader import plugin
+    from grader.course import load_course
+
+    root = Path(root).resolve()
+    submission = Path(submission).resolve()
+    dirs = suite_dirs(root, assignment_id, suites)
+    course = load_course(root)
+    assignment = course.assignment(assignment_id)
+    session = plugin.GraderSession(
+        root=root,
+        submission=submission,
+        metrics=Path(metrics).resolve() if metrics else submission.parent / "metrics.json",
+        reference=Path(reference or root / "solutions").resolve(),
+        backend=backend,
+    )
+    if not dirs:
+        return AssignmentResult(
+            assignment_id, 0.0, assignment.points, error=f"no test suites found for {assignment_id}"
+        )
+
+    class Inject:
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_configure(self, config: pytest.Config) -> None:
+            config.stash[plugin.SESSION_KEY] = session
+
+    args = [
+        *map(str, dirs),
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--import-mode=importlib",
+        "--rootdir",
+        str(root),
+        "-o",
+        "addopts=",
+        "-W",
+        "ignore::DeprecationWarning",
+        "-p",
+        "no:warnings",
+    ]
+    sink = io.StringIO()
+    owns_backend = backend is None
+    try:
+        if quiet:
+            with redirect_stdout(sink), redirect_stderr(sink):
+                code = pytest.main(args, plugins=[Inject()])
+        else:
+            code = pytest.main(args, plugins=[Inject()])
+    finally:
+        if owns_backend and session.backend is not None:
+            session.backend.close()
+    error = None
+    if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        error = f"the test suites could not run (pytest exit code {int(code)})"
+        if quiet:
+            error += ": " + sink.getvalue()[-1500:]
+    tests = session.results
+    score = sum(t.score for t in tests)
+    return AssignmentResult(
+        id=assignment_id,
+        score=round(score, 6),
+        max_score=float(sum(t.max_score for t in tests)) if tests else assignment.points,
+        raw_score=round(score, 6),
+        error=error,
+        tests=tests,
+    )

@@ -1,0 +1,71 @@
+"""course.toml loads into typed objects, and every kind of mistake names its key."""
+
+from __future__ import annotations
+
+import shutil
+from datetime import timezone
+from pathlib import Path
+
+import pytest
+
+from grader.course import CourseError, find_root, load_course
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_real_manifest_loads_with_the_design_figures():
+    c = load_course(ROOT)
+    assert c.course_gpu == "T4"
+    assert c.gpu.ridge == pytest.approx(65e12 / 320e9)
+    assert c.hardware["H100_SXM"].ridge == pytest.approx(295.2, rel=1e-3)
+    assert c.hardware["H200"].bandwidth_gbs == 4800
+    assert c.gpu.compute_capability == (7, 5)
+    assert c.assignment_ids == ["gpu_fundamentals", "m9_roofline"]
+    assert c.assignment("m9_roofline").due.tzinfo == timezone.utc
+    assert c.limits.call_timeout_s > 0
+
+
+def test_find_root_walks_up(tmp_path):
+    shutil.copy(ROOT / "course.toml", tmp_path)
+    deep = tmp_path / "a" / "b"
+    deep.mkdir(parents=True)
+    assert find_root(deep) == tmp_path.resolve()
+
+
+def _write(tmp_path: Path, old: str, new: str) -> Path:
+    text = (ROOT / "course.toml").read_text()
+    assert old in text, old
+    p = tmp_path / "course.toml"
+    p.write_text(text.replace(old, new, 1))
+    return p
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "named"),
+    [
+        ("points = 40", "points = 40\npionts = 3", "pionts"),
+        ("bandwidth_gbs = 320.0", 'bandwidth_gbs = "fast"', "hardware.T4.bandwidth_gbs"),
+        ("memory_mb = 4096", "", "memory_mb"),
+        ('due = "2026-12-14T23:59:00+00:00"', 'due = "2026-12-14T23:59:00"', "assignments[0].due"),
+        ('course_gpu = "T4"', 'course_gpu = "V100"', "course_gpu"),
+        ("needs_gpu = false", "needs_gpu = 0", "needs_gpu"),
+        ("compute_capability = [7, 5]", "compute_capability = 7.5", "compute_capability"),
+        ("penalty_per_day = 0.1", "penalty_per_day = 3", "late_policy"),
+        ("[limits]", "[limit]", "limit"),
+    ],
+)
+def test_mistakes_name_the_key(tmp_path, old, new, named):
+    with pytest.raises(CourseError, match=named.replace("[", r"\[").replace("]", r"\]")):
+        load_course(_write(tmp_path, old, new))
+
+
+def test_not_toml(tmp_path):
+    p = tmp_path / "course.toml"
+    p.write_text("[course\n")
+    with pytest.raises(CourseError, match="not valid TOML"):
+        load_course(p)
+
+
+def test_unknown_assignment_lists_the_known_ones():
+    with pytest.raises(CourseError, match="gpu_fundamentals, m9_roofline"):
+        load_course(ROOT).assignment("m10")
