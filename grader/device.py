@@ -31,7 +31,7 @@ def simulator_active() -> bool:
 
 
 def size(full: int, small: int) -> int:
-    """Problem size for a kernel test: `full` on a GPU, `small` in the simulator (~150 us/thread)."""
+    """Problem size for a kernel test: `full` on a GPU, `small` in the simulator (slow)."""
     return full if has_gpu() else small
 
 

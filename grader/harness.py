@@ -214,9 +214,9 @@ def compile_ptx(
 
 def _ptx_main(argv: list[str]) -> int:
     """`python -m grader.harness ptx PATH ID NAME SIGNATURE MAJOR MINOR`: reply on stdout."""
-    from grader import wire
-
     import os
+
+    from grader import wire
 
     _, path, assignment_id, name, signature, major, minor = argv
     reply_fd = os.dup(1)

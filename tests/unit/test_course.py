@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shutil
-from datetime import timezone
+from datetime import UTC
 from pathlib import Path
 
 import pytest
@@ -21,7 +21,7 @@ def test_real_manifest_loads_with_the_design_figures():
     assert c.hardware["H200"].bandwidth_gbs == 4800
     assert c.gpu.compute_capability == (7, 5)
     assert c.assignment_ids == ["gpu_fundamentals", "m9_roofline"]
-    assert c.assignment("m9_roofline").due.tzinfo == timezone.utc
+    assert c.assignment("m9_roofline").due.tzinfo == UTC
     assert c.limits.call_timeout_s > 0
 
 
