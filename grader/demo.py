@@ -1,0 +1,86 @@
+"""The main job: run the solution notebooks headlessly, score the solutions, grade a class.
+
+`grader demo` is what a new instructor runs first: it shows every moving part on this machine
+(no GPU needed) and leaves the reports and the gradebook in one folder.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from grader.course import load_course
+from grader.tables import format_table, points
+
+
+def execute_notebooks(root: Path, ids: list[str], timeout: int = 600) -> list[list[object]]:
+    """Execute each solution notebook top to bottom in a scratch copy of the course."""
+    import jupytext
+    from nbclient import NotebookClient
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="demo-nb-") as tmp:
+        shutil.copy(root / "course.toml", tmp)
+        for aid in ids:
+            folder = Path(tmp) / "solutions" / aid
+            folder.mkdir(parents=True)
+            nb = jupytext.read(root / "solutions" / aid / f"{aid}.py")
+            started = time.perf_counter()
+            client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                                    resources={"metadata": {"path": str(folder)}})
+            try:
+                client.execute()
+                status = "ok"
+            except Exception as exc:  # nbclient raises CellExecutionError and friends
+                status = f"failed: {type(exc).__name__}: {str(exc).splitlines()[-1][:120]}"
+            code_cells = sum(c.cell_type == "code" for c in nb.cells)
+            rows.append([aid, code_cells, round(time.perf_counter() - started, 1), status])
+    return rows
+
+
+def run_demo(root: Path, out: Path, execute: bool = True, jobs: int = 2) -> int:
+    from grader.batch import run_class
+    from grader.samples import build_sample_class
+    from grader.suites import run_assignment
+
+    course = load_course(root)
+    out.mkdir(parents=True, exist_ok=True)
+    ok = True
+    if execute:
+        print("1. Executing the solution notebooks headlessly")
+        rows = execute_notebooks(root, course.assignment_ids)
+        print(format_table(["notebook", "code cells", "seconds", "status"], rows))
+        ok &= all(r[3] == "ok" for r in rows)
+
+    print("\n2. Every suite against the solutions (in-process, "
+          f"{'GPU' if not _simulator() else 'CUDA simulator'})")
+    class_dir = out / "class"
+    students = build_sample_class(course, class_dir)
+    metrics = class_dir / "ada_reference" / "metrics.json"
+    rows = []
+    for aid in course.assignment_ids:
+        started = time.perf_counter()
+        r = run_assignment(root, aid, root / "solutions", metrics)
+        skipped = sum(t.outcome == "skipped" for t in r.tests)
+        rows.append([aid, points(r.score, r.max_score), len(r.tests), skipped,
+                     round(time.perf_counter() - started, 1)])
+        ok &= r.score == sum(t.max_score for t in r.tests if t.outcome != "skipped")
+    print(format_table(["assignment", "score", "tests", "skipped (need GPU)", "seconds"], rows))
+
+    print(f"\n3. Grading the sample class ({', '.join(students)}) in the sandbox, -j {jobs}")
+    code = run_class(class_dir, out / "grades", jobs=jobs, shard=None, root=root)
+    print(f"\nReports, gradebook and grades.csv are in {out / 'grades'}")
+    return 0 if ok and code == 0 else 1
+
+
+def _simulator() -> bool:
+    from grader import device
+
+    return not device.has_gpu()
+
+
+if __name__ == "__main__":
+    raise SystemExit(run_demo(Path.cwd(), Path(sys.argv[1] if len(sys.argv) > 1 else "demo")))
