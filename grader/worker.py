@@ -1,0 +1,182 @@
+"""The sandboxed worker: the only process in which student code runs during grading.
+
+Started by `grader.sandbox.WorkerBackend` as ``python -P -m grader.worker [options]``:
+
+* requests arrive on stdin and replies leave on the original stdout, each framed as an 8-byte
+  big-endian length followed by one `grader.wire` message. At start-up the worker moves both
+  channels to private descriptors, points fd 0 at /dev/null and fd 1 at stderr, so whatever
+  student code prints or reads can neither corrupt nor consume the channel;
+* one `grader.harness.Harness` per assignment (``--notebook ID=PATH``, keyed by
+  ``req["assignment"]``), and every reply is `grader.student.encode_reply` output, so replies are
+  byte-for-byte what the in-process backend produces;
+* before reading a request it applies its own resource limits (idempotent when the launcher
+  already set them) and ``no_new_privs``; with ``--pid-namespace`` (the launcher unshared a PID
+  namespace) it forks once so that the serving process is PID 1 of that namespace: when it dies
+  the kernel kills every process student code started, wherever they moved their session.
+
+Nothing that arrives here is trusted by the grader: the trusted side decodes replies with
+`wire.decode` only and treats anything malformed as a crash.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import resource
+import signal
+import struct
+import sys
+
+FRAME = struct.Struct(">Q")
+MAX_REQUEST_BYTES = 1 << 30
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_PDEATHSIG = 1
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m grader.worker")
+    p.add_argument("--notebook", action="append", default=[], metavar="ID=PATH")
+    p.add_argument("--memory-mb", type=int, default=0, help="RLIMIT_AS (0: none, e.g. on GPU)")
+    p.add_argument("--file-size-mb", type=int, default=0)
+    p.add_argument("--open-files", type=int, default=0)
+    p.add_argument("--processes", type=int, default=0)
+    p.add_argument("--pid-namespace", action="store_true")
+    return p.parse_args(argv)
+
+
+def _lower(kind: int, value: int) -> None:
+    """Lower a limit to `value` (soft and hard); never raises one that is already lower."""
+    soft, hard = resource.getrlimit(kind)
+    inf = resource.RLIM_INFINITY
+    new = value if hard == inf else min(value, hard)
+    if soft != inf and soft <= new and hard != inf and hard <= new:
+        return
+    resource.setrlimit(kind, (new if soft == inf else min(soft, new), new))
+
+
+def apply_limits(memory_mb: int, file_size_mb: int, open_files: int, processes: int) -> None:
+    """Resource limits for this process and its children; a no-op where already applied."""
+    mb = 1024 * 1024
+    if memory_mb > 0:
+        _lower(resource.RLIMIT_AS, memory_mb * mb)
+    if file_size_mb > 0:
+        _lower(resource.RLIMIT_FSIZE, file_size_mb * mb)
+    if open_files > 0:
+        _lower(resource.RLIMIT_NOFILE, open_files)
+    if processes > 0:
+        _lower(resource.RLIMIT_NPROC, processes)
+    _lower(resource.RLIMIT_CORE, 0)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    except OSError:
+        pass
+
+
+def _read_exact(fd: int, n: int) -> bytes | None:
+    chunks, got = [], 0
+    while got < n:
+        chunk = os.read(fd, min(n - got, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _become_namespace_init() -> None:
+    """Fork: the child serves (PID 1 of the new namespace); this parent mirrors its exit."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except OSError:
+            pass
+        return
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+            break
+        except ChildProcessError:
+            os._exit(70)
+        except InterruptedError:
+            continue
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+    os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 70)
+
+
+def serve(request_fd: int, reply_fd: int, notebooks: dict[str, str]) -> int:
+    """Answer framed requests until EOF on `request_fd`."""
+    from grader import wire
+    from grader.harness import Harness
+    from grader.student import encode_reply
+
+    harnesses: dict[str, Harness] = {}
+    while True:
+        head = _read_exact(request_fd, FRAME.size)
+        if head is None:
+            return 0
+        (size,) = FRAME.unpack(head)
+        if size > MAX_REQUEST_BYTES:
+            return 65
+        payload = _read_exact(request_fd, size)
+        if payload is None:
+            return 0
+        name = ""
+        try:
+            req = wire.decode(payload)
+            if not isinstance(req, dict) or not isinstance(req.get("assignment"), str):
+                raise wire.NotPlainData("a request is a dict with an assignment id")
+            assignment = req["assignment"]
+            name = str(req.get("name", ""))
+            if assignment not in notebooks:
+                reply = {
+                    "error": {
+                        "type": "ProtocolError",
+                        "traceback": "",
+                        "message": f"no notebook for assignment {assignment!r}",
+                    }
+                }
+            else:
+                if assignment not in harnesses:
+                    harnesses[assignment] = Harness(notebooks[assignment], assignment)
+                reply = harnesses[assignment].handle(req)
+        except wire.NotPlainData as exc:
+            reply = {"error": {"type": "ProtocolError", "message": str(exc), "traceback": ""}}
+        data = encode_reply(reply, name)
+        sys.stdout.flush()
+        _write_all(reply_fd, FRAME.pack(len(data)) + data)
+
+
+def main(argv: list[str] | None = None) -> int:
+    # Take the channel off fds 0 and 1 before anything else can print or read.
+    request_fd, reply_fd = os.dup(0), os.dup(1)  # os.dup: not inherited by exec'd children
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)
+    args = _parse(sys.argv[1:] if argv is None else argv)
+    apply_limits(args.memory_mb, args.file_size_mb, args.open_files, args.processes)
+    if args.pid_namespace:
+        _become_namespace_init()
+    notebooks = {}
+    for item in args.notebook:
+        key, _, path = item.partition("=")
+        notebooks[key] = path
+    return serve(request_fd, reply_fd, notebooks)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,531 @@
+"""The sandboxed worker: data crosses, failures are contained, each isolation layer holds."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grader import sandbox, wire
+from grader.course import Limits
+from grader.student import (
+    NotebookFailed,
+    NotPlainResult,
+    Student,
+    StudentError,
+    WorkerCrashed,
+    WorkerTimeout,
+)
+
+NOTEBOOK = """# %% [markdown]
+# A small submission built for the sandbox tests.
+
+# %%
+import ctypes
+import os
+import socket
+import struct
+import sys
+import time
+
+import numpy as np
+
+
+def add(x, y):
+    return x + y
+
+
+def scale(a, k):
+    return a * k, {"sum": float(a.sum()), "shape": a.shape}
+
+
+def bad_value(x):
+    if x < 0:
+        raise ValueError("x must be non-negative")
+    return x
+
+
+class Liar:
+    def __eq__(self, other):
+        return True
+
+
+def liar():
+    return Liar()
+
+
+def loop():
+    while True:
+        pass
+
+
+def exit3():
+    os._exit(3)
+
+
+def segfault():
+    return ctypes.string_at(0)
+
+
+def memory_bomb():
+    return len(bytearray(64 * 2**30))
+
+
+def spam(n):
+    sys.stdout.write("x" * n)
+    sys.stdout.flush()
+    print("more", file=sys.stderr)
+    return n
+
+
+def env():
+    return dict(os.environ)
+
+
+def whoami():
+    return [os.getuid(), os.getgid(), os.getcwd()]
+
+
+def try_write(path):
+    try:
+        with open(path, "w") as f:
+            f.write("x")
+        return "written"
+    except OSError as exc:
+        return type(exc).__name__
+
+
+def try_read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError as exc:
+        return type(exc).__name__
+
+
+def listdir(path):
+    try:
+        return sorted(os.listdir(path))
+    except OSError as exc:
+        return type(exc).__name__
+
+
+def connect(port):
+    s = socket.socket()
+    s.settimeout(2)
+    try:
+        s.connect(("127.0.0.1", port))
+        return "connected"
+    except OSError as exc:
+        return type(exc).__name__
+    finally:
+        s.close()
+
+
+def forge_reply():
+    import fcntl
+    import stat
+    for fd in range(3, 64):
+        try:
+            if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+                continue
+            if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY:
+                os.write(fd, struct.pack(">Q", 1 << 40))
+        except OSError:
+            pass
+    return 1
+
+
+def spawn(n):
+    count = 0
+    for _ in range(n):
+        try:
+            pid = os.fork()
+        except OSError:
+            break
+        if pid == 0:
+            time.sleep(60)
+            os._exit(0)
+        count += 1
+    return count
+
+
+def fork_bomb():
+    while True:
+        try:
+            os.fork()
+        except OSError:
+            pass
+
+
+def eat_slowly(mb_per_step, steps):
+    chunks = []
+    for _ in range(steps):
+        chunks.append(b"x" * (mb_per_step * 2**20))
+        time.sleep(0.05)
+    return len(chunks)
+"""
+
+BROKEN = """# %%
+def f():
+    return 1
+
+raise RuntimeError("boom at import")
+"""
+
+LIMITS = Limits(
+    call_timeout_s=10,
+    kernel_timeout_s=20,
+    import_timeout_s=30,
+    submission_timeout_s=300,
+    memory_mb=2048,
+    file_size_mb=64,
+    open_files=256,
+    processes=32,
+)
+TIMINGS: dict[str, float] = {}
+
+
+def make_workdir(base: Path) -> Path:
+    work = base / "work"
+    for aid, text in (("a", NOTEBOOK), ("b", BROKEN)):
+        (work / "exercises" / aid).mkdir(parents=True)
+        (work / "exercises" / aid / f"{aid}.py").write_text(text)
+    (work / "metrics.json").write_text("{}")
+    return work
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """A fake course root with hidden tests, an extra secret folder, and a scratch workdir."""
+    base = tmp_path_factory.mktemp("sandbox")
+    course = base / "course"
+    (course / "tests" / "hidden" / "a").mkdir(parents=True)
+    (course / "tests" / "hidden" / "a" / "test_secret.py").write_text("ANSWER = 42\n")
+    (course / "solutions" / "a").mkdir(parents=True)
+    (course / "solutions" / "a" / "a.py").write_text("SOLUTION = 1\n")
+    (course / "course.toml").write_text("# fake\n")
+    secret = base / "secret"
+    secret.mkdir()
+    (secret / "token.txt").write_text("s3cr3t\n")
+    for p in (
+        base,
+        course,
+        course / "tests",
+        course / "tests" / "hidden",
+        course / "tests" / "hidden" / "a",
+        secret,
+    ):
+        p.chmod(0o755)
+    return {"base": base, "course": course, "secret": secret, "work": make_workdir(base)}
+
+
+@pytest.fixture(scope="module")
+def backend(world):
+    old = {k: os.environ.get(k) for k in ("GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY")}
+    os.environ["GITHUB_TOKEN"] = "ghp_parent_token"
+    os.environ["AWS_SECRET_ACCESS_KEY"] = "parent-secret"
+    work = world["work"]
+    b = sandbox.WorkerBackend(
+        work,
+        {"a": work / "exercises/a/a.py", "b": work / "exercises/b/b.py"},
+        LIMITS,
+        hide=[world["secret"]],
+        course_root=world["course"],
+    )
+    try:
+        yield b
+    finally:
+        b.close()
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@pytest.fixture
+def student(backend):
+    return Student(backend, "a", call_timeout=10, kernel_timeout=20)
+
+
+def need(backend, layer):
+    if layer not in backend.isolation:
+        pytest.skip(f"{layer} is not available on this machine")
+
+
+def nobody_processes() -> set[int]:
+    out = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid == 65534:
+                    out.add(int(entry))
+            except OSError:
+                pass
+    return out
+
+
+def worker_pid_namespace(backend) -> str:
+    """The PID namespace the worker's serving process (and all it starts) lives in."""
+    (init,) = backend._init_pids
+    return os.readlink(f"/proc/{init}/ns/pid")
+
+
+def processes_in(namespace: str, wait: float = 3.0) -> list[int]:
+    deadline = time.monotonic() + wait
+    while True:
+        found = []
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    if os.readlink(f"/proc/{entry}/ns/pid") == namespace:
+                        found.append(int(entry))
+                except OSError:
+                    pass
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.1)
+
+
+def test_calls_and_arrays_cross(student, backend):
+    t0 = time.monotonic()
+    assert student.add(2, 3) == 5
+    TIMINGS["first call (start-up + notebook load)"] = time.monotonic() - t0
+    t0 = time.monotonic()
+    assert student.add("a", "b") == "ab"
+    TIMINGS["warm call"] = time.monotonic() - t0
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    out, info = student.scale(a, 2)
+    assert out.dtype == np.float32 and out.shape == (3, 4)
+    np.testing.assert_array_equal(out, a * 2)
+    assert info == {"sum": 66.0, "shape": (3, 4)}
+    assert {"scrubbed-env", "rlimits"} <= set(backend.isolation)
+    print(f"\nisolation: {backend.isolation}")
+
+
+def test_student_exception_maps_to_builtin(student):
+    with pytest.raises(ValueError, match="non-negative") as info:
+        student.bad_value(-1)
+    assert isinstance(info.value, StudentError)
+    assert student.bad_value(4) == 4
+
+
+def test_non_plain_return_is_refused(student):
+    with pytest.raises(NotPlainResult, match="not plain data"):
+        student.liar()
+    assert student.add(1, 1) == 2
+
+
+def test_notebook_that_fails_at_import(backend):
+    broken = Student(backend, "b")
+    with pytest.raises(NotebookFailed, match="boom at import"):
+        broken.f()
+
+
+def test_secrets_in_parent_env_never_reach_the_worker(student, world):
+    env = student.env()
+    assert os.environ["GITHUB_TOKEN"] == "ghp_parent_token"  # the parent really has it
+    assert "GITHUB_TOKEN" not in env and "AWS_SECRET_ACCESS_KEY" not in env
+    assert set(env) <= set(sandbox._scrubbed_env(world["work"], True)) | {
+        "NUMBA_ENABLE_CUDASIM",
+        "LC_CTYPE",
+    }
+    assert env["HOME"] == str(world["work"].resolve() / ".sandbox")
+    assert env["NUMBA_ENABLE_CUDASIM"] == "1" and env["OMP_NUM_THREADS"] == "1"
+
+
+def test_unprivileged_user(student, backend, world):
+    need(backend, "unprivileged-user")
+    uid, gid, cwd = student.whoami()
+    assert (uid, gid) == (65534, 65534)
+    work = world["work"].resolve()
+    assert cwd == str(work / ".sandbox")
+    assert student.try_write(str(work / ".sandbox" / "note.txt")) == "written"
+    assert student.try_write(str(work / "metrics.json")) in ("PermissionError", "OSError")
+    assert student.try_write(str(work / "exercises" / "a" / "a.py")) in (
+        "PermissionError",
+        "OSError",
+    )
+    assert (work / "exercises" / "a" / "a.py").read_text() == NOTEBOOK
+
+
+def test_network_is_blocked(student, backend):
+    need(backend, "no-network")
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    try:
+        probe = socket.create_connection(("127.0.0.1", port), timeout=2)  # reachable here
+        probe.close()
+        assert student.connect(port) != "connected"
+    finally:
+        server.close()
+
+
+def test_hidden_tests_and_secrets_are_unreadable(student, backend, world):
+    need(backend, "hidden-tests-unreadable")
+    hidden = world["course"] / "tests" / "hidden" / "a" / "test_secret.py"
+    token = world["secret"] / "token.txt"
+    solution = world["course"] / "solutions" / "a" / "a.py"
+    assert hidden.read_text() == "ANSWER = 42\n"  # readable in the trusted process
+    for path in (hidden, token, solution):
+        assert student.try_read(str(path)) in ("FileNotFoundError", "PermissionError")
+    assert student.listdir(str(world["course"] / "tests" / "hidden")) in (
+        [],
+        "FileNotFoundError",
+        "PermissionError",
+    )
+    # /tmp holds only the path down to this submission's own scratch copy
+    assert student.listdir("/tmp") in ([], [world["work"].resolve().parts[2]], "PermissionError")
+
+
+def test_stdout_spam_does_not_break_the_channel(student, backend):
+    t0 = time.monotonic()
+    assert student.spam(50_000_000) == 50_000_000
+    TIMINGS["print 50 MB"] = time.monotonic() - t0
+    assert student.add(2, 2) == 4
+    assert "more" in backend.output_tail()
+    assert len(backend.output_tail()) <= sandbox.OUTPUT_TAIL_BYTES
+
+
+def test_timeout_kills_and_restarts(backend):
+    short = Student(backend, "a", call_timeout=1.0)
+    student = Student(backend, "a")
+    assert student.add(0, 0) == 0
+    old = backend._proc.pid
+    t0 = time.monotonic()
+    with pytest.raises(WorkerTimeout, match="longer than 1 s"):
+        short.loop()
+    TIMINGS["1 s timeout + kill"] = time.monotonic() - t0
+    assert time.monotonic() - t0 < 5
+    assert backend._proc is None
+    assert not os.path.exists(f"/proc/{old}") or open(f"/proc/{old}/stat").read().split()[2] == "Z"
+    t0 = time.monotonic()
+    assert student.add(1, 2) == 3
+    TIMINGS["restart + reload + call"] = time.monotonic() - t0
+
+
+def test_exit_code_is_a_crash(student):
+    with pytest.raises(WorkerCrashed, match="exited with code 3"):
+        student.exit3()
+    assert student.add(1, 2) == 3
+
+
+def test_segfault_names_the_signal(student):
+    with pytest.raises(WorkerCrashed, match=r"SIGSEGV \(segmentation fault\)"):
+        student.segfault()
+    assert student.add(1, 2) == 3
+
+
+def test_memory_bomb_is_an_error_and_grader_survives(student, backend):
+    assert "MemoryError" in sandbox._error("MemoryError", "")["error"]["type"]
+    with pytest.raises((MemoryError, WorkerCrashed)):
+        student.memory_bomb()
+    assert student.add(5, 5) == 10
+
+
+def test_forged_reply_is_a_crash_not_trusted(student):
+    with pytest.raises(WorkerCrashed, match="limit|malformed|wrong shape"):
+        student.forge_reply()
+    assert student.add(1, 2) == 3
+
+
+def test_processes_are_bounded_and_killed(student, backend):
+    need(backend, "unprivileged-user")
+    need(backend, "pid-namespace")
+    assert student.add(0, 0) == 0
+    namespace = worker_pid_namespace(backend)
+    before = nobody_processes()
+    count = student.spawn(200)
+    assert 0 < count < LIMITS.processes
+    assert len(nobody_processes() - before) >= count
+    assert len(processes_in(namespace, wait=0)) >= count + 1
+    backend.close()
+    assert processes_in(namespace) == []
+    assert student.add(1, 2) == 3
+
+
+@pytest.mark.slow
+def test_fork_bomb_is_bounded(backend):
+    need(backend, "unprivileged-user")
+    need(backend, "pid-namespace")
+    student = Student(backend, "a", call_timeout=2.0)
+    assert student.add(0, 0) == 0
+    namespace = worker_pid_namespace(backend)
+    with pytest.raises(WorkerTimeout):
+        student.fork_bomb()
+    assert processes_in(namespace) == []
+    assert student.add(1, 2) == 3
+
+
+def test_submission_budget(world):
+    limits = Limits(**{**LIMITS.__dict__, "submission_timeout_s": 3})
+    work = world["work"]
+    with sandbox.WorkerBackend(
+        work, {"a": work / "exercises/a/a.py"}, limits, course_root=world["course"]
+    ) as b:
+        student = Student(b, "a", call_timeout=30)
+        t0 = time.monotonic()
+        with pytest.raises(WorkerTimeout, match="total time budget"):
+            student.loop()
+        assert time.monotonic() - t0 < 6
+        starts = b.starts
+        t0 = time.monotonic()
+        with pytest.raises(WorkerTimeout, match="budget"):
+            student.add(1, 2)
+        assert time.monotonic() - t0 < 0.1 and b.starts == starts
+
+
+@pytest.mark.slow
+def test_rss_watchdog_kills_for_memory(world):
+    """gpu=True drops RLIMIT_AS and watches resident memory instead (works without a GPU)."""
+    limits = Limits(**{**LIMITS.__dict__, "memory_mb": 400})
+    work = world["work"]
+    with sandbox.WorkerBackend(
+        work, {"a": work / "exercises/a/a.py"}, limits, gpu=True, course_root=world["course"]
+    ) as b:
+        assert "rss-watchdog" in b.isolation
+        student = Student(b, "a", call_timeout=30)
+        with pytest.raises(WorkerCrashed, match="more than 400 MB of memory"):
+            student.eat_slowly(50, 60)
+        assert student.add(1, 2) == 3
+
+
+def test_budget_unknown_assignment_and_describe_exit(backend):
+    reply = backend.request({"assignment": "nope", "op": "has", "name": "x"}, 1)
+    assert reply["error"]["type"] == "ProtocolError"
+    assert sandbox.describe_exit(-9).startswith("the worker was killed by signal SIGKILL")
+    assert sandbox.describe_exit(2) == "the worker exited with code 2"
+
+
+@pytest.mark.slow
+def test_ptx_compiles_in_a_sandboxed_process_without_the_simulator(tmp_path):
+    work = tmp_path / "work"
+    (work / "exercises" / "k").mkdir(parents=True)
+    (work / "exercises" / "k" / "k.py").write_text(
+        "# %%\nfrom numba import cuda\n\n@cuda.jit\ndef vadd(a, b, c):\n"
+        "    i = cuda.grid(1)\n    if i < c.size:\n        c[i] = a[i] + b[i]\n"
+    )
+    with sandbox.WorkerBackend(work, {"k": work / "exercises/k/k.py"}, LIMITS) as b:
+        t0 = time.monotonic()
+        reply = b.ptx("k", "vadd", "void(float32[:], float32[:], float32[:])", (7, 5), 120)
+        TIMINGS["ptx compile"] = time.monotonic() - t0
+    assert ".target sm_75" in reply["ok"]
+
+
+def test_wire_is_the_only_format(backend):
+    # what request returns is exactly what wire.decode yields (no pickle, no objects)
+    reply = backend.request(
+        {"assignment": "a", "op": "call", "name": "add", "args": [1, 2], "kwargs": {}}, 10
+    )
+    assert reply == {"ok": 3} and wire.roundtrip(reply) == reply
+
+
+def test_report_timings():
+    print("\n" + "\n".join(f"{k}: {v:.2f} s" for k, v in TIMINGS.items()))
