@@ -1,0 +1,685 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # S5.2 Milestone M9: place your model's decode on the T4 roofline
+#
+# In S5.1 you drew a roofline: a GPU can never go faster than its peak FLOP/s, and a kernel that
+# moves bytes from DRAM can never go faster than bandwidth x (FLOPs per byte). Today you apply that
+# picture to the workload the whole project is heading towards: **generating text, one token per
+# step, with the small LLaMA-style model of the course**.
+#
+# By the end of this notebook you will have:
+#
+# 1. counted the parameters of a LLaMA-style model from its config;
+# 2. counted the bytes the KV cache adds for every token of context;
+# 3. computed the arithmetic intensity of one decode step at batch 1, 8 and 32;
+# 4. found the smallest batch (if any!) at which decode stops being bandwidth-bound on a T4;
+# 5. written the numbers and a one-line conclusion to `metrics.json["m9_roofline"]`.
+#
+# Everything here is arithmetic on a config dict: **no GPU is needed**.
+#
+# ### Before you start: open the notebook inside the course repository
+#
+# The GPU figures (peak FLOP/s, bandwidth) are not typed into this notebook. They live in one
+# place, `course.toml` at the root of the course repository, and the notebook reads them from
+# there. `metrics.json` is written next to it. So run this notebook from a checkout of your fork.
+# On Colab, run these in a cell first (replace the URL with your fork's):
+#
+# ```
+# !git clone https://github.com/<your-user>/<your-fork>.git
+# %cd <your-fork>/exercises/m9_roofline
+# ```
+#
+# On your own machine, open the notebook from `exercises/m9_roofline/` inside your clone.
+# Nothing needs installing: the graded code uses only the standard library, and the plot uses
+# numpy and matplotlib, which Colab already has.
+
+# %%
+import contextlib
+import json
+import math
+import numbers
+import os
+import tempfile
+from fractions import Fraction
+from pathlib import Path
+
+try:
+    import tomllib  # Python 3.11+
+except ModuleNotFoundError:  # pragma: no cover - older Pythons
+    import tomli as tomllib
+
+# %% [markdown]
+# ## The two models we will compare
+#
+# A LLaMA-style decoder is fully described (for our purposes) by seven numbers:
+#
+# | key | meaning |
+# |---|---|
+# | `dim` | width of the residual stream (the hidden size) |
+# | `n_layers` | number of transformer blocks |
+# | `n_heads` | query heads per block; each has `head_dim = dim // n_heads` channels |
+# | `n_kv_heads` | key/value heads per block (grouped-query attention: several query heads share one K/V head) |
+# | `vocab_size` | number of token ids |
+# | `ffn_hidden_dim` | inner width of the SwiGLU feed-forward block |
+# | `tied_embeddings` | `True` when the output head reuses the embedding matrix |
+#
+# A config may also carry a `name` (a string). Nothing else is allowed: a typo such as `n_layer`
+# should be an error, not a silently ignored key.
+#
+# `COURSE_MODEL` is the small model the course trains (well under two million parameters).
+# `LLAMA3_8B` has the shape of Llama-3-8B; we use it only on paper, as a comparison. (Its fp16
+# weights alone are about 16 GB, more than a T4 can hold, which is itself a lesson.) If you trained
+# your own model with a different shape, put its config in `COURSE_MODEL`.
+
+# %%
+COURSE_GPU = "T4"  # a key of the [hardware.*] tables in course.toml
+CONTEXT_LEN = 512  # tokens already in the KV cache when we measure a decode step
+
+COURSE_MODEL = {
+    "name": "course-model",
+    "dim": 128,
+    "n_layers": 4,
+    "n_heads": 4,
+    "n_kv_heads": 2,
+    "vocab_size": 4096,
+    "ffn_hidden_dim": 384,
+    "tied_embeddings": True,
+}
+
+LLAMA3_8B = {
+    "name": "llama-3-8b",
+    "dim": 4096,
+    "n_layers": 32,
+    "n_heads": 32,
+    "n_kv_heads": 8,
+    "vocab_size": 128256,
+    "ffn_hidden_dim": 14336,
+    "tied_embeddings": False,
+}
+
+CONFIG_INT_KEYS = ("dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "ffn_hidden_dim")
+CONFIG_KEYS = CONFIG_INT_KEYS + ("tied_embeddings",)
+OPTIONAL_CONFIG_KEYS = ("name",)
+
+
+# %% [markdown]
+# A few helpers are provided so you can concentrate on the ideas: `check_int` turns a bad integer
+# argument into a `ValueError` that says what was wrong, and `find_course_root` walks up from the
+# current directory to the folder that holds `course.toml`.
+
+# %%
+def check_int(value, what, minimum):
+    """Return `value` as an int, or raise ValueError if it is not an int >= `minimum`.
+
+    bool is rejected even though Python treats it as an int: `batch=True` is a bug, not a batch.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{what} must be an int, got {value!r} ({type(value).__name__})")
+    if value < minimum:
+        raise ValueError(f"{what} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def find_course_root(start=None):
+    """The nearest directory at or above `start` (default: the cwd) holding course.toml, or None."""
+    here = Path(start if start is not None else os.getcwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "course.toml").is_file():
+            return folder
+    return None
+
+
+def default_metrics_path():
+    """`<repository root>/metrics.json`, or `./metrics.json` when no course.toml is found."""
+    root = find_course_root()
+    return (root if root is not None else Path(os.getcwd())) / "metrics.json"
+
+
+# %% [markdown]
+# ## 1. Check the config before you trust it
+#
+# Every function below starts from a config dict, so we check it once, carefully, in one place.
+# A good error message names the key and says what was expected. Raise `ValueError` when:
+#
+# * `cfg` is not a dict, has a key outside `CONFIG_KEYS + OPTIONAL_CONFIG_KEYS`, or lacks one of
+#   `CONFIG_KEYS`;
+# * one of the six integer keys is not an `int` (a `bool` does not count) or is not positive;
+# * `tied_embeddings` is not a `bool`, or `name` (when present) is not a `str`;
+# * `dim` is not a multiple of `n_heads` (heads split the width evenly), or `n_heads` is not a
+#   multiple of `n_kv_heads` (each K/V head serves the same number of query heads).
+#
+# `check_int` does half of this for you.
+
+# %% deletable=false nbgrader={"grade": false, "grade_id": "validate_config", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "8ee421c3b40c01f57fd1b5b9261c9d7d", "cell_type": "code"}
+def validate_config(cfg):
+    """Raise ValueError (naming the offending key) unless `cfg` is a valid model config.
+
+    Returns None. Accepts the keys in CONFIG_KEYS (all required) and OPTIONAL_CONFIG_KEYS.
+    """
+    # YOUR CODE HERE
+    raise NotImplementedError("validate_config: implement this (see the docstring)")
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_validate_config", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "06d03c0146e6d74aeadc727e30cf1927", "cell_type": "code"}
+validate_config(COURSE_MODEL)
+validate_config(LLAMA3_8B)
+for broken in (
+    {**COURSE_MODEL, "n_layer": 4},  # unknown key (a typo)
+    {k: v for k, v in COURSE_MODEL.items() if k != "dim"},  # missing key
+    {**COURSE_MODEL, "n_layers": 0},  # not positive
+    {**COURSE_MODEL, "dim": 128.0},  # not an int
+    {**COURSE_MODEL, "tied_embeddings": 1},  # not a bool
+    {**COURSE_MODEL, "n_heads": 3},  # 128 % 3 != 0
+    {**COURSE_MODEL, "n_kv_heads": 3},  # 4 % 3 != 0
+):
+    try:
+        validate_config(broken)
+    except ValueError:
+        pass
+    else:
+        raise AssertionError(f"validate_config accepted a broken config: {broken}")
+
+
+# %% [markdown]
+# ## 2. Count the parameters
+#
+# Walk through one block of a LLaMA-style decoder and write down every weight matrix (there are no
+# biases). With `head_dim = dim // n_heads` and `kv_dim = n_kv_heads * head_dim`:
+#
+# | where | weights | count |
+# |---|---|---|
+# | token embedding | `vocab_size x dim` | `vocab_size * dim` |
+# | attention, per layer | `wq`, `wo`: `dim x dim` each; `wk`, `wv`: `dim x kv_dim` each | `2*dim*dim + 2*dim*kv_dim` |
+# | SwiGLU MLP, per layer | `w1`, `w3`: `dim x ffn`; `w2`: `ffn x dim` | `3*dim*ffn_hidden_dim` |
+# | RMSNorm, per layer | one gain vector before attention, one before the MLP | `2*dim` |
+# | final RMSNorm | one gain vector | `dim` |
+# | output head | `dim x vocab_size`, unless it is tied to the embedding | `vocab_size * dim` or `0` |
+#
+# RoPE has no weights: the rotation angles are computed from positions. Grouped-query attention
+# shows up only in `wk` and `wv`, which are `n_heads / n_kv_heads` times narrower than `wq`.
+
+# %% deletable=false nbgrader={"grade": false, "grade_id": "num_params", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "a57ab977951e821b18e429cfa62e33d1", "cell_type": "code"}
+def num_params(cfg):
+    """Number of weights (an int) of the LLaMA-style model described by `cfg`.
+
+    Counts the embedding, every layer's wq/wk/wv/wo, w1/w2/w3 and two RMSNorm gains, the final
+    RMSNorm gain, and the output head unless `tied_embeddings` is True. Raises ValueError for an
+    invalid config (see validate_config).
+    """
+    # YOUR CODE HERE
+    raise NotImplementedError("num_params: implement this (see the docstring)")
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_num_params", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "4215efce5a2ebd79b7b3f5bd3f9466b3", "cell_type": "code"}
+assert isinstance(num_params(COURSE_MODEL), int)
+assert num_params(COURSE_MODEL) < 2_000_000, "the course model is small"
+# Llama-3-8B really has about 8.03 billion weights.
+assert abs(num_params(LLAMA3_8B) - 8.03e9) < 0.01e9, num_params(LLAMA3_8B)
+# Untying the output head adds exactly one more vocab x dim matrix.
+_untied = {**COURSE_MODEL, "tied_embeddings": False}
+assert num_params(_untied) - num_params(COURSE_MODEL) == 4096 * 128
+# A one-layer, one-head toy you can count on paper: 4*4 + 2*(2*16 + 2*16 + 3*4*8 + 2*4) + 4
+_toy = {
+    "dim": 4,
+    "n_layers": 2,
+    "n_heads": 1,
+    "n_kv_heads": 1,
+    "vocab_size": 4,
+    "ffn_hidden_dim": 8,
+    "tied_embeddings": True,
+}
+assert num_params(_toy) == 16 + 2 * (32 + 32 + 96 + 8) + 4
+
+
+# %% [markdown]
+# ## 3. The KV cache: bytes per token of context
+#
+# While generating, the model keeps the keys and values of every earlier token so it does not
+# recompute them. For **each token** in the context, **each layer** stores one key vector and one
+# value vector per **K/V head**, each `head_dim` numbers long:
+#
+# $$\text{KV bytes per token} = 2 \times n_\text{layers} \times n_\text{kv\_heads} \times
+# \text{head\_dim} \times \text{dtype\_bytes}$$
+#
+# (the leading 2 is "K and V"; `dtype_bytes` is 2 for fp16/bf16). Grouped-query attention exists
+# precisely to shrink this number: Llama-3-8B has 32 query heads but caches only 8 K/V heads.
+#
+# At every decode step the attention of the new token reads the whole cache, so a sequence with
+# `context_len` tokens costs `context_len x KV bytes per token` of extra DRAM traffic per step.
+
+# %% deletable=false nbgrader={"grade": false, "grade_id": "kv_bytes_per_token", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "c9203a7cc0bbd10e5fbece04eee2acb7", "cell_type": "code"}
+def kv_bytes_per_token(cfg, dtype_bytes=2):
+    """Bytes (an int) of K and V cached for one token, summed over all layers and K/V heads.
+
+    `dtype_bytes` is the size of one cached number in bytes (2 for fp16/bf16) and must be a
+    positive int. Raises ValueError for an invalid config or dtype_bytes.
+    """
+    # YOUR CODE HERE
+    raise NotImplementedError("kv_bytes_per_token: implement this (see the docstring)")
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_kv_bytes_per_token", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "1b4c24ba34948359cc4ba121c68e6c9f", "cell_type": "code"}
+# 2 (K,V) x 4 layers x 2 KV heads x 32 channels x 2 bytes
+assert kv_bytes_per_token(COURSE_MODEL) == 1024
+# Llama-3-8B: 128 KiB per token in fp16, so an 8192-token context is a full 1 GiB per sequence.
+assert kv_bytes_per_token(LLAMA3_8B) == 128 * 1024
+assert kv_bytes_per_token(COURSE_MODEL, dtype_bytes=4) == 2048
+for _bad in (0, -2, 2.0, True):
+    try:
+        kv_bytes_per_token(COURSE_MODEL, dtype_bytes=_bad)
+    except ValueError:
+        pass
+    else:
+        raise AssertionError(f"dtype_bytes={_bad!r} should be rejected")
+
+
+# %% [markdown]
+# ## 4. Arithmetic intensity of one decode step
+#
+# **FLOPs.** Producing one token means pushing one vector through every weight matrix. Each weight
+# takes part in one multiply and one add, so a decode step costs about
+# $2 \times \text{params}$ FLOPs **per sequence**. With a batch of `batch` sequences decoded
+# together, that is $2 \times \text{params} \times \text{batch}$. (Attention over the cache adds
+# a few FLOPs per cached number; for the models here that is small next to the weights and we
+# leave it out.)
+#
+# **Bytes.** The weights are read from DRAM once per step, **shared by the whole batch**:
+# $\text{params} \times \text{dtype\_bytes}$. The KV cache is not shared: each sequence reads its
+# own, $\text{context\_len} \times \text{KV bytes per token}$. So
+#
+# $$\text{bytes} = \text{params} \cdot \text{dtype\_bytes} + \text{batch} \cdot
+# \text{context\_len} \cdot \text{KV bytes per token}$$
+#
+# $$\text{intensity} = \frac{\text{FLOPs}}{\text{bytes}}
+# = \frac{2 \cdot \text{params} \cdot \text{batch}}{\text{params} \cdot \text{dtype\_bytes}
+# + \text{batch} \cdot \text{context\_len} \cdot \text{KV}}$$
+#
+# Look at batch 1 with an empty cache: 2 FLOPs per weight and 2 bytes per fp16 weight, so the
+# intensity is **1 FLOP/byte**. With a cache it is even lower. That single number is why
+# decoding one sequence at a time is slow on every GPU ever built.
+
+# %% deletable=false nbgrader={"grade": false, "grade_id": "decode_intensity", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "bca3d39c00e6667dab8c1d99a7c6410b", "cell_type": "code"}
+def decode_intensity(cfg, batch, context_len, dtype_bytes=2):
+    """Arithmetic intensity (FLOP/byte, a float) of one decode step.
+
+    FLOPs = 2 * params * batch; bytes = params * dtype_bytes
+    + batch * context_len * kv_bytes_per_token(cfg, dtype_bytes).
+    `batch` is the number of sequences decoded together (an int >= 1), `context_len` the number of
+    tokens already in each sequence's KV cache (an int >= 0; 0 means no KV traffic), `dtype_bytes`
+    the bytes per weight and per cached number (a positive int). Raises ValueError otherwise.
+    """
+    # YOUR CODE HERE
+    raise NotImplementedError("decode_intensity: implement this (see the docstring)")
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_decode_intensity", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "b92ddd315b9a529ccccc5ee8fefd556b", "cell_type": "code"}
+# No KV traffic, fp16: exactly 1 FLOP/byte at batch 1, and batch FLOP/byte in general.
+assert decode_intensity(COURSE_MODEL, 1, 0) == 1.0
+assert decode_intensity(COURSE_MODEL, 8, 0) == 8.0
+# The KV cache only ever lowers the intensity, and batching only ever raises it.
+assert decode_intensity(COURSE_MODEL, 1, CONTEXT_LEN) < 1.0
+_curve = [decode_intensity(COURSE_MODEL, b, CONTEXT_LEN) for b in (1, 2, 8, 32, 1024)]
+assert all(a < b for a, b in zip(_curve[:-1], _curve[1:], strict=True)), _curve
+assert isinstance(decode_intensity(LLAMA3_8B, 1, CONTEXT_LEN), float)
+for _args in ((0, 16), (1, -1), (1.5, 16)):
+    try:
+        decode_intensity(COURSE_MODEL, *_args)
+    except ValueError:
+        pass
+    else:
+        raise AssertionError(f"decode_intensity(cfg, *{_args}) should raise ValueError")
+
+
+# %% [markdown]
+# ## 5. The ridge, and the batch that reaches it
+#
+# A GPU's **ridge point** is the intensity at which its two limits meet:
+#
+# $$\text{ridge} = \frac{\text{peak FLOP/s}}{\text{peak byte/s}}$$
+#
+# Below the ridge a kernel waits for memory (bandwidth-bound); above it, it waits for arithmetic
+# (compute-bound). The course GPU is the T4: 65 TFLOP/s of fp16 tensor-core math and 320 GB/s of
+# GDDR6, so its ridge is $65 \times 10^{12} / 320 \times 10^{9} \approx 203$ FLOP/byte. Batch-1
+# decode sits near 1 FLOP/byte, two hundred times to the left: the tensor cores idle more than 99%
+# of the time, and no kernel tuning can change that, because the bytes have to be read.
+#
+# **Batching** is the cure the serving systems use: the weights are read once and reused by every
+# sequence in the batch, so the FLOPs grow with the batch while the weight bytes do not. But the
+# KV term grows with the batch too. Divide the top and bottom of the intensity by `batch` and let
+# the batch grow:
+#
+# $$\lim_{\text{batch}\to\infty} \text{intensity} =
+# \frac{2 \cdot \text{params}}{\text{context\_len} \cdot \text{KV bytes per token}}$$
+#
+# If that ceiling is at or below the ridge, **no batch ever reaches it**, and the right answer is
+# `None`, not a large number. Otherwise, solving $\text{intensity}(b) \ge \text{ridge}$ for $b$
+# gives
+#
+# $$b \ge \frac{\text{ridge} \cdot \text{params} \cdot \text{dtype\_bytes}}
+# {2 \cdot \text{params} - \text{ridge} \cdot \text{context\_len} \cdot \text{KV}}$$
+#
+# and the answer is the smallest integer that satisfies it. Floating point can put a value that
+# should land exactly on the boundary one step off, so finish by checking your `b` against
+# `decode_intensity`: it must reach the ridge, and `b - 1` (if `b > 1`) must not.
+
+# %% deletable=false nbgrader={"grade": false, "grade_id": "crossover_batch", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "ca6ad38a4c6b4278ec3a778a1f2f2985", "cell_type": "code"}
+def crossover_batch(cfg, ridge, context_len, dtype_bytes=2):
+    """Smallest batch (an int >= 1) whose decode intensity is >= `ridge`, or None if none is.
+
+    `ridge` is the GPU's ridge point in FLOP/byte (a positive number), `context_len` the tokens
+    in each sequence's KV cache (an int >= 0; with 0 there is no KV traffic and a crossover always
+    exists). Returns None when the intensity's limit 2*params / (context_len * KV bytes per token)
+    is <= ridge. The result agrees with decode_intensity: intensity(b) >= ridge and, for b > 1,
+    intensity(b - 1) < ridge. Raises ValueError for a non-positive ridge or invalid arguments.
+    """
+    # YOUR CODE HERE
+    raise NotImplementedError("crossover_batch: implement this (see the docstring)")
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_crossover_batch", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "273c60d3f586e9abc41b15c0c2097f1f", "cell_type": "code"}
+# Without a KV cache the fp16 intensity is exactly `batch`, so the crossover is ceil(ridge).
+assert crossover_batch(COURSE_MODEL, 100.0, 0) == 100
+assert crossover_batch(COURSE_MODEL, 100.5, 0) == 101
+# A ridge below the batch-1 intensity is crossed immediately.
+assert crossover_batch(COURSE_MODEL, 0.5, CONTEXT_LEN) == 1
+# Llama-3-8B on a T4-like ridge of 203: crosses at a short context, never at a long one.
+_b = crossover_batch(LLAMA3_8B, 203.125, 512)
+assert _b is not None and 1000 < _b < 2000, _b
+assert decode_intensity(LLAMA3_8B, _b, 512) >= 203.125 > decode_intensity(LLAMA3_8B, _b - 1, 512)
+assert crossover_batch(LLAMA3_8B, 203.125, 8192) is None
+# The course model's KV cache grows as fast as its FLOPs: no batch gets there at 512 tokens.
+assert crossover_batch(COURSE_MODEL, 203.125, CONTEXT_LEN) is None
+for _ridge in (0, -1.0):
+    try:
+        crossover_batch(COURSE_MODEL, _ridge, CONTEXT_LEN)
+    except ValueError:
+        pass
+    else:
+        raise AssertionError(f"ridge={_ridge!r} should raise ValueError")
+
+
+# %% [markdown]
+# ## 6. Read the hardware table from `course.toml`
+#
+# The peak figures of the course GPUs are kept in exactly one place, the `[hardware.<name>]` tables
+# of `course.toml` at the repository root, in the units vendors quote: `fp16_tensor_tflops`
+# (TFLOP/s) and `bandwidth_gbs` (GB/s). Copying them into a notebook is how two numbers that should
+# agree end up disagreeing, so read them instead, and convert to plain SI units (FLOP/s and
+# byte/s) once, at the boundary.
+#
+# `load_hardware(path=None)` finds `course.toml` by walking up from the current directory
+# (`find_course_root` does that) unless you give it a path, parses it with the standard library's
+# `tomllib`, and returns one dict per GPU: `{"name": <short name>, "peak_flops": ...,
+# "peak_bandwidth": ...}`. When there is no `course.toml`, raise `FileNotFoundError` with a message
+# that tells the student what to do (open the notebook from a checkout; on Colab, clone the fork).
+
+# %% deletable=false nbgrader={"grade": false, "grade_id": "load_hardware", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "3f693780a6294aefb9f24b5ef57c5e49", "cell_type": "code"}
+def load_hardware(path=None):
+    """Read the [hardware.*] tables of course.toml into {short_name: gpu dict}.
+
+    Each gpu dict is {"name": short_name, "peak_flops": FLOP/s (fp16 tensor), "peak_bandwidth":
+    byte/s}. `path` is course.toml or the folder holding it; by default it is found by walking up
+    from the current directory. Raises FileNotFoundError when there is no course.toml, ValueError
+    when an entry lacks a figure or has a non-positive one.
+    """
+    # YOUR CODE HERE
+    raise NotImplementedError("load_hardware: implement this (see the docstring)")
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_load_hardware", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "8fbe6fb34caf51d36bed57c288806639", "cell_type": "code"}
+_hw = load_hardware()
+assert COURSE_GPU in _hw, sorted(_hw)
+_t4 = _hw[COURSE_GPU]
+assert set(_t4) == {"name", "peak_flops", "peak_bandwidth"} and _t4["name"] == COURSE_GPU
+# SI units: tens of TFLOP/s are 1e13-ish FLOP/s, hundreds of GB/s are 1e11-ish byte/s.
+assert 1e13 < _t4["peak_flops"] < 1e15 and 1e11 < _t4["peak_bandwidth"] < 1e13
+assert round(_t4["peak_flops"] / _t4["peak_bandwidth"]) == 203  # the T4 ridge
+try:
+    load_hardware(Path(tempfile.gettempdir()) / "no-such-folder" / "course.toml")
+except FileNotFoundError:
+    pass
+else:
+    raise AssertionError("a missing course.toml should raise FileNotFoundError")
+
+
+# %% [markdown]
+# ## 7. The milestone record
+#
+# Now put it together. For a config, a GPU (a dict as returned by `load_hardware`) and a context
+# length, compute the intensities at batch 1, 8 and 32, the crossover batch against the GPU's
+# ridge, and a **one-line conclusion** a reader can check against the numbers. The conclusion must
+# say how batch 1 compares with the ridge; for any real GPU it will say that batch-1 decode is
+# deeply bandwidth-bound, and it should quote the intensity and the ridge.
+#
+# The record also carries everything needed to recompute it: `params`, `context_len`,
+# `dtype_bytes`, the `gpu` dict and the `model` config itself. The autograder redoes the arithmetic
+# from those fields with its own copy of the hardware table, so a record whose numbers do not follow
+# from its inputs will not pass.
+
+# %% deletable=false nbgrader={"grade": false, "grade_id": "m9_record", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "16d5345731c7e515a4ab71075886d6da", "cell_type": "code"}
+def m9_record(cfg, gpu, context_len, dtype_bytes=2):
+    """The dict to store as metrics.json["m9_roofline"].
+
+    `gpu` is {"name": str, "peak_flops": FLOP/s, "peak_bandwidth": byte/s}. Returns the keys
+    intensity_b1, intensity_b8, intensity_b32 (FLOP/byte, floats), crossover_batch (int or None,
+    against the ridge peak_flops / peak_bandwidth), conclusion (one line of text), params (int),
+    context_len, dtype_bytes, gpu (a copy of the gpu dict) and model (a copy of cfg). Raises
+    ValueError for an invalid config, gpu dict or argument.
+    """
+    # YOUR CODE HERE
+    raise NotImplementedError("m9_record: implement this (see the docstring)")
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_m9_record", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "b9f737b11030b5f5c784debabb8845df", "cell_type": "code"}
+_toy_gpu = {"name": "toy", "peak_flops": 100.0, "peak_bandwidth": 1.0}  # ridge 100 FLOP/byte
+_rec = m9_record(COURSE_MODEL, _toy_gpu, CONTEXT_LEN)
+for _key in (
+    "intensity_b1",
+    "intensity_b8",
+    "intensity_b32",
+    "crossover_batch",
+    "conclusion",
+    "params",
+    "context_len",
+    "dtype_bytes",
+    "gpu",
+    "model",
+):
+    assert _key in _rec, _key
+assert _rec["intensity_b1"] == decode_intensity(COURSE_MODEL, 1, CONTEXT_LEN)
+assert _rec["intensity_b32"] == decode_intensity(COURSE_MODEL, 32, CONTEXT_LEN)
+assert _rec["crossover_batch"] == crossover_batch(COURSE_MODEL, 100.0, CONTEXT_LEN)
+assert _rec["params"] == num_params(COURSE_MODEL) and _rec["model"] == COURSE_MODEL
+assert "\n" not in _rec["conclusion"] and "bandwidth-bound" in _rec["conclusion"]
+assert "batch 1" in _rec["conclusion"].lower()
+_ = json.dumps(_rec, allow_nan=False)  # plain JSON data, ready for metrics.json
+
+
+# %% [markdown]
+# ## 8. Write `metrics.json` without ever losing a key
+#
+# Each milestone adds one key to the same `metrics.json` at the repository root, and the autograder
+# reads them all. A careless writer (open with `"w"`, dump only your key) deletes the other
+# milestones' results. Yours must:
+#
+# * **merge**: read the existing JSON object, set `data[key] = value`, write everything back;
+# * **refuse to guess**: if the file exists but is not a valid JSON object, raise `ValueError`
+#   naming the file and saying how to fix it, instead of starting from `{}` and dropping keys;
+# * **reject bad values**: anything JSON cannot represent, and NaN or infinity (which Python's
+#   `json` would happily write, but strict JSON readers refuse), is a `ValueError`;
+# * **be atomic**: write to a temporary file in the same folder, then `os.replace` it over the
+#   target, so a crash midway leaves either the old file or the new one, never half of one;
+# * write with sorted keys and an indent of 2, so diffs between commits stay readable.
+
+# %% deletable=false nbgrader={"grade": false, "grade_id": "save_metric", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "9c306a274a78f03537d136dc773d52e3", "cell_type": "code"}
+def save_metric(path, key, value):
+    """Set metrics[key] = value in the JSON file at `path`, keeping every other key.
+
+    `key` is a non-empty str; `value` must be plain JSON data with no NaN or infinity
+    (ValueError otherwise). A missing or empty file counts as {}; a file that is not a JSON object
+    raises ValueError naming it. The file is replaced atomically (temp file + os.replace) and
+    written with sorted keys and indent 2. Returns None.
+    """
+    # YOUR CODE HERE
+    raise NotImplementedError("save_metric: implement this (see the docstring)")
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_save_metric", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "ae51c6549ac6cc87841d9d8435349d3e", "cell_type": "code"}
+with tempfile.TemporaryDirectory() as _tmp:
+    _path = Path(_tmp) / "metrics.json"
+    save_metric(_path, "m1", {"loss": 2.5})
+    save_metric(_path, "m9_roofline", {"crossover_batch": None})
+    assert json.loads(_path.read_text()) == {
+        "m1": {"loss": 2.5},
+        "m9_roofline": {"crossover_batch": None},
+    }
+    save_metric(_path, "m1", 3)  # overwriting one key keeps the other
+    assert json.loads(_path.read_text()) == {"m1": 3, "m9_roofline": {"crossover_batch": None}}
+    for _bad in (float("nan"), {"x": float("inf")}, object()):
+        try:
+            save_metric(_path, "bad", _bad)
+        except ValueError:
+            pass
+        else:
+            raise AssertionError(f"save_metric accepted {_bad!r}")
+    _path.write_text("{not json")
+    try:
+        save_metric(_path, "m9_roofline", 1)
+    except ValueError as _exc:
+        assert "metrics.json" in str(_exc)
+    else:
+        raise AssertionError("a corrupt metrics.json must raise ValueError, not be overwritten")
+    assert _path.read_text() == "{not json"
+    assert sorted(p.name for p in Path(_tmp).iterdir()) == ["metrics.json"], "temp file left behind"
+
+# %% [markdown]
+# ## 9. Look at the numbers
+#
+# Everything below is a demonstration: it is not graded and the autograder does not run it. First,
+# both models side by side, at the milestone's context of 512 tokens and at a long 8192-token one.
+
+# %% tags=["demo"]
+HARDWARE = load_hardware()
+GPU = HARDWARE[COURSE_GPU]
+RIDGE = GPU["peak_flops"] / GPU["peak_bandwidth"]
+print(
+    f"{COURSE_GPU}: {GPU['peak_flops'] / 1e12:.0f} TFLOP/s fp16 tensor, "
+    f"{GPU['peak_bandwidth'] / 1e9:.0f} GB/s -> ridge {RIDGE:.1f} FLOP/byte\n"
+)
+
+print(
+    f"{'model':<14}{'params':>15}{'KV B/token':>12}{'ctx':>6}{'I(b=1)':>9}{'I(b=8)':>9}"
+    f"{'I(b=32)':>9}{'ceiling':>10}{'crossover':>11}"
+)
+for cfg in (COURSE_MODEL, LLAMA3_8B):
+    for ctx in (CONTEXT_LEN, 8192):
+        ceiling = 2 * num_params(cfg) / (ctx * kv_bytes_per_token(cfg))
+        row = [decode_intensity(cfg, b, ctx) for b in (1, 8, 32)]
+        print(
+            f"{cfg['name']:<14}{num_params(cfg):>15,}{kv_bytes_per_token(cfg):>12,}{ctx:>6}"
+            f"{row[0]:>9.3f}{row[1]:>9.3f}{row[2]:>9.3f}{ceiling:>10.2f}"
+            f"{str(crossover_batch(cfg, RIDGE, ctx)):>11}"
+        )
+
+# %% [markdown]
+# ### Why `None` is the honest answer for the course model
+#
+# The course model has about 1.3 million weights (2.6 MB in fp16) but caches 1 KB of K and V per
+# token, so a single 512-token sequence drags 0.5 MB of cache through memory at every step. Adding
+# a sequence to the batch adds 2.6 MFLOP of work and 0.5 MB of traffic: about 5 FLOP per extra
+# byte. That ratio is the ceiling from section 5, and it is forty times below the T4's ridge of
+# 203. However large the batch, decode of this model at this context stays bandwidth-bound; the
+# crossover batch does not exist, and writing `None` says exactly that. (It would take a context
+# of about a dozen tokens for batching alone to get there.)
+#
+# Llama-3-8B is different because its weights are huge compared with its cache: thanks to
+# grouped-query attention it caches 128 KB per token against 8 billion weights. At 512 tokens its
+# ceiling is about 240 FLOP/byte, just above the ridge, so a crossover exists, but only at a batch
+# of well over a thousand sequences. Past roughly 600 tokens of context the ceiling drops under
+# the ridge and the crossover disappears for Llama-3-8B too. The lesson generalises: for long
+# contexts the KV cache, not the weights, sets the speed of decode, which is why serving systems
+# care so much about cache size (grouped-query attention, cache quantization, paged caches).
+#
+# The sweep below shows the crossover vanishing as the context grows.
+
+# %% tags=["demo"]
+print(f"crossover batch on the {COURSE_GPU} (ridge {RIDGE:.1f} FLOP/byte) vs context length")
+print(f"{'context':>8}{COURSE_MODEL['name']:>16}{LLAMA3_8B['name']:>14}")
+for ctx in (0, 8, 12, 16, 128, 256, 512, 600, 700, 1024, 8192):
+    print(
+        f"{ctx:>8}{str(crossover_batch(COURSE_MODEL, RIDGE, ctx)):>16}"
+        f"{str(crossover_batch(LLAMA3_8B, RIDGE, ctx)):>14}"
+    )
+
+# %% [markdown]
+# ### The roofline
+#
+# The T4's roof (built from the figures in `course.toml`) with the three decode points of the course
+# model at 512 tokens of context, and Llama-3-8B's for comparison. A point sits on the sloped part
+# of the roof: its best possible speed is intensity x bandwidth, a small fraction of the peak.
+#
+# The roofline is an upper bound that assumes every byte comes from DRAM. A model as small as the
+# course model would partly stay in the T4's 4 MB L2 cache, and kernel launch overheads would
+# dominate its real step time; treat the picture as a first-order map, not a prediction.
+
+# %% tags=["demo"]
+import matplotlib.pyplot as plt
+import numpy as np
+
+peak_tflops = GPU["peak_flops"] / 1e12
+bw_tbs = GPU["peak_bandwidth"] / 1e12
+ai = np.logspace(-1, 4, 400)
+roof = np.minimum(ai * bw_tbs, peak_tflops)
+
+fig, ax = plt.subplots(figsize=(8, 5))
+ax.loglog(ai, roof, "k-", linewidth=2, label=f"{COURSE_GPU} roof")
+ax.axvline(RIDGE, color="gray", linestyle="--", alpha=0.7)
+ax.text(RIDGE * 1.1, peak_tflops / 30, f"ridge ≈ {RIDGE:.0f} FLOP/byte", color="gray")
+for cfg, marker in ((COURSE_MODEL, "o"), (LLAMA3_8B, "s")):
+    xs = np.array([decode_intensity(cfg, b, CONTEXT_LEN) for b in (1, 8, 32)])
+    ys = np.minimum(xs * bw_tbs, peak_tflops)
+    ax.scatter(xs, ys, marker=marker, s=60, zorder=3, label=f"{cfg['name']}, context {CONTEXT_LEN}")
+    for b, x, y in zip((1, 8, 32), xs, ys, strict=True):
+        ax.annotate(f"b={b}", (x, y), xytext=(5, -12), textcoords="offset points", fontsize=8)
+ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+ax.set_ylabel("attainable performance (TFLOP/s)")
+ax.set_title(f"Decode on the {COURSE_GPU} roofline (fp16)")
+ax.set_ylim(0.01, peak_tflops * 3)
+ax.grid(True, which="both", alpha=0.3)
+ax.legend(loc="lower right")
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## 10. Record the milestone
+#
+# The last cell computes the record for `COURSE_MODEL` (or your own model, if you changed it) at
+# `CONTEXT_LEN` on the course GPU and stores it as `metrics.json["m9_roofline"]` at the repository
+# root, next to `course.toml`. Commit `metrics.json` with your notebook. You are done when:
+#
+# * `metrics.json["m9_roofline"]` holds `intensity_b1`, `intensity_b8`, `intensity_b32`,
+#   `crossover_batch` (a number, or `null` when no batch reaches the ridge) and a one-line
+#   `conclusion` saying that batch-1 decode is deeply bandwidth-bound;
+# * the self-check cells above all pass;
+# * the public tests pass: `pytest tests/public/m9_roofline` from the repository root.
+
+# %% tags=["demo"]
+record = m9_record(COURSE_MODEL, GPU, CONTEXT_LEN)
+metrics_path = default_metrics_path()
+save_metric(metrics_path, "m9_roofline", record)
+print(json.dumps(record, indent=2))
+print(f"\nwrote metrics.json['m9_roofline'] to {metrics_path}")

@@ -1,0 +1,626 @@
+"""grader.release: the student release, --check, atomicity, bad sources, leak proof, export."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader import release as rel
+from grader.release import (
+    ExportError,
+    export_student,
+    is_generic,
+    leak_check,
+    release,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+IDS = ("gpu_fundamentals", "m9_roofline")
+
+SOURCE = '''\
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # A tiny assignment
+#
+# Write `double`, `triple` and `quadruple`.
+
+# %%
+import math
+
+# %% nbgrader={"grade": false, "grade_id": "double", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def double(x):
+    """Return 2 * x."""
+    ### BEGIN SOLUTION
+    doubled_value = math.fsum([x, x])
+    return doubled_value
+    ### END SOLUTION
+
+# %% nbgrader={"grade": false, "grade_id": "triple_cell", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def triple(
+    x,
+):
+    """Return 3 * x; ValueError for None."""
+    if x is None:
+        ### BEGIN SOLUTION
+        raise ValueError("x must be a number, not None")
+        ### END SOLUTION
+    ### BEGIN SOLUTION
+    tripled_value = x * 3
+    return tripled_value
+    ### END SOLUTION
+
+# %% nbgrader={"grade": false, "grade_id": "quad_cell", "locked": false, "schema_version": 3, "solution": true, "task": false}
+### BEGIN SOLUTION
+def quadruple(x):
+    return double(double(x))
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "check_double", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+assert double(2) == 4, "double(2) should be 4"
+### BEGIN HIDDEN TESTS
+assert double(21) == 42, "the secret hidden check"
+### END HIDDEN TESTS
+
+# %% tags=["demo"]
+print(double(3))
+'''  # noqa: E501
+
+HIDDEN_TEST = """\
+import pytest
+
+
+@pytest.mark.points(2)
+def test_double_hidden(student):
+    assert student.double(1234.5) == pytest.approx(2469.0), "hidden: large input"
+"""
+
+
+def make_course(root: Path) -> Path:
+    """A course root with the real course.toml and a tiny source for each assignment."""
+    root.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(REPO / "course.toml", root / "course.toml")
+    for a in IDS:
+        (root / "solutions" / a).mkdir(parents=True)
+        (root / "solutions" / a / f"{a}.py").write_text(SOURCE, encoding="utf-8")
+        (root / "tests" / "hidden" / a).mkdir(parents=True)
+        (root / "tests" / "hidden" / a / f"test_{a}_hidden.py").write_text(HIDDEN_TEST)
+    return root
+
+
+def snapshot(tree: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(tree).as_posix(): p.read_bytes()
+        for p in sorted(tree.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.fixture
+def course(tmp_path: Path) -> Path:
+    return make_course(tmp_path / "course")
+
+
+def src(root: Path, a: str = "m9_roofline") -> Path:
+    return root / "solutions" / a / f"{a}.py"
+
+
+# ---------------------------------------------------------------------------- release output
+
+
+def test_release_writes_pair_deterministically(course: Path) -> None:
+    report = release(course)
+    assert report.ok, report.findings
+    first = snapshot(course / "exercises")
+    assert sorted(first) == [f"{a}/{a}.{ext}" for a in IDS for ext in ("ipynb", "py")]
+    again = release(course)
+    assert again.ok and again.unchanged == list(IDS) and not again.written
+    assert snapshot(course / "exercises") == first
+    shutil.rmtree(course / "exercises")  # a from-scratch rebuild gives the same bytes too
+    assert release(course).ok
+    assert snapshot(course / "exercises") == first
+    assert not list(course.glob(".release-*")), "staging directory left behind"
+
+
+def test_pair_is_declared_and_keeps_nbgrader_metadata(course: Path) -> None:
+    import jupytext
+
+    assert release(course).ok
+    folder = course / "exercises" / "m9_roofline"
+    nb = json.loads((folder / "m9_roofline.ipynb").read_text())
+    assert nb["metadata"]["jupytext"] == {"formats": "ipynb,py:percent"}
+    assert set(nb["metadata"]) == {"jupytext", "kernelspec"}
+    graded = [c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade")]
+    assert [c["metadata"]["nbgrader"]["grade_id"] for c in graded] == ["check_double"]
+    meta = graded[0]["metadata"]["nbgrader"]
+    assert meta["points"] == 1 and meta["schema_version"] == 3 and "checksum" in meta
+    assert all(c.get("outputs", []) == [] for c in nb["cells"])
+    py = (folder / "m9_roofline.py").read_text()
+    assert "formats: ipynb,py:percent" in py
+    back = jupytext.read(folder / "m9_roofline.py")
+    assert [c.source for c in back.cells] == ["".join(c["source"]) for c in nb["cells"]]
+    assert [dict(c.metadata) for c in back.cells] == [c["metadata"] for c in nb["cells"]]
+
+
+def test_stubs_name_their_function_and_solutions_are_gone(course: Path) -> None:
+    assert release(course).ok
+    py = (course / "exercises" / "m9_roofline" / "m9_roofline.py").read_text()
+    for name, count in (("double", 1), ("triple", 2), ("quadruple", 1)):
+        stub = f'raise NotImplementedError("{name}: implement this (see the docstring)")'
+        assert py.count(stub) == count, name
+    for secret in ("doubled_value", "tripled_value", "not None", "double(double", "secret hidden"):
+        assert secret not in py
+    assert 'assert double(2) == 4, "double(2) should be 4"' in py  # the public self-check stays
+    assert "BEGIN SOLUTION" not in py and "HIDDEN TESTS" not in py
+    assert "__GRADER_STUB" not in py
+
+
+def test_release_time_whole_course_is_reported(course: Path) -> None:
+    report = release(course)
+    assert report.ok and report.seconds < 10
+    assert "m9_roofline" in report.table() and "OK" in report.table()
+
+
+# ---------------------------------------------------------------------------- --check
+
+
+def test_check_names_stale_missing_and_extra_files(course: Path) -> None:
+    assert not release(course, check=True).ok  # nothing released yet
+    assert not (course / "exercises").exists(), "check must write nothing"
+    assert release(course).ok
+    assert release(course, check=True).ok
+    ex = course / "exercises"
+    (ex / "m9_roofline" / "m9_roofline.py").write_text("# edited by hand\n")
+    (ex / "gpu_fundamentals" / "gpu_fundamentals.ipynb").unlink()
+    (ex / "gpu_fundamentals" / "solution_copy.py").write_text("x = 1\n")
+    (ex / "stray").mkdir()
+    before = snapshot(ex)
+    report = release(course, check=True)
+    assert not report.ok
+    text = "\n".join(report.findings)
+    assert "exercises/m9_roofline/m9_roofline.py: differs" in text
+    assert "exercises/gpu_fundamentals/gpu_fundamentals.ipynb: missing" in text
+    assert "exercises/gpu_fundamentals/solution_copy.py: extra" in text
+    assert "exercises/stray: extra" in text
+    assert snapshot(ex) == before, "check must write nothing"
+    one = release(course, ["m9_roofline"], check=True)
+    assert [f.split(":")[0] for f in one.findings] == ["exercises/m9_roofline/m9_roofline.py"]
+
+
+# ---------------------------------------------------------------------------- bad sources
+
+
+def _line_of(text: str, needle: str, nth: int = 0) -> int:
+    hits = [i + 1 for i, line in enumerate(text.splitlines()) if needle in line]
+    return hits[nth]
+
+
+BAD = {
+    # name: (edit, needle whose line must be named, nth occurrence, words in the message)
+    "unmatched_begin": (
+        lambda s: s.replace(
+            "    return doubled_value\n    ### END SOLUTION\n", "    return doubled_value\n", 1
+        ),
+        "### BEGIN SOLUTION",
+        0,
+        "unmatched",
+    ),
+    "unmatched_end": (
+        lambda s: s.replace(
+            '    """Return 2 * x."""\n    ### BEGIN SOLUTION\n', '    """Return 2 * x."""\n', 1
+        ),
+        "### END SOLUTION",
+        0,
+        "unmatched",
+    ),
+    "nested": (
+        lambda s: s.replace(
+            "    tripled_value = x * 3\n", "    ### BEGIN SOLUTION\n    tripled_value = x * 3\n", 1
+        ),
+        "### BEGIN SOLUTION",
+        3,
+        "nested",
+    ),
+    "outside_solution_cell": (
+        lambda s: s.replace(
+            '# %% nbgrader={"grade": false, "grade_id": "double", "locked": false, '
+            '"schema_version": 3, "solution": true',
+            '# %% nbgrader={"grade": false, "grade_id": "double", "locked": false, '
+            '"schema_version": 3, "solution": false',
+            1,
+        ),
+        "### BEGIN SOLUTION",
+        0,
+        "outside a solution cell",
+    ),
+    "missing_metadata": (
+        lambda s: s.replace(
+            "# %%\nimport math\n",
+            "# %%\nimport math\n### BEGIN SOLUTION\nx = 1\n### END SOLUTION\n",
+        ),
+        "### BEGIN SOLUTION",
+        0,
+        "without nbgrader metadata",
+    ),
+    "old_schema": (
+        lambda s: s.replace(
+            '"grade_id": "quad_cell", "locked": false, "schema_version": 3',
+            '"grade_id": "quad_cell", "locked": false, "schema_version": 2',
+        ),
+        '"grade_id": "quad_cell"',
+        0,
+        "schema_version",
+    ),
+    "missing_key": (
+        lambda s: s.replace(
+            '"grade_id": "quad_cell", "locked": false, ', '"grade_id": "quad_cell", '
+        ),
+        '"grade_id": "quad_cell"',
+        0,
+        "lacks locked",
+    ),
+    "duplicate_grade_id": (
+        lambda s: s.replace('"grade_id": "quad_cell"', '"grade_id": "double"'),
+        '"grade_id": "double"',
+        1,
+        "duplicate grade_id 'double'",
+    ),
+    "graded_without_points": (
+        lambda s: s.replace('"locked": true, "points": 1, ', '"locked": true, '),
+        '"grade_id": "check_double"',
+        0,
+        "has no points",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_source_names_file_and_line_and_writes_nothing(course: Path, case: str) -> None:
+    assert release(course).ok
+    before = snapshot(course / "exercises")
+    edit, needle, nth, words = BAD[case]
+    bad = edit(SOURCE)
+    assert bad != SOURCE, "the edit did not apply"
+    src(course).write_text(bad)
+    report = release(course)
+    assert not report.ok
+    where = f"solutions/m9_roofline/m9_roofline.py:{_line_of(bad, needle, nth)}:"
+    assert any(f.startswith(where) and words in f for f in report.findings), report.findings
+    assert snapshot(course / "exercises") == before, "a failed release must change nothing"
+    assert not list(course.glob(".release-*"))
+
+
+def test_failure_during_swap_rolls_back(course: Path, monkeypatch) -> None:
+    assert release(course).ok
+    before = snapshot(course / "exercises")
+    for a in IDS:
+        src(course, a).write_text(SOURCE.replace("Write `double`", "Now write `double`"))
+    real_replace = os.replace
+    calls = []
+
+    def flaky(a, b):
+        calls.append((a, b))
+        if len(calls) == 4:  # old m9 moved aside after gpu_fundamentals was swapped in
+            raise OSError("disk full")
+        return real_replace(a, b)
+
+    monkeypatch.setattr(rel.os, "replace", flaky)
+    with pytest.raises(OSError):
+        release(course)
+    monkeypatch.setattr(rel.os, "replace", real_replace)
+    assert snapshot(course / "exercises") == before
+
+
+# ---------------------------------------------------------------------------- leak proof
+
+
+def test_generic_lines() -> None:
+    for line in (
+        "return",
+        "pass",
+        "else:",
+        "try:",
+        "break",
+        ")",
+        "]",
+        "return None",
+        "    return total",
+        "# a comment",
+        "import numpy as np",
+        "except ValueError:",
+        "### BEGIN SOLUTION",
+        '"""',
+        "",
+    ):
+        assert is_generic(line), line
+    for line in (
+        "doubled_value = math.fsum([x, x])",
+        "return tripled_value * 2",
+        "blocks = (n + tpb - 1) // tpb",
+        "if i < n:",
+    ):
+        assert not is_generic(line), line
+
+
+def test_leak_proof_catches_solution_line_left_in_stub(course: Path) -> None:
+    assert release(course).ok
+    assert leak_check(course, course / "exercises") == []
+    py = course / "exercises" / "m9_roofline" / "m9_roofline.py"
+    lines = py.read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if '"double: implement this' in line)
+    lines.insert(at + 1, "    doubled_value = math.fsum([x, x])")
+    py.write_text("\n".join(lines) + "\n")
+    nbp = course / "exercises" / "m9_roofline" / "m9_roofline.ipynb"
+    nb = json.loads(nbp.read_text())
+    nb["cells"][-1]["source"] = ["x = 1\n", "tripled_value = x * 3"]
+    nbp.write_text(json.dumps(nb))
+    leaks = leak_check(course, course / "exercises")
+    assert [(lk.path, lk.line, lk.cell, lk.text) for lk in leaks] == [
+        ("m9_roofline/m9_roofline.ipynb", 2, len(nb["cells"]) - 1, "tripled_value = x * 3"),
+        ("m9_roofline/m9_roofline.py", at + 2, None, "doubled_value = math.fsum([x, x])"),
+    ]
+    assert leaks[1].origin.startswith("solutions/")
+    assert "m9_roofline/m9_roofline.py:" in str(leaks[1])
+
+
+def test_leak_proof_catches_hidden_test_line_in_readme(course: Path, tmp_path: Path) -> None:
+    tree = tmp_path / "export"
+    tree.mkdir()
+    (tree / "README.md").write_text(
+        "# Hints\n\n    assert student.double(1234.5) == pytest.approx(2469.0), "
+        '"hidden: large input"\n'
+    )
+    leaks = leak_check(course, tree)
+    assert len(leaks) == 1 and leaks[0].path == "README.md" and leaks[0].line == 3
+    assert leaks[0].origin == "tests/hidden/gpu_fundamentals/test_gpu_fundamentals_hidden.py:6"
+    # a hidden-test region of a solution notebook is secret too
+    (tree / "README.md").write_text('assert double(21) == 42, "the secret hidden check"\n')
+    assert [lk.origin.split(":")[0] for lk in leak_check(course, tree)] == [
+        "solutions/gpu_fundamentals/gpu_fundamentals.py"
+    ]
+
+
+def test_solution_file_next_to_source_never_rides_along(course: Path) -> None:
+    folder = course / "solutions" / "m9_roofline"
+    (folder / "m9_roofline_backup.py").write_text(SOURCE)
+    (folder / "reference_impl.py").write_text(
+        "def quadruple_fast(x):\n    return (x << 2) if isinstance(x, int) else 4.0 * x\n"
+    )
+    (folder / "model_config.json").write_text('{"dim": 128, "n_layers": 4}\n')
+    assert release(course).ok
+    assert sorted(os.listdir(course / "exercises" / "m9_roofline")) == [
+        "m9_roofline.ipynb",
+        "m9_roofline.py",
+    ]
+    # had they been copied verbatim (as nbgrader does), the leak proof would catch them
+    for name in ("m9_roofline_backup.py", "reference_impl.py"):
+        shutil.copyfile(folder / name, course / "exercises" / "m9_roofline" / name)
+    leaks = leak_check(course, course / "exercises")
+    assert {lk.path for lk in leaks} == {
+        "m9_roofline/m9_roofline_backup.py",
+        "m9_roofline/reference_impl.py",
+    }
+    assert any("(x << 2)" in lk.text for lk in leaks)
+    assert any("doubled_value" in lk.text for lk in leaks)
+
+
+def test_data_files_only_through_the_manifest(course: Path) -> None:
+    folder = course / "solutions" / "m9_roofline"
+    (folder / "model_config.json").write_text('{"dim": 128, "n_layers": 4}\n')
+    (folder / "release-files.txt").write_text("# data the notebook reads\nmodel_config.json\n")
+    assert release(course).ok
+    assert (course / "exercises" / "m9_roofline" / "model_config.json").is_file()
+    before = snapshot(course / "exercises")
+    (folder / "helper.py").write_text("y = 2\n")
+    (folder / "release-files.txt").write_text("model_config.json\n*.py\n")
+    report = release(course)
+    assert not report.ok
+    assert any(
+        f.startswith("solutions/m9_roofline/release-files.txt:2:") and "helper.py" in f
+        for f in report.findings
+    ), report.findings
+    assert snapshot(course / "exercises") == before
+
+
+def test_release_refuses_to_write_a_leak(course: Path) -> None:
+    folder = course / "solutions" / "m9_roofline"
+    (folder / "notes.txt").write_text(
+        'assert student.double(1234.5) == pytest.approx(2469.0), "hidden: large input"\n'
+    )
+    (folder / "release-files.txt").write_text("notes.txt\n")
+    report = release(course)
+    assert not report.ok
+    assert any(f.startswith("leak: m9_roofline/notes.txt:1:") for f in report.findings)
+    assert not (course / "exercises").exists()
+
+
+# ---------------------------------------------------------------------------- export
+
+
+def _course_with_package(root: Path) -> Path:
+    make_course(root)
+    shutil.copytree(REPO / "grader", root / "grader", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copyfile(REPO / "pyproject.toml", root / "pyproject.toml")
+    shutil.copyfile(REPO / "STUDENT_README.md", root / "STUDENT_README.md")
+    (root / "tests" / "public" / "m9_roofline").mkdir(parents=True)
+    (root / "tests" / "unit").mkdir(parents=True)
+    (root / "tests" / "unit" / "test_x.py").write_text("def test_x():\n    pass\n")
+    flows = root / ".github" / "student-workflows"
+    flows.mkdir(parents=True)
+    (flows / "check.yml").write_text("name: student check\non: pull_request\n")
+    return root
+
+
+def test_export_mechanics(tmp_path: Path) -> None:
+    root = _course_with_package(tmp_path / "course")
+    with pytest.raises(ExportError, match="grader release"):
+        export_student(root, tmp_path / "out0")  # exercises/ not released yet
+    assert release(root).ok
+    dest = export_student(root, tmp_path / "out")
+    files = snapshot(dest)
+    assert not any(f.startswith(("solutions/", "tests/hidden/", "tests/unit/")) for f in files)
+    assert not any(f"grader/{m}.py" in files for m in rel.INSTRUCTOR_MODULES)
+    assert "grader/cli.py" in files and "grader/plugin.py" in files
+    assert ".github/workflows/check.yml" in files and ".gitignore" in files
+    assert files["README.md"] == (root / "STUDENT_README.md").read_bytes()
+    assert "exercises/m9_roofline/m9_roofline.ipynb" in files
+    assert leak_check(root, dest) == []
+    with pytest.raises(ExportError, match="not empty"):
+        export_student(root, dest)
+    # a leak in the README refuses the export and leaves no directory behind
+    (root / "STUDENT_README.md").write_text('assert double(21) == 42, "the secret hidden check"\n')
+    with pytest.raises(ExportError, match="leak: README.md:1"):
+        export_student(root, tmp_path / "out2")
+    assert not (tmp_path / "out2").exists()
+    # a grader module nobody classified never ships by accident
+    (root / "STUDENT_README.md").write_text("hello\n")
+    (root / "grader" / "newthing.py").write_text("X = 1\n")
+    with pytest.raises(ExportError, match="grader/newthing.py: not classified"):
+        export_student(root, tmp_path / "out3")
+
+
+def test_export_of_the_real_course_runs_public_tests_on_stubs(tmp_path: Path) -> None:
+    """The real solutions and public suites: the export's public tests fail on NotImplemented."""
+    root = tmp_path / "course"
+    root.mkdir()
+    for name in ("course.toml", "pyproject.toml", "STUDENT_README.md"):
+        shutil.copyfile(REPO / name, root / name)
+    for name in ("solutions", "grader", "tests/public", "tests/hidden", ".github"):
+        if (REPO / name).exists():
+            shutil.copytree(
+                REPO / name,
+                root / name,
+                ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"),
+            )
+    for extra in ("tests/conftest.py", "conftest.py"):
+        if (REPO / extra).is_file():
+            shutil.copyfile(REPO / extra, root / extra)
+    assert release(root).ok
+    dest = export_student(root, tmp_path / "student")
+    assert not (dest / "solutions").exists() and not (dest / "tests" / "hidden").exists()
+    assert leak_check(root, dest) == []
+    suites = sorted(p.name for p in (dest / "tests" / "public").iterdir() if p.is_dir())
+    assert suites, "no public suites under tests/public/"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "GRADER"))}
+    env.update(PYTHONPATH=str(dest), GRADER_DEVICE="cpu", NUMBA_ENABLE_CUDASIM="1")
+    where = subprocess.run(
+        [sys.executable, "-c", "import grader; print(grader.__file__)"],
+        cwd=dest,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert where.stdout.strip().startswith(str(dest)), "the export must use its own grader"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "tests/public",
+            "--submission",
+            "exercises",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "--tb=short",
+        ],
+        cwd=dest,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out[-3000:]  # tests ran and failed
+    for bad in ("ImportError", "ModuleNotFoundError", "errors during collection"):
+        assert bad not in out, out[-3000:]
+    assert "NotImplementedError" in out and "implement this (see the docstring)" in out
+    assert " passed" not in out.splitlines()[-1], (
+        f"a public test passes on the stubs: {out[-2000:]}"
+    )
+
+
+# ---------------------------------------------------------------------------- verify
+
+PUBLIC_TEST = """\
+import pytest
+
+
+@pytest.mark.points(10)
+def test_double(student):
+    assert student.double(2) == 4
+
+
+@pytest.mark.points(5)
+def test_triple(student):
+    assert student.triple(2) == 6
+"""
+
+EXTRA_HIDDEN = """\
+import pytest
+
+
+@pytest.mark.points({points})
+def test_{name}(student):
+    {body}
+"""
+
+
+@pytest.mark.slow
+def test_verify_reports_a_vacuous_test_by_name(course: Path) -> None:
+    """Synthetic course: all checks pass except one hidden test that passes on the stub."""
+    from grader.release import verify
+
+    start = SOURCE.index('# %% nbgrader={"grade": false, "grade_id": "quad_cell"')
+    end = SOURCE.index('# %% nbgrader={"grade": true')
+    for a in IDS:  # a whole-function region leaves a module-level raise: nothing would import
+        src(course, a).write_text(SOURCE[:start] + SOURCE[end:])
+    for a, points, name, body in (
+        (
+            "gpu_fundamentals",
+            23,
+            "triple_none",
+            "with pytest.raises(ValueError):\n        student.triple(None)",
+        ),
+        ("m9_roofline", 13, "vacuous", 'assert student.has("double")'),
+    ):
+        (course / "tests" / "public" / a).mkdir(parents=True)
+        (course / "tests" / "public" / a / f"test_{a}_public.py").write_text(PUBLIC_TEST)
+        (course / "tests" / "hidden" / a / f"test_{a}_more.py").write_text(
+            EXTRA_HIDDEN.format(points=points, name=name, body=body)
+        )
+    assert release(course).ok
+    report = verify(course)
+    assert report.findings == [
+        "stubs score zero [m9_roofline]: vacuous test hidden/test_vacuous: scores 13/13 on the stub"
+    ], report.table()
+    table = report.table()
+    for check in (
+        "release in sync",
+        "solution passes nbgrader validate",
+        "stub fails nbgrader validate",
+        "solution scores full marks",
+        "points match course.toml",
+        "stubs score zero",
+    ):
+        assert check in table
+    assert not (course / "metrics.json").exists(), "verify must not write into the course"
