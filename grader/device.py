@@ -20,8 +20,20 @@ def has_gpu() -> bool:
     return os.path.exists("/dev/nvidia0") or shutil.which("nvidia-smi") is not None
 
 
+PTX_ENV = "GRADER_PTX_ONLY"
+
+
 def prepare_numba() -> None:
-    """Select Numba's CUDA simulator when there is no GPU; call before importing numba."""
+    """Select Numba's CUDA simulator when there is no GPU; call before importing numba.
+
+    A PTX-compiling process (GRADER_PTX_ONLY=1) instead imports the real CUDA target at once,
+    so a notebook that asks for the simulator later cannot switch it.
+    """
+    if os.environ.get(PTX_ENV) == "1":
+        os.environ.pop("NUMBA_ENABLE_CUDASIM", None)
+        import numba.cuda  # noqa: F401
+
+        return
     if not has_gpu():
         os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
 

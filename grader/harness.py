@@ -117,6 +117,8 @@ class Harness:
                 return {"ok": self._launch(request)}
             if op == "time":
                 return {"ok": self._time(request)}
+            if op == "ptx":
+                return {"ok": self._ptx(request)}
             return {
                 "error": {"type": "ProtocolError", "message": f"unknown op {op!r}", "traceback": ""}
             }
@@ -149,6 +151,18 @@ class Harness:
         kernel[grid, block](*dev)
         cuda.synchronize()
         return [d.copy_to_host() if hasattr(d, "copy_to_host") else None for d in dev]
+
+    def _ptx(self, request: dict) -> str:
+        """PTX of a kernel; only meaningful in a process started with GRADER_PTX_ONLY=1."""
+        from numba import cuda
+
+        kernel = self._kernel(request["name"])
+        if type(kernel).__name__ == "FakeCUDAKernel":
+            raise RuntimeError("PTX requested from a process running the CUDA simulator")
+        fn = python_function(kernel)
+        cc = request.get("cc", (7, 5))
+        ptx, _ = cuda.compile_ptx(fn, request["signature"], cc=(int(cc[0]), int(cc[1])))
+        return ptx
 
     def _time(self, request: dict) -> float:
         """Milliseconds per launch: CUDA events on a GPU, perf_counter in the simulator."""

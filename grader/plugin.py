@@ -84,14 +84,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     device.prepare_numba()
+    # Registered here as well as in pyproject.toml: suites also run from other roots (a student's
+    # fork, a scratch course in the grader's tests), where an unknown mark would be a warning.
+    config.addinivalue_line("markers", "points(n): points a graded test is worth")
+    config.addinivalue_line("markers", "gpu: needs a CUDA GPU; skipped with a reason on CPU")
     if SESSION_KEY in config.stash:
         return
     submission = config.getoption("--submission", None)
     if submission is None and not _is_suite_run(config):
         return
-    from grader.course import find_root
+    from grader.course import CourseError, find_root
 
-    root = find_root(Path(submission) if submission else None)
+    # The course is where the suites live (pytest's rootdir), not where the submission is: a
+    # submission folder may sit anywhere (a scratch copy, a student's fork checkout).
+    try:
+        root = find_root(config.rootpath)
+    except CourseError:
+        root = find_root(Path(submission) if submission else None)
     sub = Path(submission).resolve() if submission else root / "solutions"
     metrics = config.getoption("--metrics")
     config.stash[SESSION_KEY] = GraderSession(

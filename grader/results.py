@@ -83,3 +83,33 @@ class GradeResult:
     @classmethod
     def read(cls, path: Path | str) -> GradeResult:
         return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+SCHEMA_PATH = Path(__file__).with_name("schema") / "result.schema.json"
+_VALIDATOR: Any = None
+
+
+def _validator() -> Any:
+    global _VALIDATOR
+    if _VALIDATOR is None:
+        from jsonschema import Draft202012Validator  # lazy: importing jsonschema takes ~1 s
+
+        schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+        Draft202012Validator.check_schema(schema)
+        _VALIDATOR = Draft202012Validator(schema)
+    return _VALIDATOR
+
+
+def validate(data: dict[str, Any]) -> None:
+    """Check `data` (GradeResult.to_dict()) against schema/result.schema.json.
+
+    Raises ValueError naming the JSON path of the first problem (ordered by path), e.g.
+    ``result invalid at $.assignments[0].tests[2].outcome: 'crashed' is not one of [...]``.
+    """
+    errors = list(_validator().iter_errors(data))
+    if not errors:
+        return
+    first = min(errors, key=lambda e: [str(p) for p in e.absolute_path])
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    message = first.message if len(first.message) <= 300 else first.message[:300] + "..."
+    raise ValueError(f"result invalid at {first.json_path}: {message}{more}")

@@ -61,9 +61,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import grader
-from grader import wire
+from grader import device, wire
 from grader.course import Limits
-from grader.student import ptx_in_subprocess
 
 FRAME = struct.Struct(">Q")
 MAX_REPLY_BYTES = 256 << 20
@@ -590,6 +589,7 @@ class WorkerBackend:
         hide: list[Path] | None = None,
         course_root: Path | None = None,
         pid_namespace: bool = True,
+        ptx_only: bool = False,
     ):
         self.workdir = Path(workdir).resolve()
         self.notebooks = {k: Path(v).resolve() for k, v in notebooks.items()}
@@ -610,6 +610,11 @@ class WorkerBackend:
         self._plan = replace(plan, new_session=False)
         self._owner = ids
         self.env = _scrubbed_env(self.workdir, gpu)
+        if ptx_only:  # a sibling worker that compiles kernels with the real CUDA target
+            self.env.pop("NUMBA_ENABLE_CUDASIM", None)
+            self.env[device.PTX_ENV] = "1"
+        self._ptx_args = (notebooks, limits, gpu, hide, course_root, pid_namespace)
+        self._ptx_worker: WorkerBackend | None = None
         layers = list(plan.layers)
         if gpu:
             layers.append("rss-watchdog")
@@ -668,37 +673,41 @@ class WorkerBackend:
     def ptx(
         self, assignment: str, name: str, signature: str, cc: tuple[int, int], timeout: float
     ) -> dict:
+        """Compile in a sibling sandboxed worker without the simulator, started once."""
         if assignment not in self.notebooks:
             return _error("ProtocolError", f"no notebook for assignment {assignment!r}")
         if self.budget_left <= 0:
             return self._budget_spent()
-        env = {k: v for k, v in self.env.items() if k != "NUMBA_ENABLE_CUDASIM"}
-        plan = replace(self._plan.without("pid-namespace"), new_session=True)
-        limit = min(timeout, self.budget_left)
+        if self._ptx_worker is None:
+            notebooks, limits, gpu, hide, course_root, pid_namespace = self._ptx_args
+            self._ptx_worker = WorkerBackend(
+                self.workdir,
+                notebooks,
+                limits,
+                gpu,
+                hide,
+                course_root,
+                pid_namespace,
+                ptx_only=True,
+            )
+            self._ptx_worker._spent = self._spent
+        req = {
+            "assignment": assignment,
+            "op": "ptx",
+            "name": name,
+            "signature": signature,
+            "cc": list(cc),
+        }
         t0 = time.monotonic()
         try:
-            reply = ptx_in_subprocess(
-                self.notebooks[assignment],
-                assignment,
-                name,
-                signature,
-                cc,
-                limit,
-                env=env,
-                cwd=None,
-                preexec_fn=functools.partial(_enter, plan),
-            )
-        except subprocess.SubprocessError as exc:
-            reply = _error("WorkerCrashed", f"the PTX compiler process could not start: {exc}")
+            return self._ptx_worker.request(req, min(timeout, self.budget_left))
         finally:
             self._spent += time.monotonic() - t0
-        return (
-            reply
-            if _valid_reply(reply)
-            else _error("WorkerCrashed", "the PTX compiler process sent a malformed reply")
-        )
+            self._ptx_worker._spent = self._spent
 
     def close(self) -> None:
+        if self._ptx_worker is not None:
+            self._ptx_worker.close()
         if self._proc is not None:
             self._kill()
 

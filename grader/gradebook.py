@@ -1,0 +1,353 @@
+"""Grades into nbgrader's gradebook (gradebook.db), so `nbgrader export` and formgrader read them.
+
+Mapping onto nbgrader's model (nbgrader.api):
+
+| course                        | nbgrader                                                        |
+|-------------------------------|-----------------------------------------------------------------|
+| assignment (course.toml)      | `Assignment(name=id, duedate=due as naive UTC, course_id)`      |
+| the assignment's notebook     | `Notebook(name=id)`, one per assignment                         |
+| one test (pytest node)        | `GradeCell(name=test name, max_score=points, cell_type="code")` |
+| student id                    | `Student(id=...)`                                               |
+| one grading of a submission   | `SubmittedAssignment(timestamp=trusted time, naive UTC)` with   |
+|                               | one `SubmittedNotebook` and one `Grade` per grade cell          |
+| a test's score                | `Grade.auto_score`                                              |
+| late penalty (a fraction)     | `SubmittedNotebook.late_submission_penalty`, in *points*        |
+
+Late penalty: nbgrader stores the penalty in points on the submitted notebook (its
+`LateSubmissionPlugin` writes it during `nbgrader autograde`; `SubmittedAssignment.
+late_submission_penalty` is the sum over notebooks) and `nbgrader export` subtracts it:
+`score = max(0, raw - penalty)`. We never run `nbgrader autograde`, so nbgrader's own late plugin
+and its config never run; we store `raw_score x fraction` (the fraction from grader.late and
+course.toml) in that column, and nbgrader's export then reports exactly the result's score.
+
+Grade cells are created on first sight. A regrade replaces the student's `auto_score`s in place
+(unique rows: one submission per student and assignment, one grade per cell); a human's
+`manual_score` from formgrader is kept, as `nbgrader autograde` keeps it. A grade cell without a
+result in this grading (a test that no longer exists, or a cell created after another student was
+graded) gets `auto_score=None, needs_manual_grade=True`, so formgrader flags it instead of
+silently scoring it 0.
+
+Concurrency: every write holds an exclusive `fcntl.flock` on `<db>.lock` (parallel batch shards on
+one file system, or a CLI run beside a batch) and SQLite's busy timeout covers readers such as
+formgrader; each student's write is one `BEGIN IMMEDIATE` transaction, so a crash, a full disk or a
+read-only directory leaves the previous state of the database intact (SQLite's journal rolls an
+interrupted transaction back). A new database is built under a temporary name and renamed into
+place, so no half-created schema is ever visible.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+from grader.course import Course
+from grader.results import GradeResult, TestResult
+
+BUSY_TIMEOUT_S = 60.0
+LOCK_TIMEOUT_S = 300.0
+
+
+class GradebookError(OSError):
+    """The gradebook could not be written (read-only directory, full disk, locked, corrupt)."""
+
+    def __init__(self, path: Path | str, reason: str):
+        super().__init__(f"gradebook {path}: {reason}")
+        self.path = Path(path)
+        self.reason = reason
+
+
+def _url(path: Path) -> str:
+    text = str(path)
+    if any(c in text for c in "?#%"):
+        raise GradebookError(path, "the path may not contain '?', '#' or '%'")
+    return f"sqlite:///{text}?timeout={BUSY_TIMEOUT_S:g}"
+
+
+def _naive_utc(value: datetime | str | None) -> datetime | None:
+    """nbgrader stores times as naive UTC (see nbgrader.utils.parse_utc)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        from grader.late import parse_timestamp
+
+        value = parse_timestamp(value)
+    if value.tzinfo is None:
+        raise ValueError(f"time {value.isoformat()} has no time zone")
+    return value.astimezone(UTC).replace(tzinfo=None)
+
+
+def cell_names(tests: list[TestResult]) -> list[str]:
+    """Grade-cell names for a list of tests: the test's name; `suite/name` only where two suites
+    of one assignment share a test name (a grade cell's name is unique within its notebook)."""
+    counts = Counter(t.name for t in tests)
+    names = [t.name if counts[t.name] == 1 else f"{t.suite}/{t.name}" for t in tests]
+    seen: Counter[str] = Counter()
+    out = []
+    for n in names:
+        seen[n] += 1
+        out.append(n if seen[n] == 1 else f"{n}#{seen[n]}")
+    return out
+
+
+@contextmanager
+def _locked(db_path: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
+    lock = db_path.with_name(db_path.name + ".lock")
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o664)
+    except OSError as exc:
+        if not lock.exists():
+            raise GradebookError(
+                db_path, f"cannot create the lock file {lock}: {exc.strerror}"
+            ) from exc
+        fd = os.open(lock, os.O_RDONLY)  # flock works on a read-only descriptor too
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise GradebookError(db_path, f"cannot lock {lock}: {exc.strerror}") from exc
+                if time.monotonic() > deadline:
+                    raise GradebookError(
+                        db_path, f"another writer held {lock} for over {timeout:.0f} s"
+                    ) from exc
+                time.sleep(0.02)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def _alembic_head() -> str:
+    """nbgrader's current schema revision, read in-process (nbgrader shells out to `alembic`)."""
+    import nbgrader
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory(str(Path(nbgrader.__file__).parent / "alembic")).get_current_head()
+
+
+def _create_database(db_path: Path) -> None:
+    """Build an empty nbgrader gradebook under a temporary name, then rename it into place."""
+    from nbgrader.api import Base
+    from sqlalchemy import create_engine, text
+
+    tmp = db_path.with_name(f".{db_path.name}.{os.getpid()}.new")
+    tmp.unlink(missing_ok=True)
+    engine = create_engine(_url(tmp))
+    try:
+        with engine.begin() as conn:
+            Base.metadata.create_all(conn)
+            conn.execute(text("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)"))
+            conn.execute(
+                text("INSERT INTO alembic_version (version_num) VALUES (:v)"),
+                {"v": _alembic_head()},
+            )
+        engine.dispose()
+        os.replace(tmp, db_path)
+        dir_fd = os.open(db_path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    finally:
+        engine.dispose()
+        tmp.unlink(missing_ok=True)
+
+
+@contextmanager
+def open_gradebook(db_path: Path | str, course_id: str | None = None, create: bool = True):
+    """nbgrader's `Gradebook` on `db_path` (created with nbgrader's schema when missing).
+
+    Errors of the database or the file system become GradebookError.
+    """
+    from nbgrader.api import Gradebook
+    from sqlalchemy.exc import SQLAlchemyError
+
+    path = Path(db_path).absolute()
+    try:
+        if not path.exists():
+            if not create:
+                raise GradebookError(path, "no such gradebook")
+            _create_database(path)
+        gb = Gradebook(_url(path), course_id=course_id or "")
+    except (SQLAlchemyError, OSError) as exc:
+        if isinstance(exc, GradebookError):
+            raise
+        raise GradebookError(path, _reason(exc)) from exc
+    try:
+        yield gb
+    finally:
+        gb.close()
+
+
+def _reason(exc: BaseException) -> str:
+    orig = getattr(exc, "orig", None)
+    text = str(orig if orig is not None else exc)
+    hints = {
+        "readonly": " (is the directory or the file read-only?)",
+        "unable to open": " (is the directory missing or read-only?)",
+        "disk is full": " (free some space; the database was left as it was)",
+        "disk I/O": " (free some space or check the file system; the database was rolled back)",
+    }
+    for key, hint in hints.items():
+        if key in text:
+            return text + hint
+    return text
+
+
+def record(db_path: Path | str, result: GradeResult, course: Course) -> None:
+    """Record (or replace) one student's grades, one transaction under an exclusive file lock."""
+    path = Path(db_path).absolute()
+    for a in result.assignments:
+        course.assignment(a.id)  # unknown assignment: CourseError before touching the database
+    if not result.student:
+        raise ValueError("result has no student id")
+    if not path.parent.is_dir():
+        raise GradebookError(path, f"directory {path.parent} does not exist")
+    with _locked(path):
+        with open_gradebook(path, course.id) as gb:
+            from sqlalchemy.exc import SQLAlchemyError
+
+            session = gb.db
+            try:
+                _write(session, result, course)
+                session.commit()
+            except SQLAlchemyError as exc:
+                session.rollback()
+                raise GradebookError(path, _reason(exc)) from exc
+            except BaseException:
+                session.rollback()
+                raise
+
+
+def _write(session, result: GradeResult, course: Course) -> None:
+    from nbgrader.api import (
+        Assignment,
+        Grade,
+        GradeCell,
+        Notebook,
+        Student,
+        SubmittedAssignment,
+        SubmittedNotebook,
+    )
+    from sqlalchemy import text
+
+    # take the write lock now, so that every read below belongs to this transaction
+    session.execute(text("BEGIN IMMEDIATE"))
+    timestamp = _naive_utc(result.timestamp)
+    student = session.get(Student, result.student)
+    if student is None:
+        student = Student(id=result.student)
+        session.add(student)
+    for a in result.assignments:
+        due = _naive_utc(course.assignment(a.id).due)
+        assignment = session.query(Assignment).filter_by(name=a.id).one_or_none()
+        if assignment is None:
+            assignment = Assignment(name=a.id, duedate=due, course_id=course.id)
+            session.add(assignment)
+            session.flush()
+        elif assignment.duedate != due:
+            assignment.duedate = due
+        notebook = (
+            session.query(Notebook).filter_by(name=a.id, assignment_id=assignment.id).one_or_none()
+        )
+        if notebook is None:
+            notebook = Notebook(name=a.id, assignment=assignment)
+            session.add(notebook)
+            session.flush()
+
+        cells = {c.name: c for c in notebook.grade_cells}
+        by_name: dict[str, TestResult] = {}
+        new_cells = []
+        for name, t in zip(cell_names(a.tests), a.tests, strict=True):
+            by_name[name] = t
+            cell = cells.get(name)
+            if cell is None:
+                cell = GradeCell(
+                    name=name, notebook=notebook, max_score=float(t.max_score), cell_type="code"
+                )
+                session.add(cell)
+                cells[name] = cell
+                new_cells.append(cell)
+            elif cell.max_score != float(t.max_score):
+                cell.max_score = float(t.max_score)
+        session.flush()
+
+        submission = (
+            session.query(SubmittedAssignment)
+            .filter_by(assignment_id=assignment.id, student_id=student.id)
+            .one_or_none()
+        )
+        if submission is None:
+            submission = SubmittedAssignment(assignment=assignment, student=student)
+            session.add(submission)
+        submission.timestamp = timestamp
+        session.flush()
+        snb = (
+            session.query(SubmittedNotebook)
+            .filter_by(notebook_id=notebook.id, assignment_id=submission.id)
+            .one_or_none()
+        )
+        if snb is None:
+            snb = SubmittedNotebook(notebook=notebook, assignment=submission)
+            session.add(snb)
+            session.flush()
+
+        if new_cells:  # other students' notebooks get an ungraded row, flagged for a human
+            others = (
+                session.query(SubmittedNotebook)
+                .filter(SubmittedNotebook.notebook_id == notebook.id)
+                .filter(SubmittedNotebook.id != snb.id)
+                .all()
+            )
+            for other in others:
+                for cell in new_cells:
+                    session.add(
+                        Grade(cell=cell, notebook=other, auto_score=None, needs_manual_grade=True)
+                    )
+
+        grades = {g.cell_id: g for g in snb.grades}
+        for name, cell in cells.items():
+            grade = grades.get(cell.id)
+            if grade is None:
+                grade = Grade(cell=cell, notebook=snb)
+                session.add(grade)
+            t = by_name.get(name)
+            grade.auto_score = float(t.score) if t is not None else None
+            # as nbgrader's SaveAutoGrades: a human's manual score stays and is flagged for review
+            grade.needs_manual_grade = grade.manual_score is not None or grade.auto_score is None
+        raw = sum(float(t.score) for t in a.tests)
+        snb.late_submission_penalty = round(raw * float(a.late_penalty), 6)
+        session.flush()
+
+
+def export_csv(db_path: Path | str, out_csv: Path | str) -> Path:
+    """`nbgrader export`'s CSV (nbgrader's own CsvExportPlugin): one row per student and assignment.
+
+    Columns: assignment, duedate, timestamp, student_id, last_name, first_name, email, raw_score,
+    late_submission_penalty, score, max_score. Written to a temporary file and renamed.
+    """
+    from nbgrader.plugins.export import CsvExportPlugin
+
+    path = Path(db_path).absolute()
+    out = Path(out_csv)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        with open_gradebook(path, create=False) as gb:
+            CsvExportPlugin(to=str(tmp)).export(gb)
+        os.replace(tmp, out)
+    except OSError as exc:
+        if isinstance(exc, GradebookError):
+            raise
+        raise GradebookError(path, f"cannot write {out}: {exc.strerror or exc}") from exc
+    finally:
+        tmp.unlink(missing_ok=True)
+    return out

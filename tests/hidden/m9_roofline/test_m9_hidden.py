@@ -1,0 +1,481 @@
+"""Hidden tests for S5.2, milestone M9 (never shipped to students).
+
+Model configs, contexts and hardware are drawn at grading time (hypothesis) and every answer is
+compared with the reference solution (the `reference` fixture, loaded in the trusted process).
+metrics.json['m9_roofline'] is recomputed from the config it records with the reference
+functions and the grader's own figures for the course GPU, so a hand-written record earns nothing.
+
+PYTEST_DONT_REWRITE: the assert messages are the student's feedback, so pytest's own
+introspection is not appended to them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+
+import pytest
+from hypothesis import HealthCheck, Phase, assume, given, settings
+from hypothesis import strategies as st
+
+from grader.student import StudentError
+
+FAST = settings(
+    max_examples=25,
+    deadline=None,
+    derandomize=False,
+    database=None,
+    report_multiple_bugs=False,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+    phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),  # no slow 'explain'
+)
+COURSE_MODEL = {
+    "name": "course-model",
+    "dim": 128,
+    "n_layers": 4,
+    "n_heads": 4,
+    "n_kv_heads": 2,
+    "vocab_size": 4096,
+    "ffn_hidden_dim": 384,
+    "tied_embeddings": True,
+}
+RECORD = "m9_roofline"
+INTENSITY_KEYS = ("intensity_b1", "intensity_b8", "intensity_b32")
+METRICS_MAX_BYTES = 1 << 20
+
+
+@st.composite
+def configs(draw):
+    """Valid LLaMA-style configs: GQA head counts, head_dim dividing dim, optional name."""
+    n_kv_heads = draw(st.sampled_from([1, 2, 4, 8]))
+    n_heads = n_kv_heads * draw(st.sampled_from([1, 2, 4]))
+    head_dim = draw(st.sampled_from([8, 16, 32, 64, 128]))
+    cfg = {
+        "dim": n_heads * head_dim,
+        "n_layers": draw(st.integers(min_value=1, max_value=48)),
+        "n_heads": n_heads,
+        "n_kv_heads": n_kv_heads,
+        "vocab_size": draw(st.integers(min_value=2, max_value=200_000)),
+        "ffn_hidden_dim": draw(st.integers(min_value=1, max_value=20_000)),
+        "tied_embeddings": draw(st.booleans()),
+    }
+    if draw(st.booleans()):
+        cfg["name"] = draw(
+            st.text(alphabet="abcdefghijklmnopqrstuvwxyz-0123456789", min_size=1, max_size=16)
+        )
+    return cfg
+
+
+dtype_bytes = st.sampled_from([1, 2, 2, 4])
+ridges = st.floats(min_value=0.5, max_value=2000.0)
+
+
+def show(cfg: dict) -> str:
+    return json.dumps(cfg, sort_keys=True)
+
+
+def expect_value_error(call, what: str, hint: str) -> None:
+    """Fail with a useful message unless call() raises ValueError."""
+    try:
+        result = call()
+    except ValueError:
+        return
+    except StudentError as exc:
+        pytest.fail(f"{what} raised {exc.exc_type} ({exc.message}); expected ValueError. {hint}")
+    pytest.fail(f"{what} returned {result!r}; expected it to raise ValueError. {hint}")
+
+
+def crossover_matches(reference, got, want, cfg, ridge, context_len, nbytes) -> bool:
+    """got equals the reference, or differs only where the intensity sits on the ridge.
+
+    Two correct programs may round the last bit of the intensity differently; at a batch whose
+    intensity equals the ridge to 1e-9 either neighbouring answer is accepted.
+    """
+    if got == want and type(got) is type(want):
+        return True
+    if type(got) is not int or got < 1:
+        return False
+    if want is None:
+        kv = reference.kv_bytes_per_token(cfg, nbytes)
+        limit = 2 * reference.num_params(cfg) / (context_len * kv)
+        return math.isclose(limit, ridge, rel_tol=1e-9)
+    if abs(got - want) != 1:
+        return False
+    edge = reference.decode_intensity(cfg, min(got, want), context_len, nbytes)
+    return math.isclose(edge, ridge, rel_tol=1e-9)
+
+
+# ---------------------------------------------------------------------------------------------
+# The arithmetic, on random configs
+
+
+@pytest.mark.points(2)
+@FAST
+@given(cfg=configs())
+def test_num_params_random_configs(student, reference, cfg):
+    got = student.num_params(cfg)
+    want = reference.num_params(cfg)
+    assert type(got) is int, f"num_params must return a Python int, got {got!r}"
+    assert got == want, (
+        f"num_params({show(cfg)}) returned {got:,}; expected {want:,} (off by {got - want:+,}). "
+        "Count the embedding, per layer wq/wo (dim x dim), wk/wv (dim x n_kv_heads*head_dim), "
+        "w1/w2/w3 (dim x ffn_hidden_dim) and two RMSNorm gains, the final RMSNorm, and the output "
+        "head only when tied_embeddings is False"
+    )
+
+
+@pytest.mark.points(2)
+@FAST
+@given(cfg=configs(), nbytes=dtype_bytes)
+def test_kv_bytes_per_token_random_configs(student, reference, cfg, nbytes):
+    got = student.kv_bytes_per_token(cfg, nbytes)
+    want = reference.kv_bytes_per_token(cfg, nbytes)
+    assert type(got) is int, f"kv_bytes_per_token must return a Python int, got {got!r}"
+    assert got == want, (
+        f"kv_bytes_per_token({show(cfg)}, dtype_bytes={nbytes}) returned {got}; expected {want} "
+        "= 2 (K and V) x n_layers x n_kv_heads x head_dim x dtype_bytes (KV heads, not query "
+        "heads: grouped-query attention caches only n_kv_heads)"
+    )
+
+
+@pytest.mark.points(2)
+@FAST
+@given(
+    cfg=configs(),
+    batch=st.integers(min_value=1, max_value=4096),
+    context_len=st.integers(min_value=0, max_value=32768),
+    nbytes=dtype_bytes,
+)
+def test_decode_intensity_random(student, reference, cfg, batch, context_len, nbytes):
+    got = student.decode_intensity(cfg, batch, context_len, nbytes)
+    want = reference.decode_intensity(cfg, batch, context_len, nbytes)
+    assert isinstance(got, float), f"decode_intensity must return a float, got {got!r}"
+    assert got == pytest.approx(want, rel=1e-9), (
+        f"decode_intensity({show(cfg)}, batch={batch}, context_len={context_len}, "
+        f"dtype_bytes={nbytes}) returned {got!r}; expected {want!r} FLOP/byte = 2*params*batch / "
+        "(params*dtype_bytes + batch*context_len*kv_bytes_per_token)"
+    )
+
+
+@pytest.mark.points(2)
+@FAST
+@given(
+    cfg=configs(),
+    ridge=ridges,
+    context_len=st.integers(min_value=0, max_value=4096),
+    nbytes=dtype_bytes,
+)
+def test_crossover_batch_random(student, reference, cfg, ridge, context_len, nbytes):
+    got = student.crossover_batch(cfg, ridge, context_len, nbytes)
+    want = reference.crossover_batch(cfg, ridge, context_len, nbytes)
+    assert got is None or type(got) is int, (
+        f"crossover_batch must return an int or None, got {got!r} ({type(got).__name__})"
+    )
+    assert crossover_matches(reference, got, want, cfg, ridge, context_len, nbytes), (
+        f"crossover_batch({show(cfg)}, ridge={ridge!r}, context_len={context_len}, "
+        f"dtype_bytes={nbytes}) returned {got!r}; expected {want!r}: the smallest batch b with "
+        "decode_intensity(b) >= ridge (and decode_intensity(b - 1) < ridge), or None when the "
+        "intensity's limit 2*params / (context_len * KV bytes per token) is <= ridge"
+    )
+
+
+@pytest.mark.points(2)
+@FAST
+@given(
+    cfg=configs(),
+    ridge=st.floats(min_value=20.0, max_value=1000.0),
+    factor=st.floats(min_value=1.01, max_value=50.0),
+    nbytes=dtype_bytes,
+)
+def test_crossover_batch_none_at_long_context(student, reference, cfg, ridge, factor, nbytes):
+    kv = reference.kv_bytes_per_token(cfg, nbytes)
+    # Past this context the intensity's limit 2*params / (context_len*kv) is below the ridge.
+    context_len = math.ceil(2 * reference.num_params(cfg) / (ridge * kv) * factor) + 1
+    assume(reference.crossover_batch(cfg, ridge, context_len, nbytes) is None)
+    got = student.crossover_batch(cfg, ridge, context_len, nbytes)
+    limit = 2 * reference.num_params(cfg) / (context_len * kv)
+    assert got is None, (
+        f"crossover_batch({show(cfg)}, ridge={ridge!r}, context_len={context_len}, "
+        f"dtype_bytes={nbytes}) returned {got!r}; expected None: as the batch grows the intensity "
+        f"only approaches 2*params / (context_len * KV bytes per token) = {limit:.4g} FLOP/byte, "
+        "which is below the ridge, so no batch ever reaches it"
+    )
+
+
+BROKEN = [
+    ("unknown key 'n_layer'", {**COURSE_MODEL, "n_layer": 4}),
+    ("missing key 'dim'", {k: v for k, v in COURSE_MODEL.items() if k != "dim"}),
+    ("n_layers = 0", {**COURSE_MODEL, "n_layers": 0}),
+    ("dim = 128.0 (a float)", {**COURSE_MODEL, "dim": 128.0}),
+    ("tied_embeddings = 1 (not a bool)", {**COURSE_MODEL, "tied_embeddings": 1}),
+    ("dim 128 not a multiple of n_heads 3", {**COURSE_MODEL, "n_heads": 3}),
+    ("n_heads 4 not a multiple of n_kv_heads 3", {**COURSE_MODEL, "n_kv_heads": 3}),
+]
+INVALID = [
+    *[
+        (
+            f"num_params(config with {why})",
+            (lambda c: lambda s: s.num_params(c))(cfg),
+            "validate the config first: exact keys, positive ints, a bool, heads dividing evenly",
+        )
+        for why, cfg in BROKEN
+    ],
+    (
+        "kv_bytes_per_token(config with an unknown key)",
+        lambda s: s.kv_bytes_per_token({**COURSE_MODEL, "layers": 2}),
+        "validate the config",
+    ),
+    (
+        "kv_bytes_per_token(cfg, dtype_bytes=0)",
+        lambda s: s.kv_bytes_per_token(COURSE_MODEL, 0),
+        "dtype_bytes must be a positive int",
+    ),
+    (
+        "decode_intensity(cfg, batch=0, 16)",
+        lambda s: s.decode_intensity(COURSE_MODEL, 0, 16),
+        "batch must be >= 1",
+    ),
+    (
+        "decode_intensity(cfg, 1, context_len=-1)",
+        lambda s: s.decode_intensity(COURSE_MODEL, 1, -1),
+        "context_len must be >= 0",
+    ),
+    (
+        "crossover_batch(cfg, ridge=0, 512)",
+        lambda s: s.crossover_batch(COURSE_MODEL, 0.0, 512),
+        "ridge must be > 0",
+    ),
+    (
+        "crossover_batch(cfg, ridge=-1, 512)",
+        lambda s: s.crossover_batch(COURSE_MODEL, -1.0, 512),
+        "ridge must be > 0",
+    ),
+    (
+        "crossover_batch(cfg, 203, context_len=-5)",
+        lambda s: s.crossover_batch(COURSE_MODEL, 203.0, -5),
+        "context_len must be >= 0",
+    ),
+    (
+        "m9_record(cfg, gpu with peak_bandwidth 0, 512)",
+        lambda s: s.m9_record(
+            COURSE_MODEL, {"name": "T4", "peak_flops": 65e12, "peak_bandwidth": 0.0}, 512
+        ),
+        "peak figures must be positive",
+    ),
+    (
+        "save_metric(path, key='', value)",
+        lambda s: s.save_metric(f"scratch-{uuid.uuid4().hex}.json", "", 1),
+        "the key must be a non-empty str",
+    ),
+]
+
+
+@pytest.mark.points(2)
+@pytest.mark.parametrize("what,call,hint", INVALID, ids=[case[0] for case in INVALID])
+def test_invalid_arguments_raise_value_error(student, what, call, hint, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    expect_value_error(lambda: call(student), what, hint)
+
+
+@pytest.mark.points(2)
+@FAST
+@given(
+    cfg=configs(),
+    flops=st.floats(min_value=1e12, max_value=2e15),
+    bandwidth=st.floats(min_value=1e10, max_value=1e13),
+    context_len=st.integers(min_value=0, max_value=8192),
+)
+def test_m9_record_random(student, reference, cfg, flops, bandwidth, context_len):
+    gpu = {"name": "testgpu", "peak_flops": flops, "peak_bandwidth": bandwidth}
+    got = student.m9_record(cfg, gpu, context_len)
+    want = reference.m9_record(cfg, gpu, context_len)
+    assert isinstance(got, dict), f"m9_record must return a dict, got {type(got).__name__}"
+    missing = sorted(set(want) - set(got))
+    assert not missing, f"m9_record's dict is missing {missing}"
+    where = f"m9_record({show(cfg)}, {gpu}, context_len={context_len})"
+    for key in INTENSITY_KEYS:
+        assert isinstance(got[key], float) and got[key] == pytest.approx(want[key], rel=1e-9), (
+            f"{where}['{key}'] is {got[key]!r}; expected {want[key]!r} FLOP/byte"
+        )
+    ridge = flops / bandwidth
+    assert crossover_matches(
+        reference, got["crossover_batch"], want["crossover_batch"], cfg, ridge, context_len, 2
+    ), (
+        f"{where}['crossover_batch'] is {got['crossover_batch']!r}; expected "
+        f"{want['crossover_batch']!r} against the ridge peak_flops / peak_bandwidth = {ridge:.4g}"
+    )
+    assert got["params"] == want["params"] and type(got["params"]) is int, (
+        f"{where}['params'] is {got['params']!r}; expected {want['params']}"
+    )
+    assert got["context_len"] == context_len and got["dtype_bytes"] == 2, (
+        f"{where} must record context_len={context_len} and dtype_bytes=2, got "
+        f"{got['context_len']!r} and {got['dtype_bytes']!r}"
+    )
+    assert got["model"] == cfg and got["gpu"] == gpu, (
+        "m9_record must record copies of the config ('model') and of the gpu dict ('gpu')"
+    )
+    assert (
+        isinstance(got["conclusion"], str)
+        and got["conclusion"].strip()
+        and "\n" not in got["conclusion"]
+    ), f"{where}['conclusion'] must be one non-empty line, got {got['conclusion']!r}"
+
+
+# ---------------------------------------------------------------------------------------------
+# metrics.json, recomputed from what it records
+
+
+def m9_entry(metrics: dict) -> dict:
+    record = metrics.get(RECORD)
+    if not isinstance(record, dict):
+        pytest.fail(
+            f"metrics.json has no object under '{RECORD}' (keys: {sorted(metrics)}); run "
+            "the notebook's last cell (m9_record + save_metric) and commit metrics.json",
+            pytrace=False,
+        )
+    return record
+
+
+def recorded_inputs(record: dict, reference, course) -> tuple[dict, int, int, float]:
+    """The config, context and dtype the record claims, checked; the grader's ridge for its GPU."""
+    for key in ("model", "context_len", "dtype_bytes", "gpu"):
+        if key not in record:
+            pytest.fail(
+                f"metrics.json['{RECORD}'] lacks '{key}', so the grader cannot recompute "
+                "it; write the record with m9_record(...)",
+                pytrace=False,
+            )
+    cfg, context_len, nbytes, gpu = (
+        record[k] for k in ("model", "context_len", "dtype_bytes", "gpu")
+    )
+    try:
+        reference.validate_config(cfg)
+    except (ValueError, TypeError) as exc:
+        pytest.fail(
+            f"metrics.json['{RECORD}']['model'] is not a valid model config: {exc}", pytrace=False
+        )
+    if type(context_len) is not int or context_len < 0:
+        pytest.fail(
+            f"metrics.json['{RECORD}']['context_len'] must be an int >= 0, got {context_len!r}",
+            pytrace=False,
+        )
+    if type(nbytes) is not int or nbytes < 1:
+        pytest.fail(
+            f"metrics.json['{RECORD}']['dtype_bytes'] must be a positive int, got {nbytes!r}",
+            pytrace=False,
+        )
+    hw = course.hardware[course.course_gpu]
+    name = gpu.get("name") if isinstance(gpu, dict) else None
+    if name not in (course.course_gpu, hw.name):
+        pytest.fail(
+            f"metrics.json['{RECORD}']['gpu'] must be the course GPU "
+            f"'{course.course_gpu}' (load_hardware()['{course.course_gpu}']), got "
+            f"{name!r}",
+            pytrace=False,
+        )
+    return cfg, context_len, nbytes, hw.peak_flops / hw.peak_bandwidth
+
+
+@pytest.mark.points(1)
+def test_metrics_records_course_gpu_and_valid_inputs(metrics, reference, course):
+    record = m9_entry(metrics)
+    recorded_inputs(record, reference, course)
+    hw = course.hardware[course.course_gpu]
+    gpu = record["gpu"]
+    for key, want in (("peak_flops", hw.peak_flops), ("peak_bandwidth", hw.peak_bandwidth)):
+        got = gpu.get(key)
+        assert isinstance(got, (int, float)) and math.isclose(got, want, rel_tol=1e-9), (
+            f"metrics.json['{RECORD}']['gpu']['{key}'] is {got!r}; course.toml gives the "
+            f"{course.course_gpu} {want:.4g} (in SI units: FLOP/s and byte/s). Read the figures "
+            "with load_hardware() instead of typing them"
+        )
+
+
+@pytest.mark.points(3)
+@pytest.mark.parametrize("key", ["params", *INTENSITY_KEYS, "crossover_batch"])
+def test_metrics_recomputed(metrics, reference, course, key):
+    record = m9_entry(metrics)
+    cfg, context_len, nbytes, ridge = recorded_inputs(record, reference, course)
+    if key == "params":
+        want = reference.num_params(cfg)
+    elif key == "crossover_batch":
+        want = reference.crossover_batch(cfg, ridge, context_len, nbytes)
+    else:
+        batch = int(key.removeprefix("intensity_b"))
+        want = reference.decode_intensity(cfg, batch, context_len, nbytes)
+    assert key in record, f"metrics.json['{RECORD}'] has no '{key}' (expected {want!r})"
+    got = record[key]
+    setting = (
+        f"recomputed from the recorded model ({cfg.get('name', 'unnamed')}), "
+        f"context_len={context_len} and dtype_bytes={nbytes} on the {course.course_gpu} "
+        f"(ridge {ridge:.4g} FLOP/byte)"
+    )
+    if key == "crossover_batch":
+        ok = crossover_matches(reference, got, want, cfg, ridge, context_len, nbytes)
+        assert ok, (
+            f"metrics.json['{RECORD}']['crossover_batch'] is {got!r}; {setting} it is {want!r}"
+            + (" (None: no batch reaches the ridge at this context)" if want is None else "")
+        )
+        return
+    ok = (
+        type(got) is not bool
+        and isinstance(got, (int, float))
+        and math.isfinite(got)
+        and math.isclose(got, want, rel_tol=1e-9)
+    )
+    if key == "params":
+        ok = ok and type(got) is int
+    off = (
+        f" (off by {got - want:+.6g}, {100 * (got - want) / want:+.3g}%)"
+        if isinstance(got, (int, float)) and not isinstance(got, bool)
+        else ""
+    )
+    assert ok, f"metrics.json['{RECORD}']['{key}'] is {got!r}; {setting} it is {want!r}{off}"
+
+
+@pytest.mark.points(1)
+def test_metrics_conclusion(metrics, reference, course):
+    record = m9_entry(metrics)
+    cfg, context_len, nbytes, ridge = recorded_inputs(record, reference, course)
+    conclusion = record.get("conclusion")
+    assert isinstance(conclusion, str) and conclusion.strip() and "\n" not in conclusion, (
+        f"metrics.json['{RECORD}']['conclusion'] must be one non-empty line, got {conclusion!r}"
+    )
+    if reference.decode_intensity(cfg, 1, context_len, nbytes) < ridge:
+        text = conclusion.lower()
+        assert "bandwidth" in text or "memory" in text, (
+            f"the conclusion {conclusion!r} does not say that batch-1 decode is bandwidth-bound "
+            "(memory-bound), which is what the numbers show"
+        )
+
+
+@pytest.mark.points(2)
+def test_save_metric_keeps_other_keys(student, tmp_path, monkeypatch):
+    # A bare relative name: it resolves in the student process's working directory (here the
+    # test's temp dir); the file is read back as data, never executed.
+    monkeypatch.chdir(tmp_path)
+    name = f"scratch-metrics-{uuid.uuid4().hex[:8]}.json"
+    first = {"loss": 2.5, "steps": [1, 2, 3]}
+    record = {"crossover_batch": None, "intensity_b1": 0.83, "conclusion": "bandwidth-bound"}
+    student.save_metric(name, "m1", first)
+    student.save_metric(name, RECORD, record)
+    student.save_metric(name, "m1", 3)  # overwrite one key; the other must survive
+    path = tmp_path / name
+    assert path.is_file(), (
+        f"save_metric({name!r}, ...) did not create {name} relative to the working directory; "
+        "write to exactly the path you are given"
+    )
+    assert path.stat().st_size <= METRICS_MAX_BYTES, "save_metric wrote an oversized file"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        pytest.fail(f"after three save_metric calls the file is not valid JSON ({exc})")
+    want = {"m1": 3, RECORD: record}
+    assert data == want, (
+        f"after save_metric(p, 'm1', ...), save_metric(p, '{RECORD}', ...), save_metric(p, 'm1', "
+        f"3) the file holds {data!r}; expected {want!r}. Read the existing object, set one key, "
+        "write everything back: never drop the other keys"
+    )
+    leftovers = sorted(p.name for p in tmp_path.iterdir() if p.name != name)
+    assert not leftovers, f"save_metric left temporary files behind: {leftovers}"

@@ -1,0 +1,194 @@
+"""Public tests for S5.1, the GPU mental model.
+
+These are the checks you can run yourself: `pytest tests/public/gpu_fundamentals` from the root of
+your repository. They use the numbers from the notebook; the grader also runs hidden tests with
+inputs it draws at grading time, so make every function correct in general, not only here.
+
+Without a GPU your kernels run in Numba's CUDA simulator, so the kernel tests use small sizes.
+
+PYTEST_DONT_REWRITE: the assert messages are the student's feedback, so pytest's own
+introspection is not appended to them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from grader.student import StudentError
+
+H100_FLOPS = 989e12  # H100 SXM dense BF16, FLOP/s
+H100_BW = 3.35e12  # H100 SXM HBM3, byte/s
+
+
+def expect_value_error(call, what: str, hint: str) -> None:
+    """Fail with a useful message unless call() raises ValueError."""
+    try:
+        result = call()
+    except ValueError:
+        return
+    except StudentError as exc:
+        pytest.fail(f"{what} raised {exc.exc_type} ({exc.message}); expected ValueError. {hint}")
+    pytest.fail(f"{what} returned {result!r}; expected it to raise ValueError. {hint}")
+
+
+def first_mismatch(got: np.ndarray, want: np.ndarray) -> str:
+    bad = np.flatnonzero(got != want)
+    i = int(bad[0])
+    return (
+        f"{bad.size} of {want.size} elements differ; first at index {i}: got {got[i]}, "
+        f"expected {want[i]}"
+    )
+
+
+def launch(kernel, blocks: int, tpb: int, *args, n: int, name: str) -> None:
+    """Launch a kernel; an out-of-bounds access becomes a clear failure."""
+    try:
+        kernel[blocks, tpb](*args)
+    except IndexError as exc:
+        pytest.fail(
+            f"{name} accessed an array out of bounds with n={n} elements and {blocks} blocks of "
+            f"{tpb} threads ({exc}). The last block is only partly needed: threads whose global "
+            "index is >= the array size must do nothing (a bounds check `if i < c.size:`)"
+        )
+
+
+@pytest.mark.points(1)
+def test_ridge_point_h100(student):
+    got = student.ridge_point(H100_FLOPS, H100_BW)
+    assert isinstance(got, float), f"ridge_point must return a float, got {type(got).__name__}"
+    want = H100_FLOPS / H100_BW
+    assert got == pytest.approx(want, rel=1e-6), (
+        f"ridge_point(989e12, 3.35e12) returned {got}; expected {want:.1f} FLOP/byte "
+        "(peak_flops / peak_bandwidth, the H100's ridge is about 295)"
+    )
+
+
+@pytest.mark.points(1)
+def test_attainable_flops_scalar_and_array(student):
+    got = student.attainable_flops(1.0, H100_FLOPS, H100_BW)
+    assert isinstance(got, float), (
+        f"attainable_flops with a scalar intensity must return a float, got {type(got).__name__}"
+    )
+    assert got == pytest.approx(H100_BW, rel=1e-9), (
+        f"attainable_flops(1.0, 989e12, 3.35e12) returned {got:.4g}; at 1 FLOP/byte the roofline "
+        f"gives 1 x bandwidth = {H100_BW:.4g} FLOP/s"
+    )
+    grid = np.array([0.0, 10.0, 1000.0])
+    roof = student.attainable_flops(grid, H100_FLOPS, H100_BW)
+    assert isinstance(roof, np.ndarray) and roof.shape == grid.shape, (
+        f"attainable_flops with an array of shape {grid.shape} must return an array of that "
+        f"shape, got {type(roof).__name__} {getattr(roof, 'shape', '')}"
+    )
+    want = np.minimum(grid * H100_BW, H100_FLOPS)
+    assert np.allclose(roof, want, rtol=1e-9), (
+        f"attainable_flops([0, 10, 1000], 989e12, 3.35e12) returned {roof}; expected {want} "
+        "(min(intensity * bandwidth, peak))"
+    )
+
+
+@pytest.mark.points(1)
+def test_is_memory_bound_examples(student):
+    low = student.is_memory_bound(1.0, H100_FLOPS, H100_BW)
+    high = student.is_memory_bound(1365.0, H100_FLOPS, H100_BW)
+    assert type(low) is bool and type(high) is bool, (
+        f"is_memory_bound must return a Python bool (True/False), got {type(low).__name__}; "
+        "wrap a numpy comparison in bool(...)"
+    )
+    assert low is True, "decode at 1 FLOP/byte is far left of the H100 ridge (~295): memory-bound"
+    assert high is False, (
+        "a 4096^3 BF16 GEMM at 1365 FLOP/byte is right of the ridge: compute-bound"
+    )
+
+
+@pytest.mark.points(1)
+def test_launch_config_examples(student):
+    got = student.launch_config(1000)
+    assert type(got) is tuple and len(got) == 2 and all(type(v) is int for v in got), (
+        f"launch_config must return a tuple of two Python ints (blocks, threads_per_block), "
+        f"got {got!r}"
+    )
+    assert got == (4, 256), (
+        f"launch_config(1000) returned {got}; 1000 elements at 256 threads per block need "
+        "ceil(1000 / 256) = 4 blocks"
+    )
+    assert student.launch_config(1024, 128) == (8, 128), "1024 elements at 128 per block: 8 blocks"
+    expect_value_error(lambda: student.launch_config(0), "launch_config(0)", "n must be at least 1")
+
+
+@pytest.mark.points(1)
+def test_effective_bandwidth_units(student):
+    got = student.effective_bandwidth_gbs(12e6, 1.0)
+    assert isinstance(got, float) and got == pytest.approx(12.0, rel=1e-9), (
+        f"effective_bandwidth_gbs(12e6 bytes, 1.0 ms) returned {got!r}; expected 12.0 GB/s "
+        "(bytes / seconds / 1e9, and the time is in milliseconds)"
+    )
+
+
+@pytest.mark.points(1)
+def test_sectors_per_warp_examples(student):
+    for stride, want, why in (
+        (1, 4, "32 consecutive fp32 values are 128 bytes = 4 sectors"),
+        (32, 32, "every lane lands in its own 32-byte sector"),
+    ):
+        got = student.sectors_per_warp(stride)
+        assert type(got) is int, f"sectors_per_warp must return a Python int, got {got!r}"
+        assert got == want, f"sectors_per_warp({stride}) returned {got}; expected {want}: {why}"
+
+
+@pytest.mark.points(2)
+def test_vector_add_small(student):
+    rng = np.random.default_rng()
+    n = 1000
+    a = rng.standard_normal(n).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
+    c = np.full(n, np.nan, dtype=np.float32)
+    launch(student.vector_add, 4, 256, a, b, c, n=n, name="vector_add")
+    want = a + b
+    assert np.array_equal(c, want), (
+        "vector_add[4, 256] on 1000 elements: "
+        + first_mismatch(c, want)
+        + " (each thread i should write c[i] = a[i] + b[i], with i = cuda.grid(1))"
+    )
+
+
+@pytest.mark.points(1)
+def test_gpu_vector_add_small(student):
+    a = np.arange(700, dtype=np.float32)
+    b = np.full(700, 0.5, dtype=np.float32)
+    got = student.gpu_vector_add(a, b, 128)
+    assert isinstance(got, np.ndarray) and got.shape == (700,) and got.dtype == np.float32, (
+        f"gpu_vector_add of two float32 arrays of shape (700,) must return a float32 array of "
+        f"shape (700,), got {type(got).__name__} {getattr(got, 'dtype', '')} "
+        f"{getattr(got, 'shape', '')}"
+    )
+    assert np.array_equal(got, a + b), "gpu_vector_add: " + first_mismatch(got, a + b)
+
+
+@pytest.mark.points(1)
+def test_strided_copy_small(student):
+    src = np.arange(512, dtype=np.float32)
+    dst = np.full(300, -1.0, dtype=np.float32)
+    launch(student.strided_copy, 2, 256, src, dst, 3, n=300, name="strided_copy")
+    want = src[(np.arange(300) * 3) % 512]
+    assert np.array_equal(dst, want), (
+        "strided_copy[2, 256](src (512 elements), dst (300 elements), stride 3): "
+        + first_mismatch(dst, want)
+        + "; thread i writes dst[i] = src[(i * stride) % src.size]"
+    )
+
+
+@pytest.mark.points(1)
+def test_coalescing_slowdown_runs(student):
+    ratio = student.coalescing_slowdown(64)
+    assert isinstance(ratio, float) and math.isfinite(ratio) and ratio > 0, (
+        f"coalescing_slowdown(64) returned {ratio!r}; expected a positive float (the time of "
+        "x.t().contiguous() divided by the time of x.clone())"
+    )
+    expect_value_error(
+        lambda: student.coalescing_slowdown(0),
+        "coalescing_slowdown(0)",
+        "n is the side of an n x n matrix and must be >= 1",
+    )

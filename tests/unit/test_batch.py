@@ -1,0 +1,240 @@
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from grader.batch import (
+    StateFile,
+    discover,
+    parse_shard,
+    select_shard,
+    submission_digest,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# A batch driver with a stub grade_one (top-level in a script, so the spawned children can
+# import it). Students named "crash*" raise, "die*" exit abruptly, the rest get canned results.
+DRIVER = textwrap.dedent(
+    """
+    import os, sys, time
+    from pathlib import Path
+    from grader.results import AssignmentResult, Environment, GradeResult, TestResult
+
+    def grade(submission, student, work):
+        with open(os.environ["CALLS"], "a") as fh:
+            fh.write(student + "\\n")
+        time.sleep(float(os.environ.get("STUB_SLEEP", "0")))
+        if student.startswith("crash"):
+            raise RuntimeError("student code <script> exploded")
+        if student.startswith("die"):
+            os._exit(7)
+        n = len((submission / "exercises" / "a.py").read_text())
+        tests = [TestResult("test_a", min(n, 4), 4, "passed" if n >= 4 else "failed", "fb")]
+        a = AssignmentResult("gpu_fundamentals", min(n, 4), 4, raw_score=min(n, 4), tests=tests)
+        return GradeResult(student, a.score, 4, Environment("cpu", True), [a])
+
+    if __name__ == "__main__":
+        from grader.batch import grade_all, parse_shard
+        from grader.course import load_course
+        shard = parse_shard(sys.argv[3]) if len(sys.argv) > 3 else None
+        out = grade_all(Path(sys.argv[1]), Path(sys.argv[2]), jobs=2, shard=shard,
+                        grade_one=grade, course=load_course(os.environ["COURSE_ROOT"]))
+        print("FAILED=" + ",".join(out.failed))
+    """
+)
+
+
+def make_class(tmp_path, students):
+    subs = tmp_path / "subs"
+    for i, s in enumerate(students):
+        d = subs / s / "exercises"
+        d.mkdir(parents=True)
+        (d / "a.py").write_text("x" * (i % 5 + 1))
+    driver = tmp_path / "driver.py"
+    driver.write_text(DRIVER)
+    return subs, driver
+
+
+def run_driver(tmp_path, driver, subs, out, *extra, sleep=0.0, wait=True):
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "CALLS": str(tmp_path / "calls.txt"),
+        "STUB_SLEEP": str(sleep),
+        "COURSE_ROOT": str(ROOT),
+    }
+    cmd = [sys.executable, str(driver), str(subs), str(out), *extra]
+    if not wait:
+        return subprocess.Popen(
+            cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+        )
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
+
+
+def db_rows(db, sql):
+    con = sqlite3.connect(db)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def state_students(out):
+    lines = (out / "state.jsonl").read_text().splitlines()
+    return [json.loads(line)["student"] for line in lines if line.strip()]
+
+
+def test_sigkill_midway_then_resume(tmp_path):
+    students = [f"s{i:02d}" for i in range(8)] + ["crash1", "die1"]
+    subs, driver = make_class(tmp_path, students)
+    out = tmp_path / "out"
+    proc = run_driver(tmp_path, driver, subs, out, sleep=0.4, wait=False)
+    state = out / "state.jsonl"
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        if state.exists() and len(state.read_text().splitlines()) >= 3:
+            break
+        if proc.poll() is not None:
+            pytest.fail("batch finished before it could be killed: " + proc.stderr.read().decode())
+        time.sleep(0.05)
+    else:
+        pytest.fail("batch made no progress")
+    os.killpg(proc.pid, signal.SIGKILL)  # the batch and its grading children, mid-run
+    proc.wait(timeout=30)
+    proc.stdout.close()
+    proc.stderr.close()
+    done_before = set(state_students(out))
+    assert 3 <= len(done_before) < len(students)
+    entries = [json.loads(x) for x in (out / "state.jsonl").read_text().splitlines() if x.strip()]
+    ok_before = {e["student"] for e in entries if e["status"] == "ok"}
+    (tmp_path / "calls.txt").write_text("")
+
+    res = run_driver(tmp_path, driver, subs, out)
+    assert res.returncode == 0, res.stderr
+    regraded = set((tmp_path / "calls.txt").read_text().split())
+    # finished, unchanged submissions are skipped; errors are retried
+    assert regraded == set(students) - ok_before
+    assert "(unchanged, skipped)" in res.stderr
+    assert "[10/10]" in res.stderr
+
+    # one line / row per student everywhere, nothing lost, nothing duplicated
+    assert sorted(state_students(out)) == sorted(students)
+    db = out / "gradebook.db"
+    assert db_rows(db, "select count(*) from student") == [(len(students),)]
+    assert db_rows(
+        db, "select count(*), count(distinct student_id || assignment_id) from submitted_assignment"
+    ) == [(12, 12)]  # 8 x 1 + 2 errors x 2
+    assert db_rows(db, "select count(*), count(distinct notebook_id || cell_id) from grade") == [
+        (10, 10)
+    ]
+    grades = (out / "grades.csv").read_text().splitlines()
+    assert len(grades) == 1 + 2 * len(students)
+    for s in students:
+        assert (out / s / "result.json").is_file() and (out / s / "report.md").is_file()
+
+    # failures were survived and recorded as errors with score 0
+    assert "FAILED=crash1,die1" in res.stdout
+    crash = json.loads((out / "crash1" / "result.json").read_text())
+    assert crash["score"] == 0 and "exploded" in crash["assignments"][0]["error"]
+    die = json.loads((out / "die1" / "result.json").read_text())
+    assert "exit code 7" in die["assignments"][0]["error"]
+    ok = json.loads((out / "s03" / "result.json").read_text())
+    assert ok["score"] == 4
+
+    # a third run changes nothing but regrades an edited submission (and retries errors)
+    (tmp_path / "calls.txt").write_text("")
+    (subs / "s01" / "exercises" / "a.py").write_text("xxxx")
+    res = run_driver(tmp_path, driver, subs, out)
+    assert set((tmp_path / "calls.txt").read_text().split()) == {"s01", "crash1", "die1"}
+    assert sorted(state_students(out)) == sorted(students)  # compacted: still one line each
+    assert db_rows(db, "select count(*) from submitted_assignment") == [(12,)]
+    assert json.loads((out / "s01" / "result.json").read_text())["score"] == 4
+
+
+@pytest.mark.parametrize(
+    ("shard", "expected"),
+    [
+        (None, ["a", "b", "c", "d", "e"]),
+        ((1, 1), ["a", "b", "c", "d", "e"]),
+        ((1, 2), ["a", "c", "e"]),
+        ((2, 2), ["b", "d"]),
+        ((3, 3), ["c"]),
+    ],
+)
+def test_select_shard(shard, expected):
+    assert select_shard(["e", "c", "a", "d", "b"], shard) == expected
+
+
+def test_shards_partition_the_class():
+    students = [f"s{i}" for i in range(23)]
+    parts = [select_shard(students, (i, 4)) for i in range(1, 5)]
+    assert sorted(sum(parts, [])) == sorted(students)
+    assert len(set(sum(parts, []))) == 23
+
+
+@pytest.mark.parametrize("text", ["0/2", "3/2", "1/0", "a/b", "2", "-1/2"])
+def test_parse_shard_rejects(text):
+    with pytest.raises(ValueError):
+        parse_shard(text)
+
+
+def test_parse_shard():
+    assert parse_shard("2/4") == (2, 4)
+    assert parse_shard(None) is None
+
+
+def test_discover_folder_and_csv(tmp_path):
+    for s in ("bob", "alice", ".hidden"):
+        (tmp_path / "subs" / s).mkdir(parents=True)
+    (tmp_path / "subs" / "notes.txt").write_text("x")
+    assert list(discover(tmp_path / "subs")) == ["alice", "bob"]
+    listing = tmp_path / "class.csv"
+    listing.write_text("student_id,path\nzed,subs/bob\namy,subs/alice\n")
+    found = discover(listing)
+    assert list(found) == ["amy", "zed"]
+    assert found["zed"] == tmp_path / "subs" / "bob"
+    listing.write_text("../etc,subs/bob\n")
+    with pytest.raises(ValueError, match="student id"):
+        discover(listing)
+    listing.write_text("amy,subs/alice\namy,subs/bob\n")
+    with pytest.raises(ValueError, match="twice"):
+        discover(listing)
+
+
+def test_submission_digest(tmp_path):
+    sub = tmp_path / "s"
+    (sub / "exercises" / "m").mkdir(parents=True)
+    (sub / "exercises" / "m" / "m.py").write_text("a = 1\n")
+    (sub / "metrics.json").write_text("{}")
+    (sub / "README.md").write_text("ignored")
+    d1 = submission_digest(sub)
+    assert len(d1) == 64 and d1 == submission_digest(sub)
+    (sub / "README.md").write_text("still ignored")
+    assert submission_digest(sub) == d1
+    (sub / "metrics.json").write_text('{"a": 1}')
+    d2 = submission_digest(sub)
+    assert d2 != d1
+    (sub / "exercises" / "m" / "m.py").rename(sub / "exercises" / "m" / "n.py")
+    assert submission_digest(sub) != d2  # the path counts, not only the bytes
+    (sub / "exercises" / "link").symlink_to("/etc/passwd")
+    assert submission_digest(sub) != d2  # symlinks hashed by target, not followed
+
+
+def test_state_file_tolerates_torn_line(tmp_path):
+    path = tmp_path / "state.jsonl"
+    path.write_text('{"student": "a", "status": "ok"}\n{"student": "b", "sta')
+    state = StateFile(path)
+    state.append({"student": "c", "status": "ok"})
+    assert set(state.read()) == {"a", "c"}
+    state.append({"student": "a", "status": "error"})
+    state.compact()
+    assert path.read_text().count("\n") == 2
+    assert state.read()["a"]["status"] == "error"
