@@ -9,6 +9,7 @@ anything that is not plain data.
 
 from __future__ import annotations
 
+import linecache
 import sys
 import time
 import traceback
@@ -27,7 +28,7 @@ def _student_frames(exc: BaseException, filename: str) -> str:
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
     text = "".join(traceback.format_list(frames)) if frames else ""
     text += "".join(traceback.format_exception_only(type(exc), exc))
-    return text[-TRACEBACK_CHARS:]
+    return text.replace(filename, Path(filename).name)[-TRACEBACK_CHARS:]
 
 
 def error_reply(exc: BaseException, filename: str = "") -> dict:
@@ -44,16 +45,27 @@ def error_reply(exc: BaseException, filename: str = "") -> dict:
     }
 
 
+def graded_filename(path: Path | str) -> str:
+    """The file name tracebacks show for a notebook's graded cells (registered in linecache)."""
+    return f"{path} [graded cells]"
+
+
 def load_module(path: Path, name: str) -> types.ModuleType:
-    """Execute the graded cells of a notebook as a fresh module registered as `name`."""
+    """Execute the graded cells of a notebook as a fresh module registered as `name`.
+
+    The joined cells are registered in linecache under `graded_filename(path)`, so a traceback
+    quotes the line that actually ran rather than whatever sits at that line number in the file.
+    """
     from grader.notebook import graded_source, read_notebook
 
     nb = read_notebook(path)
     source = graded_source(nb)
+    filename = graded_filename(path)
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     module = types.ModuleType(name)
     module.__file__ = str(path)
     sys.modules[name] = module
-    code = compile(source, str(path), "exec")
+    code = compile(source, filename, "exec")
     exec(code, module.__dict__)  # noqa: S102 - this is the student's code, in the student process
     return module
 
@@ -92,7 +104,7 @@ class Harness:
             self.module = load_module(self.path, MODULE_PREFIX + self.assignment_id)
             return {"ok": None}
         except BaseException as exc:  # noqa: BLE001 - any failure of student code is data
-            self.load_error = error_reply(exc, str(self.path))
+            self.load_error = error_reply(exc, graded_filename(self.path))
             return self.load_error
 
     def handle(self, request: dict) -> dict:
@@ -119,11 +131,15 @@ class Harness:
                 return {"ok": self._time(request)}
             if op == "ptx":
                 return {"ok": self._ptx(request)}
+            if op == "read_text":
+                return {"ok": _read_text(request["path"])}
+            if op == "list_dir":
+                return {"ok": sorted(p.name for p in Path(request.get("path", ".")).iterdir())}
             return {
                 "error": {"type": "ProtocolError", "message": f"unknown op {op!r}", "traceback": ""}
             }
         except BaseException as exc:  # noqa: BLE001 - student failures travel as data
-            return error_reply(exc, str(self.path))
+            return error_reply(exc, graded_filename(self.path))
 
     def _get(self, name: str) -> Any:
         if not hasattr(self.module, name):
@@ -190,6 +206,23 @@ class Harness:
         return cuda.event_elapsed_time(start, end) / repeat
 
 
+READ_MAX_BYTES = 1 << 20
+
+
+def _read_text(path: str) -> str | None:
+    """A small text file the student's code wrote (None when absent), for tests to check."""
+    p = Path(path)
+    if p.is_absolute() or ".." in p.parts:
+        raise ValueError(f"{path}: only relative paths inside the working directory")
+    if not p.is_file():
+        return None
+    with p.open("rb") as f:
+        data = f.read(READ_MAX_BYTES + 1)
+    if len(data) > READ_MAX_BYTES:
+        raise ValueError(f"{path} is larger than {READ_MAX_BYTES} bytes")
+    return data.decode("utf-8", errors="replace")
+
+
 class MissingName(AttributeError):
     """The notebook does not define a graded name."""
 
@@ -210,7 +243,7 @@ def compile_ptx(
     try:
         module = load_module(Path(path), MODULE_PREFIX + assignment_id)
     except BaseException as exc:  # noqa: BLE001
-        return error_reply(exc, str(path))
+        return error_reply(exc, graded_filename(path))
     try:
         kernel = getattr(module, name, None)
         if kernel is None:
@@ -221,7 +254,7 @@ def compile_ptx(
         ptx, _ = cuda.compile_ptx(fn, signature, cc=tuple(cc))
         return {"ok": ptx}
     except BaseException as exc:  # noqa: BLE001
-        reply = error_reply(exc, str(path))
+        reply = error_reply(exc, graded_filename(path))
         reply["error"]["message"] = reply["error"]["message"][-1500:]
         return reply
 

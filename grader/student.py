@@ -261,6 +261,16 @@ class Student:
     def has(self, name: str) -> bool:
         return bool(self._ask({"op": "has", "name": name}, self._call_timeout, name))
 
+    def read_file(self, path: str) -> str | None:
+        """Text of a file the student's code wrote, relative to its working directory."""
+        out = self._ask({"op": "read_text", "path": path}, self._call_timeout, "read_file")
+        return out if isinstance(out, str) else None
+
+    def list_dir(self, path: str = ".") -> list[str]:
+        """Names in a directory of the student's working directory."""
+        out = self._ask({"op": "list_dir", "path": path}, self._call_timeout, "list_dir")
+        return [x for x in out if isinstance(x, str)] if isinstance(out, list) else []
+
     def _ask(self, req: dict, timeout: float, name: str) -> Any:
         reply = self._backend.request({"assignment": self._assignment_id, **req}, timeout)
         if "error" in reply:
