@@ -233,6 +233,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.startswith("grader."):
+            print(f"grader: `{args.command}` is an instructor command; it is not part of the "
+                  "student repository", file=sys.stderr)
+            return 2
+        raise
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -8,6 +8,7 @@ pytest's output (which student code could print into).
 from __future__ import annotations
 
 import io
+import sys
 from collections.abc import Sequence
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
@@ -85,6 +86,7 @@ def run_assignment(
     ]
     sink = io.StringIO()
     owns_backend = backend is None
+    before = set(sys.modules)
     try:
         if quiet:
             with redirect_stdout(sink), redirect_stderr(sink):
@@ -94,6 +96,11 @@ def run_assignment(
     finally:
         if owns_backend and session.backend is not None:
             session.backend.close()
+        # Test modules are named from their path under the course root, so two courses (or a
+        # course and a scratch copy) share names: forget them so the next run imports its own.
+        for name in set(sys.modules) - before:
+            if name.startswith(("tests.", "conftest")) or "test_" in name.rsplit(".", 1)[-1]:
+                del sys.modules[name]
     error = None
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         error = f"the test suites could not run (pytest exit code {int(code)})"
