@@ -80,6 +80,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_grade(args: argparse.Namespace) -> int:
     from grader.course import load_course
     from grader.grade import grade_submission
+    from grader.tables import points
 
     course = load_course(_root(args))
     timestamp = None
@@ -98,7 +99,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     _write_outputs(result, course, args)
     print(_assignment_table(result.assignments))
     print(
-        f"\ntotal {result.score:g}/{result.max_score:g}  ({result.duration_s:.1f} s, "
+        f"\ntotal {points(result.score, result.max_score)}  ({result.duration_s:.1f} s, "
         f"{result.environment.device}, isolation: "
         f"{', '.join(result.environment.isolation) or 'none'})"
     )
@@ -119,7 +120,10 @@ def _write_outputs(result, course, args: argparse.Namespace) -> None:
         Path(args.markdown).write_text(report.markdown(result, course), encoding="utf-8")
     if args.html:
         metrics = _read_metrics(Path(args.submission) / "metrics.json")
-        Path(args.html).write_text(report.html(result, course, metrics), encoding="utf-8")
+        from grader.batch import reference_m9_record
+
+        reference = reference_m9_record(course)
+        Path(args.html).write_text(report.html(result, course, metrics, reference), "utf-8")
     if args.gradebook:
         from grader.gradebook import record
 
@@ -235,8 +239,11 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.startswith("grader."):
-            print(f"grader: `{args.command}` is an instructor command; it is not part of the "
-                  "student repository", file=sys.stderr)
+            print(
+                f"grader: `{args.command}` is an instructor command; it is not part of the "
+                "student repository",
+                file=sys.stderr,
+            )
             return 2
         raise
     except KeyboardInterrupt:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import platform
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from datetime import datetime
@@ -18,12 +19,37 @@ from grader.course import Course, load_course
 from grader.results import AssignmentResult, Environment, GradeResult
 
 
-class _WithErrors:
-    """A backend that answers every request of a broken assignment with its intake error."""
+class _GradingBackend:
+    """The worker backend as grading uses it.
+
+    A broken assignment answers every request with its intake error, and a function that timed
+    out once is not called again in this submission: a hang costs that function's tests, not
+    a timeout for each of them.
+    """
 
     def __init__(self, inner, errors: dict[str, str]):
         self.inner, self.errors = inner, errors
         self.isolation = getattr(inner, "isolation", ())
+        self.timed_out: dict[tuple[str, str], str] = {}
+        self._warming: threading.Thread | None = None
+
+    def warm(self, assignments: list[str], ptx_assignments: list[str]) -> None:
+        """Start the sandboxed workers and run the notebooks in the background, while this
+        process imports pytest and collects the suites (about 2 s that the worker start-up and
+        notebook load, about 1 s each, would otherwise follow). Every request waits for it."""
+        warm = getattr(self.inner, "warm", None)
+        if warm is None:
+            return
+        ok = [a for a in assignments if a not in self.errors]
+        self._warming = threading.Thread(
+            target=warm, args=(ok, [a for a in ptx_assignments if a in ok]), daemon=True
+        )
+        self._warming.start()
+
+    def _wait(self) -> None:
+        if self._warming is not None:
+            self._warming.join()
+            self._warming = None
 
     def _error(self, assignment: str) -> dict:
         return {
@@ -31,17 +57,44 @@ class _WithErrors:
         }
 
     def request(self, req: dict, timeout: float) -> dict:
+        self._wait()
         if req.get("assignment") in self.errors:
             return self._error(req["assignment"])
-        return self.inner.request(req, timeout)
+        key = (str(req.get("assignment")), str(req.get("name", "")))
+        if key in self.timed_out:
+            return {
+                "error": {
+                    "type": "WorkerTimeout",
+                    "traceback": "",
+                    "message": f"not run: {self.timed_out[key]} in an earlier test",
+                }
+            }
+        reply = self.inner.request(req, timeout)
+        error = reply.get("error") if isinstance(reply, dict) else None
+        if error and error.get("type") == "WorkerTimeout" and key[1]:
+            self.timed_out[key] = error.get("message", "it timed out")
+        return reply
 
     def ptx(self, assignment: str, name: str, signature: str, cc, timeout: float) -> dict:
+        self._wait()
         if assignment in self.errors:
             return self._error(assignment)
         return self.inner.ptx(assignment, name, signature, cc, timeout)
 
     def close(self) -> None:
+        self._wait()
         self.inner.close()
+
+
+def _compiles_ptx(root: Path, assignment: str) -> bool:
+    """Whether the suites of `assignment` compile kernels to PTX (so the PTX worker is needed)."""
+    from grader.suites import suite_dirs
+
+    return any(
+        ".ptx(" in p.read_text(encoding="utf-8", errors="replace")
+        for d in suite_dirs(root, assignment)
+        for p in sorted(d.rglob("*.py"))
+    )
 
 
 def apply_late_policy(result: AssignmentResult, course: Course, submitted: datetime | None) -> None:
@@ -92,7 +145,9 @@ def grade_submission(
             for a in ids
             if a not in intake.notebooks
         }
-        backend = _WithErrors(inner, errors)
+        backend = _GradingBackend(inner, errors)
+        if sandbox:
+            backend.warm(ids, [a for a in ids if _compiles_ptx(root, a)])
         results = []
         try:
             for a in ids:

@@ -31,16 +31,24 @@ def replace_region(source: str, grade_id: str, body: list[str]) -> str:
     return "\n".join(lines[:begin] + new + lines[end + 1:]) + "\n"
 
 
-def _reference_metrics(course: Course) -> dict:
+def reference_m9_record(course: Course) -> dict | None:
+    """The reference solution's M9 record for the course model (None without solutions/)."""
     from grader.harness import load_module
 
-    m9 = load_module(course.root / "solutions" / "m9_roofline" / "m9_roofline.py",
-                     "reference_m9_samples")
+    path = course.root / "solutions" / "m9_roofline" / "m9_roofline.py"
+    if not path.is_file():
+        return None
+    m9 = load_module(path, "reference_m9_record")
     gpu = course.gpu
-    record = m9.m9_record(m9.COURSE_MODEL, {"name": gpu.key, "peak_flops": gpu.peak_flops,
-                                            "peak_bandwidth": gpu.peak_bandwidth},
-                          m9.CONTEXT_LEN)
-    return {"m9_roofline": record, "m8_generation": {"tokens_per_s": 41.5}}
+    return m9.m9_record(
+        m9.COURSE_MODEL,
+        {"name": gpu.key, "peak_flops": gpu.peak_flops, "peak_bandwidth": gpu.peak_bandwidth},
+        m9.CONTEXT_LEN,
+    )
+
+
+def _reference_metrics(course: Course) -> dict:
+    return {"m9_roofline": reference_m9_record(course), "m8_generation": {"tokens_per_s": 41.5}}
 
 
 def _fork(dest: Path, sources: dict[str, str], metrics: dict | None) -> None:

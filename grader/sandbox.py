@@ -678,19 +678,7 @@ class WorkerBackend:
             return _error("ProtocolError", f"no notebook for assignment {assignment!r}")
         if self.budget_left <= 0:
             return self._budget_spent()
-        if self._ptx_worker is None:
-            notebooks, limits, gpu, hide, course_root, pid_namespace = self._ptx_args
-            self._ptx_worker = WorkerBackend(
-                self.workdir,
-                notebooks,
-                limits,
-                gpu,
-                hide,
-                course_root,
-                pid_namespace,
-                ptx_only=True,
-            )
-            self._ptx_worker._spent = self._spent
+        self._ptx_sibling()
         req = {
             "assignment": assignment,
             "op": "ptx",
@@ -704,6 +692,41 @@ class WorkerBackend:
         finally:
             self._spent += time.monotonic() - t0
             self._ptx_worker._spent = self._spent
+
+    def _ptx_sibling(self) -> WorkerBackend:
+        if self._ptx_worker is None:
+            notebooks, limits, gpu, hide, course_root, pid_namespace = self._ptx_args
+            self._ptx_worker = WorkerBackend(
+                self.workdir,
+                notebooks,
+                limits,
+                gpu,
+                hide,
+                course_root,
+                pid_namespace,
+                ptx_only=True,
+            )
+            self._ptx_worker._spent = self._spent
+        return self._ptx_worker
+
+    def warm(self, assignments: list[str], ptx_assignments: list[str] = ()) -> None:
+        """Start the worker and run these notebooks now (and in the PTX sibling, for those in
+        `ptx_assignments`), exactly as the first request would; failures are kept for the
+        requests to report. Not thread-safe: `grader.grade` runs it in a background thread and
+        joins it before any other request, so the workers start while pytest starts up."""
+        timeout = self.limits.import_timeout_s + STARTUP_ALLOWANCE_S
+        for a in assignments:
+            if a in self.notebooks and a not in self._loaded:
+                self.request({"assignment": a, "op": "load"}, timeout)
+        for a in ptx_assignments:
+            if a in self.notebooks and self.budget_left > 0:
+                sibling = self._ptx_sibling()
+                t0 = time.monotonic()
+                try:
+                    sibling.request({"assignment": a, "op": "load"}, timeout)
+                finally:
+                    self._spent += time.monotonic() - t0
+                    sibling._spent = self._spent
 
     def close(self) -> None:
         if self._ptx_worker is not None:

@@ -15,9 +15,14 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> st
 
 def _fmt(value: object) -> str:
     if isinstance(value, float):
-        return f"{value:g}" if value == int(value) else f"{value:.2f}"
+        return _short(value)
     return str(value)
 
 
 def points(score: float, max_score: float) -> str:
-    return f"{_fmt(float(score))}/{_fmt(float(max_score))}"
+    """`12.5/40`: at most two decimals (parametrized tests split points into fractions)."""
+    return f"{_short(score)}/{_short(max_score)}"
+
+
+def _short(x: float) -> str:
+    return f"{round(float(x), 2):g}"
