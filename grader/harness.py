@@ -177,7 +177,18 @@ class Harness:
             raise RuntimeError("PTX requested from a process running the CUDA simulator")
         fn = python_function(kernel)
         cc = request.get("cc", (7, 5))
-        ptx, _ = cuda.compile_ptx(fn, request["signature"], cc=(int(cc[0]), int(cc[1])))
+        try:
+            ptx, _ = cuda.compile_ptx(fn, request["signature"], cc=(int(cc[0]), int(cc[1])))
+        except Exception as exc:
+            if type(exc).__name__ != "CudaSupportError":
+                raise
+            # numba-cuda reaches for a driver when the kernel calls something it cannot type on
+            # its own (str(), float() of a non-number...): name the cause, not the driver.
+            raise TypeError(
+                f"{request['name']} uses something Numba cannot compile for a GPU (it tried to "
+                "consult a CUDA driver to type it, e.g. str() or float() of a non-number); "
+                "keep kernels to numbers, array indexing and math"
+            ) from None
         return ptx
 
     def _time(self, request: dict) -> float:

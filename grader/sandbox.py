@@ -621,6 +621,7 @@ class WorkerBackend:
         self.isolation: tuple[str, ...] = tuple(layers)
         self._proc: subprocess.Popen | None = None
         self._loaded: set[str] = set()
+        self._load_failed: dict[str, dict] = {}
         self._spent = 0.0
         self._tail = bytearray()
         self._tail_lock = threading.Lock()
@@ -639,6 +640,9 @@ class WorkerBackend:
         what = str(req.get("name") or req.get("op") or "the call")
         if assignment not in self.notebooks:
             return _error("ProtocolError", f"no notebook for assignment {assignment!r}")
+        if assignment in self._load_failed:
+            err = self._load_failed[assignment]["error"]
+            return _error(err["type"], f"not run: {err['message']}")
         if self.budget_left <= 0:
             return self._budget_spent()
         t0 = time.monotonic()
@@ -662,6 +666,8 @@ class WorkerBackend:
                     "WorkerTimeout",
                     "WorkerCrashed",
                 ):
+                    # Loading again would only burn the budget again: later requests get this.
+                    self._load_failed[assignment] = reply
                     return reply
                 self._loaded.add(assignment)
                 if req.get("op") == "load":
@@ -719,7 +725,7 @@ class WorkerBackend:
             if a in self.notebooks and a not in self._loaded:
                 self.request({"assignment": a, "op": "load"}, timeout)
         for a in ptx_assignments:
-            if a in self.notebooks and self.budget_left > 0:
+            if a in self.notebooks and a not in self._load_failed and self.budget_left > 0:
                 sibling = self._ptx_sibling()
                 t0 = time.monotonic()
                 try:

@@ -309,12 +309,18 @@ def test_sectors_per_warp_random(student, reference, stride, itemsize, warp_size
 @pytest.mark.parametrize("n", [1, 255, 257, 1000, 4097])
 def test_vector_add_sizes(student, n):
     rng = np.random.default_rng()
-    tpb = int(rng.choice(BLOCK_SIZES))
+    # More than one block whenever n allows it, so a kernel that forgets the block offset fails.
+    fitting = [t for t in BLOCK_SIZES if t < n] or [min(BLOCK_SIZES)]
+    tpb = int(rng.choice(fitting))
     blocks = -(-n // tpb)
     a = rng.standard_normal(n).astype(np.float32)
     b = rng.standard_normal(n).astype(np.float32)
+    a0, b0 = a.copy(), b.copy()
     c = np.full(n, np.nan, dtype=np.float32)
     launch(student.vector_add, blocks, tpb, a, b, c, n=n, name="vector_add")
+    assert np.array_equal(a, a0) and np.array_equal(b, b0), (
+        f"vector_add[{blocks}, {tpb}] changed its inputs a or b; a kernel must only write c"
+    )
     want = a + b
     assert np.array_equal(c, want), (
         f"vector_add[{blocks}, {tpb}] on {n} elements: {first_mismatch(c, want)}. Each thread "
@@ -364,10 +370,13 @@ def test_vector_add_compiles_to_ptx(student):
 @pytest.mark.points(2)
 def test_gpu_vector_add_random(student):
     rng = np.random.default_rng()
-    n = int(rng.integers(1, 400))
-    shape2 = (int(rng.integers(2, 6)), int(rng.integers(2, 40)))
-    for shape, dtype in (((n,), np.float32), (shape2, np.float64)):
-        tpb = int(rng.choice(BLOCK_SIZES))
+    tpbs = [int(rng.choice(BLOCK_SIZES)) for _ in range(2)]
+    # Always more than one block: a wrapper that rounds the grid down or a kernel without the
+    # block offset must fail.
+    n = int(rng.integers(tpbs[0] + 1, 3 * tpbs[0]))
+    shape2 = (int(rng.integers(2, 6)), int(rng.integers(tpbs[1] // 2 + 1, tpbs[1])))
+    cases = (((n,), np.float32), (shape2, np.float64))
+    for (shape, dtype), tpb in zip(cases, tpbs, strict=True):
         a = rng.standard_normal(shape).astype(dtype)
         b = rng.standard_normal(shape).astype(dtype)
         got = student.gpu_vector_add(a, b, threads_per_block=tpb)

