@@ -101,6 +101,11 @@ _libc.prctl.argtypes = [
     ctypes.c_ulong,
 ]
 
+# Top-level directories the worker sees as they are; every other one is an empty tmpfs.
+SYSTEM_DIRS = frozenset(
+    {"bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "sbin", "sys", "usr"}
+)
+
 ALL_LAYERS = (
     "scrubbed-env",
     "rlimits",
@@ -336,6 +341,14 @@ def _full_plan(
                 course_root / ".git",
             ]
         masks += [Path(h).resolve() for h in hide]
+        # Allow-list the file system: every top-level directory but the system ones is masked
+        # (home directories, /work, /srv, other checkouts of the course...), and only the
+        # interpreter, the grader and the workdir are bound back below.
+        masks += [
+            p
+            for p in sorted(Path("/").iterdir())
+            if p.name not in SYSTEM_DIRS and p.is_dir() and not p.is_symlink()
+        ]
         masks = [m for m in masks if m.is_dir()]
         keeps, ops = _mount_ops(_interpreter_paths() + [workdir], [home], masks, uid, gid)
         ops = (*ops, ("shm", "/dev/shm", False))

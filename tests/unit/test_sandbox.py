@@ -368,6 +368,16 @@ def test_network_is_blocked(student, backend):
         server.close()
 
 
+def _needed_under(top: str) -> set[str]:
+    """Names directly under `top` that lead to a path the worker must keep."""
+    out = set()
+    for p in sandbox._interpreter_paths():
+        parts = p.parts
+        if len(parts) > 2 and "/" + parts[1] == top:
+            out.add(parts[2])
+    return out
+
+
 def test_hidden_tests_and_secrets_are_unreadable(student, backend, world):
     need(backend, "hidden-tests-unreadable")
     hidden = world["course"] / "tests" / "hidden" / "a" / "test_secret.py"
@@ -382,7 +392,23 @@ def test_hidden_tests_and_secrets_are_unreadable(student, backend, world):
         "PermissionError",
     )
     # /tmp holds only the path down to this submission's own scratch copy
-    assert student.listdir("/tmp") in ([], [world["work"].resolve().parts[2]], "PermissionError")
+    # (and, where the grader itself is installed under /tmp, the path down to it)
+    allowed = {world["work"].resolve().parts[2], *_needed_under("/tmp")}
+    seen = student.listdir("/tmp")
+    assert seen == "PermissionError" or set(seen) <= allowed, seen
+    # Directories outside the system ones are masked: this repository's checkout is invisible
+    # unless the worker needs it (the grader package, the interpreter).
+    for top in student.listdir("/"):
+        if top not in sandbox.SYSTEM_DIRS:
+            inside = student.listdir("/" + top)
+            if isinstance(inside, str):  # a file, or unreadable
+                continue
+            work = world["work"].resolve().parts
+            needed = _needed_under("/" + top) | ({work[2]} if work[1] == top else set())
+            assert set(inside) <= needed, (
+                top,
+                inside,
+            )
 
 
 def test_stdout_spam_does_not_break_the_channel(student, backend):
