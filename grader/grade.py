@@ -31,25 +31,28 @@ class _GradingBackend:
         self.inner, self.errors = inner, errors
         self.isolation = getattr(inner, "isolation", ())
         self.timed_out: dict[tuple[str, str], str] = {}
-        self._warming: threading.Thread | None = None
+        self._warming: list[threading.Thread] = []
+        self._warming_ptx: list[threading.Thread] = []
 
     def warm(self, assignments: list[str], ptx_assignments: list[str]) -> None:
-        """Start the sandboxed workers and run the notebooks in the background, while this
-        process imports pytest and collects the suites (about 2 s that the worker start-up and
-        notebook load, about 1 s each, would otherwise follow). Every request waits for it."""
+        """Start the sandboxed workers and run the notebooks in the background while this
+        process imports pytest and collects the suites. The worker and its PTX sibling warm up
+        in threads of their own: a call waits only for the worker, a PTX compile for both."""
         warm = getattr(self.inner, "warm", None)
         if warm is None:
             return
         ok = [a for a in assignments if a not in self.errors]
-        self._warming = threading.Thread(
-            target=warm, args=(ok, [a for a in ptx_assignments if a in ok]), daemon=True
+        ptx = [a for a in ptx_assignments if a in ok]
+        self._warming = [threading.Thread(target=warm, args=(ok, []), daemon=True)]
+        self._warming_ptx = (
+            [threading.Thread(target=warm, args=([], ptx), daemon=True)] if ptx else []
         )
-        self._warming.start()
+        for t in self._warming + self._warming_ptx:
+            t.start()
 
-    def _wait(self) -> None:
-        if self._warming is not None:
-            self._warming.join()
-            self._warming = None
+    def _wait(self, ptx: bool = False) -> None:
+        for t in self._warming + (self._warming_ptx if ptx else []):
+            t.join()
 
     def _error(self, assignment: str) -> dict:
         return {
@@ -76,13 +79,13 @@ class _GradingBackend:
         return reply
 
     def ptx(self, assignment: str, name: str, signature: str, cc, timeout: float) -> dict:
-        self._wait()
+        self._wait(ptx=True)
         if assignment in self.errors:
             return self._error(assignment)
         return self.inner.ptx(assignment, name, signature, cc, timeout)
 
     def close(self) -> None:
-        self._wait()
+        self._wait(ptx=True)
         self.inner.close()
 
 

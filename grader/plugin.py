@@ -138,6 +138,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                     reason="needs a CUDA GPU: counted on the GPU grading runner, skipped here"
                 )
             )
+    if SESSION_KEY in config.stash:
+        # Load the reference solutions now, while the sandboxed worker is still warming up,
+        # rather than inside the first hidden test. A failure resurfaces in the fixture.
+        s = config.stash[SESSION_KEY]
+        for assignment in sorted(
+            {assignment_of(i.path) for i in items if "reference" in getattr(i, "fixturenames", ())}
+        ):
+            try:
+                s.reference_module(assignment)
+            except Exception:  # noqa: BLE001
+                pass
 
 
 def assignment_of(path: Path) -> str:
