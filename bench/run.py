@@ -125,8 +125,9 @@ def importtime_top(stderr: str, n: int = 8) -> dict:
             continue
         try:
             self_us, cum_us, name = line.split(":", 1)[1].split("|")
-            rows.append((int(cum_us), int(self_us), (len(name) - len(name.lstrip()) - 1) // 2,
-                         name.strip()))
+            rows.append(
+                (int(cum_us), int(self_us), (len(name) - len(name.lstrip()) - 1) // 2, name.strip())
+            )
         except ValueError:
             continue
     top = sorted((r for r in rows if r[2] == 0), reverse=True)[:n]
@@ -144,8 +145,18 @@ def _top_text(imp: dict, n: int = 5) -> str:
 
 def versions() -> dict:
     out = {"python": platform.python_version()}
-    for dist in ("gpu-course-grader", "numpy", "numba", "numba-cuda", "torch", "nbgrader",
-                 "pytest", "hypothesis", "jupytext", "jsonschema"):
+    for dist in (
+        "gpu-course-grader",
+        "numpy",
+        "numba",
+        "numba-cuda",
+        "torch",
+        "nbgrader",
+        "pytest",
+        "hypothesis",
+        "jupytext",
+        "jsonschema",
+    ):
         with contextlib.suppress(metadata.PackageNotFoundError):
             out[dist] = metadata.version(dist)
     return out
@@ -187,11 +198,20 @@ def nbgrader_course(tmp: Path) -> tuple[Path, dict, float]:
     import jupytext
 
     env = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ.get('PATH', '')}"}
-    specs = subprocess.run([str(VENV_BIN / "jupyter"), "kernelspec", "list", "--json"], env=env,
-                           capture_output=True, text=True, check=False)
+    specs = subprocess.run(
+        [str(VENV_BIN / "jupyter"), "kernelspec", "list", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if '"python3"' not in specs.stdout:  # nbgrader executes with the python3 kernel of the venv
-        subprocess.run([sys.executable, "-m", "ipykernel", "install", "--sys-prefix", "--name",
-                        "python3"], env=env, check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "ipykernel", "install", "--sys-prefix", "--name", "python3"],
+            env=env,
+            check=True,
+            capture_output=True,
+        )
     course = tmp / "nbgrader-course"
     src = course / "source" / ASSIGNMENT
     src.mkdir(parents=True)
@@ -204,8 +224,9 @@ def nbgrader_course(tmp: Path) -> tuple[Path, dict, float]:
         "c.Execute.timeout = 600\n",
         encoding="utf-8",
     )
-    gen = timed_run([str(VENV_BIN / "nbgrader"), "generate_assignment", ASSIGNMENT, "--force"],
-                    course, env)
+    gen = timed_run(
+        [str(VENV_BIN / "nbgrader"), "generate_assignment", ASSIGNMENT, "--force"], course, env
+    )
     if gen["rc"] != 0:
         raise RuntimeError(f"nbgrader generate_assignment failed:\n{gen['stderr'][-3000:]}")
     sub = course / "submitted" / STUDENT / ASSIGNMENT
@@ -240,8 +261,10 @@ def part_one_submission(tmp: Path, runs: int) -> dict:
         nbg.append(r)
     m = re.search(r"total (\S+)\s+\(", ours[-1]["stdout"])
     res = {}
-    for key, rs, score in (("ours", ours, m.group(1) if m else "?"),
-                           ("nbgrader", nbg, nbgrader_score(course))):
+    for key, rs, score in (
+        ("ours", ours, m.group(1) if m else "?"),
+        ("nbgrader", nbg, nbgrader_score(course)),
+    ):
         res[key] = {
             "wall_s": summary([r["wall_s"] for r in rs]),
             "cpu_s": summary([r["cpu_s"] for r in rs]),
@@ -257,13 +280,33 @@ def part_one_submission(tmp: Path, runs: int) -> dict:
     res["met"] = res["ratio"] >= res["target"]
     res["load"] = [load()]
     print("\n## 1. One submission (gpu_fundamentals, reference), ours vs nbgrader\n")
-    rows = [[k, spread(res[k]["wall_s"]), spread(res[k]["cpu_s"]), res[k]["score"],
-             " ".join(f"{r['load'][0]:.1f}" for r in res[k]["runs"])] for k in ("ours", "nbgrader")]
-    print(table(["grader", "wall median (min-max)", "CPU median (min-max)", "score",
-                 "load avg per run"], rows))
-    print(f"\nratio nbgrader/ours: wall {res['ratio']:.2f}x, CPU {res['cpu_ratio']:.2f}x "
-          f"(target {res['target']:g}x: {'met' if res['met'] else 'NOT met'}); "
-          f"nbgrader generate_assignment (once) {setup_s:.1f} s")
+    rows = [
+        [
+            k,
+            spread(res[k]["wall_s"]),
+            spread(res[k]["cpu_s"]),
+            res[k]["score"],
+            " ".join(f"{r['load'][0]:.1f}" for r in res[k]["runs"]),
+        ]
+        for k in ("ours", "nbgrader")
+    ]
+    print(
+        table(
+            [
+                "grader",
+                "wall median (min-max)",
+                "CPU median (min-max)",
+                "score",
+                "load avg per run",
+            ],
+            rows,
+        )
+    )
+    print(
+        f"\nratio nbgrader/ours: wall {res['ratio']:.2f}x, CPU {res['cpu_ratio']:.2f}x "
+        f"(target {res['target']:g}x: {'met' if res['met'] else 'NOT met'}); "
+        f"nbgrader generate_assignment (once) {setup_s:.1f} s"
+    )
     return res
 
 
@@ -274,8 +317,9 @@ def grade_some(submission: Path, student: str, work_dir: Path, root: str, assign
     """A grade_one for --quick: grade_submission over fewer assignments (top-level: picklable)."""
     from grader.grade import grade_submission
 
-    return grade_submission(Path(submission), root=Path(root), student=student,
-                            assignments=assignments)
+    return grade_submission(
+        Path(submission), root=Path(root), student=student, assignments=assignments
+    )
 
 
 def synthetic_class(sample: Path, dest: Path, n: int) -> Path:
@@ -328,8 +372,15 @@ def run_batch(klass: Path, out: Path, jobs: int, grade_one, checkpoints: list[in
     la0, c0, s0, t0 = load(), _cpu_children(), _cpu_self(), time.perf_counter()
     progress = _Progress(t0)
     with _timed_gradebook(record_s):
-        outcome = grade_all(klass, out, jobs=jobs, grade_one=grade_one, course=course,
-                            progress=progress, summary=io.StringIO())
+        outcome = grade_all(
+            klass,
+            out,
+            jobs=jobs,
+            grade_one=grade_one,
+            course=course,
+            progress=progress,
+            summary=io.StringIO(),
+        )
     wall = time.perf_counter() - t0
     n = len(outcome.results)
     done = progress.done
@@ -384,23 +435,51 @@ def part_class(tmp: Path, n: int, assignments: list[str] | None) -> dict:
             j2["marginal_per_submission"][list(j2["marginal_per_submission"])[0]],
         ),
     }
-    print(f"\n## 2. Class throughput ({n} submissions: {', '.join(CLASS_MIX)} in turn; "
-          f"assignments: {assignments or 'all'})\n")
-    rows = [[f"-j {r['jobs']}", f"{r['wall_s']:.1f} s", f"{r['per_minute']:.2f}",
-             f"{r['seconds_per_submission']:.2f} s", f"{r['cpu_s']:.1f} s", r["failed"],
-             f"{r['load'][0]:.1f}-{r['load'][1]:.1f}"] for r in (j1, j2)]
+    print(
+        f"\n## 2. Class throughput ({n} submissions: {', '.join(CLASS_MIX)} in turn; "
+        f"assignments: {assignments or 'all'})\n"
+    )
+    rows = [
+        [
+            f"-j {r['jobs']}",
+            f"{r['wall_s']:.1f} s",
+            f"{r['per_minute']:.2f}",
+            f"{r['seconds_per_submission']:.2f} s",
+            f"{r['cpu_s']:.1f} s",
+            r["failed"],
+            f"{r['load'][0]:.1f}-{r['load'][1]:.1f}",
+        ]
+        for r in (j1, j2)
+    ]
     print(table(["jobs", "wall", "subs/min", "s/sub", "CPU", "failed", "load avg"], rows))
-    print(f"\nspeedup -j 2 / -j 1: {speedup:.2f}x (target {res['target']:g}x: "
-          f"{'met' if res['met'] else 'NOT met'})\n")
+    print(
+        f"\nspeedup -j 2 / -j 1: {speedup:.2f}x (target {res['target']:g}x: "
+        f"{'met' if res['met'] else 'NOT met'})\n"
+    )
     rows = []
     for k in checkpoints:
-        rows.append([k] + [r["per_submission_after"].get(str(k), "-") for r in (j1, j2)]
-                    + [r["gradebook_record_ms"].get(str(k), "-") for r in (j1, j2)])
-    print(table(["after k submissions", "-j1 s/sub (cumulative)", "-j2 s/sub (cumulative)",
-                 "-j1 gradebook write ms", "-j2 gradebook write ms"], rows))
-    print("marginal s/sub (-j 2): " + ", ".join(
-        f"{k}: {v:.2f}" for k, v in j2["marginal_per_submission"].items())
-        + f"; last/first block {res['per_submission_growth']:.2f}x")
+        rows.append(
+            [k]
+            + [r["per_submission_after"].get(str(k), "-") for r in (j1, j2)]
+            + [r["gradebook_record_ms"].get(str(k), "-") for r in (j1, j2)]
+        )
+    print(
+        table(
+            [
+                "after k submissions",
+                "-j1 s/sub (cumulative)",
+                "-j2 s/sub (cumulative)",
+                "-j1 gradebook write ms",
+                "-j2 gradebook write ms",
+            ],
+            rows,
+        )
+    )
+    print(
+        "marginal s/sub (-j 2): "
+        + ", ".join(f"{k}: {v:.2f}" for k, v in j2["marginal_per_submission"].items())
+        + f"; last/first block {res['per_submission_growth']:.2f}x"
+    )
     return res
 
 
@@ -410,8 +489,11 @@ def part_class(tmp: Path, n: int, assignments: list[str] | None) -> dict:
 def _worker_env() -> dict:
     from grader import device
 
-    env = {**os.environ, "GRADER_DEVICE": "gpu" if device.has_gpu() else "cpu",
-           "PYTHONPATH": str(ROOT)}
+    env = {
+        **os.environ,
+        "GRADER_DEVICE": "gpu" if device.has_gpu() else "cpu",
+        "PYTHONPATH": str(ROOT),
+    }
     if not device.has_gpu():
         env["NUMBA_ENABLE_CUDASIM"] = "1"
     return env
@@ -452,14 +534,22 @@ def worker_startup(tmp: Path, runs: int) -> dict:
         again.append((t2 - t1) * 1e3)
         ptx.append(t3 - t2)
         loads.append(la)
-    code = ("import os, sys\n"
-            "from grader import device; device.prepare_numba()\n"
-            "import grader.worker, grader.wire\n"
-            "from grader.harness import Harness\n"
-            f"h = Harness(sys.argv[1], {ASSIGNMENT!r}); assert h.load() == {{'ok': None}}\n")
+    code = (
+        "import os, sys\n"
+        "from grader import device; device.prepare_numba()\n"
+        "import grader.worker, grader.wire\n"
+        "from grader.harness import Harness\n"
+        f"h = Harness(sys.argv[1], {ASSIGNMENT!r}); assert h.load() == {{'ok': None}}\n"
+    )
     nb = tmp / "work0" / "exercises" / ASSIGNMENT / f"{ASSIGNMENT}.py"
-    imp = subprocess.run([sys.executable, "-X", "importtime", "-P", "-s", "-c", code, str(nb)],
-                         cwd=tmp, env=_worker_env(), capture_output=True, text=True, check=False)
+    imp = subprocess.run(
+        [sys.executable, "-X", "importtime", "-P", "-s", "-c", code, str(nb)],
+        cwd=tmp,
+        env=_worker_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     return {
         "isolation": list(layers),
         "isolation_probe_s": round(probe_s, 3),
@@ -491,20 +581,23 @@ def part_startup(tmp: Path, runs: int) -> dict:
     w = res["worker"]
     rows = [
         ["grader --help", spread(res["help"]["wall_s"]), _top_text(res["help"]["importtime"])],
-        ["grader check gpu_fundamentals", spread(res["check"]["wall_s"]),
-         _top_text(res["check"]["importtime"])],
-        ["worker start + notebook load", spread(w["start_and_load_s"]),
-         _top_text(w["importtime"])],
+        [
+            "grader check gpu_fundamentals",
+            spread(res["check"]["wall_s"]),
+            _top_text(res["check"]["importtime"]),
+        ],
+        ["worker start + notebook load", spread(w["start_and_load_s"]), _top_text(w["importtime"])],
         ["worker round trip (has)", spread(w["roundtrip_ms"], "ms"), ""],
         ["PTX worker start + load + compile", spread(w["ptx_worker_first_compile_s"]), ""],
         ["sandbox isolation probe (once per process)", f"{w['isolation_probe_s']:.2f} s", ""],
     ]
     print(table(["what", "wall median (min-max)", "top imports, cumulative ms"], rows))
-    for key, label in (("help", "grader --help"), ("check", "grader check"),
-                       ("worker", "worker")):
+    for key, label in (("help", "grader --help"), ("check", "grader check"), ("worker", "worker")):
         imp = res[key]["importtime"]
-        print(f"  most self time, {label}: " + ", ".join(
-            f"{e['module']} {e['self_ms']:.0f} ms" for e in imp["top_self"][:4]))
+        print(
+            f"  most self time, {label}: "
+            + ", ".join(f"{e['module']} {e['self_ms']:.0f} ms" for e in imp["top_self"][:4])
+        )
     res["load"] = [load()]
     return res
 
@@ -517,8 +610,10 @@ def part_gpu(root: Path = ROOT, quick: bool = False) -> dict:
     from grader import device
 
     if not device.has_gpu():
-        print(f"\n## 4. GPU\n\nskipped: {GPU_SKIPPED} (grader.device.has_gpu() is False; run "
-              "`.venv/bin/python bench/run.py --gpu-only --json gpu.json` on a GPU machine)")
+        print(
+            f"\n## 4. GPU\n\nskipped: {GPU_SKIPPED} (grader.device.has_gpu() is False; run "
+            "`.venv/bin/python bench/run.py --gpu-only --json gpu.json` on a GPU machine)"
+        )
         return {"skipped": GPU_SKIPPED}
     import numpy as np
     import torch
@@ -531,9 +626,16 @@ def part_gpu(root: Path = ROOT, quick: bool = False) -> dict:
     name = cuda.get_current_device().name
     name = name.decode() if isinstance(name, bytes) else str(name)
     course = load_course(root)
-    hw = next((h for h in course.hardware.values()
-               if h.name.lower() in name.lower() or name.lower() in h.name.lower()
-               or h.key.replace("_", " ").lower() in name.lower()), None)
+    hw = next(
+        (
+            h
+            for h in course.hardware.values()
+            if h.name.lower() in name.lower()
+            or name.lower() in h.name.lower()
+            or h.key.replace("_", " ").lower() in name.lower()
+        ),
+        None,
+    )
     samples, repeat = (3, 10) if quick else (7, 20)
 
     def median_ms(run) -> float:
@@ -572,8 +674,15 @@ def part_gpu(root: Path = ROOT, quick: bool = False) -> dict:
         return round(nbytes / (ms * 1e-3) / 1e9, 1)
 
     peak = hw.bandwidth_gbs if hw else None
-    rows, res = [], {"device": name, "hardware": hw.key if hw else None,
-                     "peak_bandwidth_gbs": peak, "torch": torch.__version__}
+    rows, res = (
+        [],
+        {
+            "device": name,
+            "hardware": hw.key if hw else None,
+            "peak_bandwidth_gbs": peak,
+            "torch": torch.__version__,
+        },
+    )
     for exp in (24, 26):
         n = 2**exp
         a = cuda.to_device(np.random.rand(n).astype(np.float32))
@@ -586,14 +695,27 @@ def part_gpu(root: Path = ROOT, quick: bool = False) -> dict:
         tc = torch.empty_like(ta)
         tms = median_ms(lambda ta=ta, tb=tb, tc=tc: torch.add(ta, tb, out=tc))
         nbytes = 3 * 4 * n
-        entry = {"n": n, "ms": round(ms, 4), "gbs": gbs(nbytes, ms), "torch_add_ms": round(tms, 4),
-                 "torch_add_gbs": gbs(nbytes, tms)}
+        entry = {
+            "n": n,
+            "ms": round(ms, 4),
+            "gbs": gbs(nbytes, ms),
+            "torch_add_ms": round(tms, 4),
+            "torch_add_gbs": gbs(nbytes, tms),
+        }
         entry["vs_torch"] = ratio(entry["gbs"], entry["torch_add_gbs"])
         entry["vs_peak"] = ratio(entry["gbs"], peak) if peak else None
         res[f"vector_add_2^{exp}"] = entry
-        rows.append([f"vector_add n=2^{exp}", f"{ms:.3f}", entry["gbs"], "torch a + b",
-                     entry["torch_add_gbs"], f"{entry['vs_torch']:.2f}",
-                     f"{entry['vs_peak']:.2f}" if peak else "-"])
+        rows.append(
+            [
+                f"vector_add n=2^{exp}",
+                f"{ms:.3f}",
+                entry["gbs"],
+                "torch a + b",
+                entry["torch_add_gbs"],
+                f"{entry['vs_torch']:.2f}",
+                f"{entry['vs_peak']:.2f}" if peak else "-",
+            ]
+        )
         del a, b, c, ta, tb, tc
     n = 2**24
     src = cuda.to_device(np.arange(n, dtype=np.float32))
@@ -604,34 +726,70 @@ def part_gpu(root: Path = ROOT, quick: bool = False) -> dict:
     clone_gbs = gbs(2 * 4 * n, tms)
     for stride in (1, 32):
         ms = numba_ms(ref.strided_copy, blocks, tpb, src, dst, stride)
-        entry = {"n": n, "stride": stride, "ms": round(ms, 4), "gbs": gbs(2 * 4 * n, ms),
-                 "torch_clone_ms": round(tms, 4), "torch_clone_gbs": clone_gbs}
+        entry = {
+            "n": n,
+            "stride": stride,
+            "ms": round(ms, 4),
+            "gbs": gbs(2 * 4 * n, ms),
+            "torch_clone_ms": round(tms, 4),
+            "torch_clone_gbs": clone_gbs,
+        }
         entry["vs_torch"] = ratio(entry["gbs"], clone_gbs)
         entry["vs_peak"] = ratio(entry["gbs"], peak) if peak else None
         res[f"strided_copy_stride_{stride}"] = entry
-        rows.append([f"strided_copy stride {stride}", f"{ms:.3f}", entry["gbs"], "torch clone",
-                     clone_gbs, f"{entry['vs_torch']:.2f}",
-                     f"{entry['vs_peak']:.2f}" if peak else "-"])
+        rows.append(
+            [
+                f"strided_copy stride {stride}",
+                f"{ms:.3f}",
+                entry["gbs"],
+                "torch clone",
+                clone_gbs,
+                f"{entry['vs_torch']:.2f}",
+                f"{entry['vs_peak']:.2f}" if peak else "-",
+            ]
+        )
     t0 = time.perf_counter()
     res["coalescing_slowdown_8192"] = round(float(ref.coalescing_slowdown(8192)), 3)
     res["coalescing_slowdown_s"] = round(time.perf_counter() - t0, 2)
     va = res["vector_add_2^24"]["vs_torch"], res["vector_add_2^26"]["vs_torch"]
     res["target"] = TARGETS["vector_add_vs_torch"]
     res["met"] = min(va) >= res["target"]
-    suite = timed_run([sys.executable, "-m", "pytest", "tests/hidden/gpu_fundamentals", "-m", "gpu",
-                       "--submission", "solutions", "-q", "-p", "no:cacheprovider"], root,
-                      timeout=900)
+    suite = timed_run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "tests/hidden/gpu_fundamentals",
+            "-m",
+            "gpu",
+            "--submission",
+            "solutions",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+        ],
+        root,
+        timeout=900,
+    )
     tail = (suite["stdout"].strip().splitlines() or [""])[-1]
-    res["gpu_suite"] = {"wall_s": suite["wall_s"], "rc": suite["rc"], "summary": tail,
-                        "load": suite["load"]}
+    res["gpu_suite"] = {
+        "wall_s": suite["wall_s"],
+        "rc": suite["rc"],
+        "summary": tail,
+        "load": suite["load"],
+    }
     res["load"] = [load()]
-    print(f"\n## 4. GPU: {name} (course.toml: {hw.key if hw else 'not listed'}, peak "
-          f"{f'{peak:g} GB/s' if peak else 'unknown'})\n")
+    print(
+        f"\n## 4. GPU: {name} (course.toml: {hw.key if hw else 'not listed'}, peak "
+        f"{f'{peak:g} GB/s' if peak else 'unknown'})\n"
+    )
     print(table(["kernel", "ms", "GB/s", "torch op", "torch GB/s", "vs torch", "vs peak"], rows))
-    print(f"\nvector_add vs torch a + b: {min(va):.2f} (target {res['target']:g}: "
-          f"{'met' if res['met'] else 'NOT met'}); coalescing_slowdown(8192) = "
-          f"{res['coalescing_slowdown_8192']:.2f}x; GPU suite (-m gpu) {suite['wall_s']:.1f} s: "
-          f"{tail}")
+    print(
+        f"\nvector_add vs torch a + b: {min(va):.2f} (target {res['target']:g}: "
+        f"{'met' if res['met'] else 'NOT met'}); coalescing_slowdown(8192) = "
+        f"{res['coalescing_slowdown_8192']:.2f}x; GPU suite (-m gpu) {suite['wall_s']:.1f} s: "
+        f"{tail}"
+    )
     return res
 
 
@@ -640,8 +798,11 @@ def part_gpu(root: Path = ROOT, quick: bool = False) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true",
-                   help="small sizes, one run each (for the unit test; figures are noisier)")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="small sizes, one run each (for the unit test; figures are noisier)",
+    )
     p.add_argument("--json", help="write every figure here")
     p.add_argument("--parts", default="1,2,3,4", help="comma-separated subset of 1,2,3,4")
     p.add_argument("--gpu-only", action="store_true", help="part 4 alone (same as --parts 4)")
@@ -660,15 +821,18 @@ def main(argv: list[str] | None = None) -> int:
         "targets": TARGETS,
     }
     m = out["machine"]
-    print(f"# grader benchmarks, {out['date']}\n{m['cpu']}, {m['cores']} cores, Python "
-          f"{m['python']}, {m['device']}; load average {m['load_average']}")
+    print(
+        f"# grader benchmarks, {out['date']}\n{m['cpu']}, {m['cores']} cores, Python "
+        f"{m['python']}, {m['device']}; load average {m['load_average']}"
+    )
     with tempfile.TemporaryDirectory(prefix="grader-bench-") as scratch:
         tmp = Path(scratch)
         if "1" in parts:
             out["one_submission"] = part_one_submission(tmp / "p1", runs)
         if "2" in parts:  # quick: m9_roofline only, so that a unit test can afford it
-            out["class_throughput"] = part_class(tmp / "p2", size,
-                                                 ["m9_roofline"] if args.quick else None)
+            out["class_throughput"] = part_class(
+                tmp / "p2", size, ["m9_roofline"] if args.quick else None
+            )
         if "3" in parts:
             out["startup"] = part_startup(tmp / "p3", max(runs, 3) if not args.quick else 1)
         if "4" in parts:

@@ -52,6 +52,7 @@ from typing import IO, Any
 
 from grader.course import Course, load_course
 from grader.results import AssignmentResult, Environment, GradeResult, validate
+from grader.tables import points
 
 GradeOne = Callable[[Path, str, Path], GradeResult]
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -384,7 +385,7 @@ def grade_all(
     def line(student: str, r: GradeResult, note: str) -> None:
         nonlocal counter
         counter += 1
-        print(f"[{counter}/{total}] {student} {r.score:g}/{r.max_score:g} {note}", file=progress)
+        print(f"[{counter}/{total}] {student} {points(r.score, r.max_score)} {note}", file=progress)
         progress.flush()
 
     todo: list[tuple[str, str]] = []

@@ -29,8 +29,12 @@ def execute_notebooks(root: Path, ids: list[str], timeout: int = 600) -> list[li
             folder.mkdir(parents=True)
             nb = jupytext.read(root / "solutions" / aid / f"{aid}.py")
             started = time.perf_counter()
-            client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                                    resources={"metadata": {"path": str(folder)}})
+            client = NotebookClient(
+                nb,
+                timeout=timeout,
+                kernel_name="python3",
+                resources={"metadata": {"path": str(folder)}},
+            )
             try:
                 client.execute()
                 status = "ok"
@@ -55,8 +59,10 @@ def run_demo(root: Path, out: Path, execute: bool = True, jobs: int = 2) -> int:
         print(format_table(["notebook", "code cells", "seconds", "status"], rows))
         ok &= all(r[3] == "ok" for r in rows)
 
-    print("\n2. Every suite against the solutions (in-process, "
-          f"{'GPU' if not _simulator() else 'CUDA simulator'})")
+    print(
+        "\n2. Every suite against the solutions (in-process, "
+        f"{'GPU' if not _simulator() else 'CUDA simulator'})"
+    )
     class_dir = out / "class"
     students = build_sample_class(course, class_dir)
     metrics = class_dir / "ada_reference" / "metrics.json"
@@ -65,9 +71,16 @@ def run_demo(root: Path, out: Path, execute: bool = True, jobs: int = 2) -> int:
         started = time.perf_counter()
         r = run_assignment(root, aid, root / "solutions", metrics)
         skipped = sum(t.outcome == "skipped" for t in r.tests)
-        rows.append([aid, points(r.score, r.max_score), len(r.tests), skipped,
-                     round(time.perf_counter() - started, 1)])
-        ok &= r.score == sum(t.max_score for t in r.tests if t.outcome != "skipped")
+        rows.append(
+            [
+                aid,
+                points(r.score, r.max_score),
+                len(r.tests),
+                skipped,
+                round(time.perf_counter() - started, 1),
+            ]
+        )
+        ok &= abs(r.score - sum(t.max_score for t in r.tests if t.outcome != "skipped")) < 1e-6
     print(format_table(["assignment", "score", "tests", "skipped (need GPU)", "seconds"], rows))
 
     print(f"\n3. Grading the sample class ({', '.join(students)}) in the sandbox, -j {jobs}")

@@ -20,15 +20,21 @@ STUB = 'raise NotImplementedError("{name}: not done yet")'
 def replace_region(source: str, grade_id: str, body: list[str]) -> str:
     """Replace the solution region of the cell `grade_id` with `body` (indented like it)."""
     lines = source.splitlines()
-    header = next((i for i, line in enumerate(lines)
-                   if line.startswith("# %%") and f'"grade_id": "{grade_id}"' in line), None)
+    header = next(
+        (
+            i
+            for i, line in enumerate(lines)
+            if line.startswith("# %%") and f'"grade_id": "{grade_id}"' in line
+        ),
+        None,
+    )
     if header is None:
         raise ValueError(f"no cell with grade_id {grade_id!r}")
     begin = next(i for i in range(header, len(lines)) if "### BEGIN SOLUTION" in lines[i])
     end = next(i for i in range(begin, len(lines)) if "### END SOLUTION" in lines[i])
     indent = re.match(r"\s*", lines[begin]).group(0)
     new = [indent + b for b in body]
-    return "\n".join(lines[:begin] + new + lines[end + 1:]) + "\n"
+    return "\n".join(lines[:begin] + new + lines[end + 1 :]) + "\n"
 
 
 def reference_m9_record(course: Course) -> dict | None:
@@ -63,8 +69,10 @@ def _fork(dest: Path, sources: dict[str, str], metrics: dict | None) -> None:
 def build_sample_class(course: Course, dest: Path) -> list[str]:
     """Write the sample class into `dest/<student>/` and return the student ids."""
     root = course.root
-    solutions = {a: (root / "solutions" / a / f"{a}.py").read_text(encoding="utf-8")
-                 for a in course.assignment_ids}
+    solutions = {
+        a: (root / "solutions" / a / f"{a}.py").read_text(encoding="utf-8")
+        for a in course.assignment_ids
+    }
     metrics = _reference_metrics(course)
     if dest.exists():
         shutil.rmtree(dest)
@@ -75,23 +83,33 @@ def build_sample_class(course: Course, dest: Path) -> list[str]:
     shutil.copytree(root / "exercises", released)
 
     partial = dict(solutions)
-    for aid, gid in (("gpu_fundamentals", "strided_copy"), ("gpu_fundamentals", "sectors_per_warp"),
-                     ("m9_roofline", "crossover_batch")):
+    for aid, gid in (
+        ("gpu_fundamentals", "strided_copy"),
+        ("gpu_fundamentals", "sectors_per_warp"),
+        ("m9_roofline", "crossover_batch"),
+    ):
         partial[aid] = replace_region(partial[aid], gid, [STUB.format(name=gid)])
     _fork(dest / "cy_partial", partial, metrics)
 
     cheat = dict(solutions)
-    cheat["gpu_fundamentals"] = replace_region(cheat["gpu_fundamentals"], "ridge_point",
-                                               ["return 295.2"])
-    cheat["m9_roofline"] = replace_region(cheat["m9_roofline"], "num_params",
-                                          ["return 1_311_872"])
-    forged = {"m9_roofline": {**metrics["m9_roofline"], "intensity_b1": 0.5,
-                              "intensity_b8": 4.0, "intensity_b32": 16.0,
-                              "crossover_batch": 64}}
+    cheat["gpu_fundamentals"] = replace_region(
+        cheat["gpu_fundamentals"], "ridge_point", ["return 295.2"]
+    )
+    cheat["m9_roofline"] = replace_region(cheat["m9_roofline"], "num_params", ["return 1_311_872"])
+    forged = {
+        "m9_roofline": {
+            **metrics["m9_roofline"],
+            "intensity_b1": 0.5,
+            "intensity_b8": 4.0,
+            "intensity_b32": 16.0,
+            "crossover_batch": 64,
+        }
+    }
     _fork(dest / "dan_hardcoded", cheat, forged)
 
     hang = dict(solutions)
-    hang["gpu_fundamentals"] = replace_region(hang["gpu_fundamentals"], "launch_config",
-                                              ["while True:", "    pass"])
+    hang["gpu_fundamentals"] = replace_region(
+        hang["gpu_fundamentals"], "launch_config", ["while True:", "    pass"]
+    )
     _fork(dest / "eve_hangs", hang, metrics)
     return sorted(p.name for p in dest.iterdir())

@@ -17,13 +17,19 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _positive(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 \
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and value > 0
         and math.isfinite(value)
+    )
 
 
 def _spread_ok(s: dict) -> bool:
-    return all(_positive(s[k]) for k in ("median", "min", "max")) and s["min"] <= s["median"] \
-        <= s["max"]
+    return (
+        all(_positive(s[k]) for k in ("median", "min", "max"))
+        and s["min"] <= s["median"] <= s["max"]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +37,11 @@ def bench(tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("bench") / "bench.json"
     proc = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "run.py"), "--quick", "--json", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     for heading in ("## 1.", "## 2.", "## 3.", "## 4."):
@@ -55,9 +65,11 @@ def test_one_submission(bench):
         assert _spread_ok(p[key]["wall_s"]) and _spread_ok(p[key]["cpu_s"])
         assert "/" in p[key]["score"]
     assert p["ratio"] == pytest.approx(
-        p["nbgrader"]["wall_s"]["median"] / p["ours"]["wall_s"]["median"], rel=1e-2)
+        p["nbgrader"]["wall_s"]["median"] / p["ours"]["wall_s"]["median"], rel=1e-2
+    )
     assert p["cpu_ratio"] == pytest.approx(
-        p["nbgrader"]["cpu_s"]["median"] / p["ours"]["cpu_s"]["median"], rel=1e-2)
+        p["nbgrader"]["cpu_s"]["median"] / p["ours"]["cpu_s"]["median"], rel=1e-2
+    )
     assert p["met"] == (p["ratio"] >= p["target"])
 
 

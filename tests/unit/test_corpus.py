@@ -29,8 +29,11 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "corpus"))
 import build as corpus  # noqa: E402
 
-NEEDS_RELEASE = {"edits_tests_and_grader", "notebook_py_ipynb_disagree",
-                 "notebook_corrupt_py_unchanged"}
+NEEDS_RELEASE = {
+    "edits_tests_and_grader",
+    "notebook_py_ipynb_disagree",
+    "notebook_corrupt_py_unchanged",
+}
 
 
 def _skip_if_missing(case: corpus.Case) -> None:
@@ -38,6 +41,8 @@ def _skip_if_missing(case: corpus.Case) -> None:
         pytest.skip(f"the {case.expect.assignment} suites are not there yet")
     if case.name in NEEDS_RELEASE and not (REPO / "exercises").is_dir():
         pytest.skip("needs the release (exercises/)")
+
+
 TIMES: dict[str, dict] = {}
 
 
@@ -100,11 +105,13 @@ def ctx(tmp_path_factory, server, request):
             tr.section("corpus wall times")
             tr.write_line(f"{'corpus case':<34}{'wall s':>8}{'bound':>7}  score")
             for name, row in sorted(TIMES.items(), key=lambda kv: -kv[1]["wall_s"]):
-                tr.write_line(f"{name:<34}{row['wall_s']:>8.1f}{row['max_s']:>7.0f}  "
-                              f"{row.get('score', '')}")
+                tr.write_line(
+                    f"{name:<34}{row['wall_s']:>8.1f}{row['max_s']:>7.0f}  {row.get('score', '')}"
+                )
             cases = sum(r["wall_s"] for k, r in TIMES.items() if not k.startswith("("))
-            tr.write_line(f"{'total of the cases':<34}{cases:>8.1f}   (also in "
-                          f"{out.relative_to(REPO)})")
+            tr.write_line(
+                f"{'total of the cases':<34}{cases:>8.1f}   (also in {out.relative_to(REPO)})"
+            )
 
     request.config.pluginmanager.register(Summary(), "corpus-summary")
     return c
@@ -135,10 +142,14 @@ def check(case: corpus.Case, result, ctx: corpus.Ctx) -> None:
                 used[k] += 1
                 if t.outcome not in rule.outcomes:
                     problems.append(f"{t.name}: {t.outcome} not in {rule.outcomes}: {t.feedback}")
-                elif rule.feedback and t.outcome != "passed" and not any(
-                        f.lower() in t.feedback.lower() for f in rule.feedback):
-                    problems.append(f"{t.name}: feedback names none of {rule.feedback}: "
-                                    f"{t.feedback[:300]!r}")
+                elif (
+                    rule.feedback
+                    and t.outcome != "passed"
+                    and not any(f.lower() in t.feedback.lower() for f in rule.feedback)
+                ):
+                    problems.append(
+                        f"{t.name}: feedback names none of {rule.feedback}: {t.feedback[:300]!r}"
+                    )
                 break
         else:
             gpu_skip = t.outcome == "skipped" and "GPU" in t.feedback
@@ -170,11 +181,13 @@ def grade_case(case: corpus.Case, ctx: corpus.Ctx, course, folder: Path, monkeyp
         monkeypatch.setenv(k, v)
     c = course
     if case.expect.limits:
-        c = dataclasses.replace(course, limits=dataclasses.replace(course.limits,
-                                                                   **case.expect.limits))
+        c = dataclasses.replace(
+            course, limits=dataclasses.replace(course.limits, **case.expect.limits)
+        )
     t0 = time.perf_counter()
-    result = grade_submission(folder, student=case.name.replace("_", "-"),
-                              assignments=[case.expect.assignment], course=c)
+    result = grade_submission(
+        folder, student=case.name.replace("_", "-"), assignments=[case.expect.assignment], course=c
+    )
     return result, time.perf_counter() - t0
 
 
@@ -189,11 +202,16 @@ def test_corpus_case(case, ctx, course, server, tmp_path, monkeypatch):
     before = len(server.received)
     result, wall = grade_case(case, ctx, course, tmp_path / "submission", monkeypatch)
     a = result.assignments[0]
-    TIMES[case.name] = {"wall_s": round(wall, 2), "max_s": case.expect.max_s,
-                        "assignment": a.id, "score": f"{a.score:g}/{a.max_score:g}",
-                        "outcomes": {o: sum(t.outcome == o for t in a.tests)
-                                     for o in ("passed", "failed", "error", "timeout",
-                                               "skipped")}}
+    TIMES[case.name] = {
+        "wall_s": round(wall, 2),
+        "max_s": case.expect.max_s,
+        "assignment": a.id,
+        "score": f"{a.score:g}/{a.max_score:g}",
+        "outcomes": {
+            o: sum(t.outcome == o for t in a.tests)
+            for o in ("passed", "failed", "error", "timeout", "skipped")
+        },
+    }
     check(case, result, ctx)
     assert wall < case.expect.max_s, f"{case.name} took {wall:.1f} s"
     # Whatever the case, nothing reached the 127.0.0.1 server when the network layer is active.
@@ -216,7 +234,8 @@ def _gradebook_rows(db: Path) -> dict[str, int]:
     try:
         rows = con.execute(
             "select s.id, count(*) from submitted_assignment sa join student s "
-            "on sa.student_id = s.id group by s.id").fetchall()
+            "on sa.student_id = s.id group by s.id"
+        ).fetchall()
         return dict(rows)
     finally:
         con.close()
@@ -227,16 +246,19 @@ def _grade_counts(db: Path) -> list[tuple]:
     try:
         return con.execute(
             "select sn.id, g.cell_id, count(*) from grade g join submitted_notebook sn "
-            "on g.notebook_id = sn.id group by sn.id, g.cell_id having count(*) > 1").fetchall()
+            "on g.notebook_id = sn.id group by sn.id, g.cell_id having count(*) > 1"
+        ).fetchall()
     finally:
         con.close()
 
 
 def _batch_args(ctx, names=None):
-    built = {c.name.replace("_", "-"): c.expect.assignment for c in corpus.CASES
-             if names is None or c.name in names}
-    return built, functools.partial(corpus.corpus_grade_one, root=str(ctx.root),
-                                    assignments=built)
+    built = {
+        c.name.replace("_", "-"): c.expect.assignment
+        for c in corpus.CASES
+        if names is None or c.name in names
+    }
+    return built, functools.partial(corpus.corpus_grade_one, root=str(ctx.root), assignments=built)
 
 
 @pytest.mark.slow
@@ -248,10 +270,16 @@ def test_batch_over_whole_corpus(ctx, course, tmp_path):
     students, grade_one = _batch_args(ctx)
     out = tmp_path / "out"
     t0 = time.perf_counter()
-    outcome = grade_all(subs, out, jobs=2, grade_one=grade_one, course=course,
-                        progress=open(os.devnull, "w"), summary=open(os.devnull, "w"))
-    TIMES["(batch -j 2, whole corpus)"] = {"wall_s": round(time.perf_counter() - t0, 2),
-                                          "max_s": 0}
+    outcome = grade_all(
+        subs,
+        out,
+        jobs=2,
+        grade_one=grade_one,
+        course=course,
+        progress=open(os.devnull, "w"),
+        summary=open(os.devnull, "w"),
+    )
+    TIMES["(batch -j 2, whole corpus)"] = {"wall_s": round(time.perf_counter() - t0, 2), "max_s": 0}
     rows = _gradebook_rows(out / "gradebook.db")
     assert set(rows) == set(students), set(students) ^ set(rows)
     assert all(n == 1 for n in rows.values()), rows
@@ -261,8 +289,14 @@ def test_batch_over_whole_corpus(ctx, course, tmp_path):
         assert (out / s / "result.json").is_file()
 
 
-QUICK = ["function_missing", "returns_none", "metrics_missing", "os_exit_mid_test",
-         "metrics_corrupt", "non_ascii"]
+QUICK = [
+    "function_missing",
+    "returns_none",
+    "metrics_missing",
+    "os_exit_mid_test",
+    "metrics_corrupt",
+    "non_ascii",
+]
 
 _RUNNER = """
 import functools, sys
@@ -277,8 +311,14 @@ grade_all({subs!r}, {out!r}, jobs=1, grade_one=grade_one, course=course, shard={
 
 
 def _runner(ctx, subs, out, students, shard=None) -> list[str]:
-    code = _RUNNER.format(corpus=str(REPO / "tests" / "corpus"), root=str(ctx.root),
-                          subs=str(subs), out=str(out), students=students, shard=shard)
+    code = _RUNNER.format(
+        corpus=str(REPO / "tests" / "corpus"),
+        root=str(ctx.root),
+        subs=str(subs),
+        out=str(out),
+        students=students,
+        shard=shard,
+    )
     return [sys.executable, "-c", code]
 
 
@@ -293,8 +333,12 @@ def test_batch_sigkill_midway_then_resume(ctx, course, tmp_path):
     corpus.build_all(ctx, subs, QUICK)
     students, _ = _batch_args(ctx, QUICK)
     out = tmp_path / "out"
-    proc = subprocess.Popen(_runner(ctx, subs, out, students), start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        _runner(ctx, subs, out, students),
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 120
     while _state_lines(out) < 2 and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.2)
@@ -303,8 +347,13 @@ def test_batch_sigkill_midway_then_resume(ctx, course, tmp_path):
     proc.wait()
     done_before = _state_lines(out)
     assert 2 <= done_before < len(students)
-    subprocess.run(_runner(ctx, subs, out, students), check=True, timeout=300,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        _runner(ctx, subs, out, students),
+        check=True,
+        timeout=300,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     rows = _gradebook_rows(out / "gradebook.db")
     assert rows == {s: 1 for s in students}
     assert not _grade_counts(out / "gradebook.db")
@@ -318,9 +367,14 @@ def test_two_graders_one_gradebook(ctx, tmp_path):
     corpus.build_all(ctx, subs, QUICK)
     students, _ = _batch_args(ctx, QUICK)
     out = tmp_path / "out"
-    procs = [subprocess.Popen(_runner(ctx, subs, out, students, shard=(i, 2)),
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-             for i in (1, 2)]
+    procs = [
+        subprocess.Popen(
+            _runner(ctx, subs, out, students, shard=(i, 2)),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        for i in (1, 2)
+    ]
     for p in procs:
         _, err = p.communicate(timeout=300)
         assert p.returncode == 0, err.decode()[-2000:]
@@ -331,11 +385,23 @@ def test_two_graders_one_gradebook(ctx, tmp_path):
 def _fake_result(student: str, score: float):
     from grader.results import AssignmentResult, Environment, GradeResult, TestResult
 
-    tests = [TestResult(f"public/test_fake_{i}", score if i == 0 else 0.0, 1.0,
-                        "passed" if i == 0 and score else "failed") for i in range(5)]
-    return GradeResult(student, score, 5.0, Environment("cpu", True),
-                       [AssignmentResult(corpus.M9, score, 5.0, raw_score=score, tests=tests)],
-                       timestamp="2026-12-01T00:00:00+00:00")
+    tests = [
+        TestResult(
+            f"public/test_fake_{i}",
+            score if i == 0 else 0.0,
+            1.0,
+            "passed" if i == 0 and score else "failed",
+        )
+        for i in range(5)
+    ]
+    return GradeResult(
+        student,
+        score,
+        5.0,
+        Environment("cpu", True),
+        [AssignmentResult(corpus.M9, score, 5.0, raw_score=score, tests=tests)],
+        timestamp="2026-12-01T00:00:00+00:00",
+    )
 
 
 _WRITER = """
@@ -353,9 +419,19 @@ for i in range({n}):
 def test_parallel_writers_lose_nothing(ctx, tmp_path):
     db = tmp_path / "gradebook.db"
     n = 15
-    procs = [subprocess.Popen([sys.executable, "-c", _WRITER.format(
-        here=str(Path(__file__).parent), root=str(ctx.root), n=n, db=str(db), prefix=p)],
-        stderr=subprocess.PIPE) for p in ("w1", "w2")]
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                _WRITER.format(
+                    here=str(Path(__file__).parent), root=str(ctx.root), n=n, db=str(db), prefix=p
+                ),
+            ],
+            stderr=subprocess.PIPE,
+        )
+        for p in ("w1", "w2")
+    ]
     for p in procs:
         _, err = p.communicate(timeout=300)
         assert p.returncode == 0, err.decode()[-2000:]
@@ -377,19 +453,27 @@ def test_output_dir_fault_keeps_gradebook(ctx, course, tmp_path, fault):
     db = out / "gradebook.db"
     record(db, _fake_result("before", 1.0), course)
     good = _digest(db)
-    script = _WRITER.format(here=str(Path(__file__).parent), root=str(ctx.root),
-                            n=400 if fault == "disk-full" else 1, db=str(db), prefix="after")
+    script = _WRITER.format(
+        here=str(Path(__file__).parent),
+        root=str(ctx.root),
+        n=400 if fault == "disk-full" else 1,
+        db=str(db),
+        prefix="after",
+    )
     if fault == "read-only":
         mount = f"mount --bind {out} {out} && mount -o remount,bind,ro {out}"
     else:  # a tiny tmpfs holding a copy of the gradebook, then back to check it
-        mount = (f"cp -a {out} {out}.orig && mount -t tmpfs -o size=300k tmpfs {out} && "
-                 f"cp -a {out}.orig/. {out}/")
+        mount = (
+            f"cp -a {out} {out}.orig && mount -t tmpfs -o size=300k tmpfs {out} && "
+            f"cp -a {out}.orig/. {out}/"
+        )
     (tmp_path / "writer.py").write_text(script)
     py = f"{sys.executable} {tmp_path / 'writer.py'}"
     after = f"&& cp {db} {tmp_path}/after.db" if fault == "disk-full" else ""
     cmd = f"{mount} && ({py}; echo rc=$? >&2) {after}"
-    proc = subprocess.run(["unshare", "-m", "sh", "-c", cmd], capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run(
+        ["unshare", "-m", "sh", "-c", cmd], capture_output=True, text=True, timeout=300
+    )
     err = proc.stderr
     assert "rc=1" in err, err[-2000:]
     assert "GradebookError" in err and "gradebook" in err, err[-2000:]
