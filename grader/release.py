@@ -128,6 +128,7 @@ STUDENT_MODULES = frozenset(
         "suites",
         "results",
         "tables",
+        "testing",
         "report",
         "pairing",
         "check",
@@ -170,11 +171,9 @@ class ExportError(ReleaseError):
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    from grader.tables import format_table
+
+    return format_table(headers, [[str(c) for c in r] for r in rows])
 
 
 @dataclass

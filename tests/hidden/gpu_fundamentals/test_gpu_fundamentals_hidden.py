@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 from grader.student import StudentError
+from grader.testing import expect_value_error, first_mismatch, launch
 
 FAST = settings(
     max_examples=25,
@@ -36,41 +37,6 @@ BLOCK_SIZES = (32, 64, 128, 256, 512)
 VEC_SIG = "void(float32[:], float32[:], float32[:])"
 COPY_SIG = "void(float32[:], float32[:], int64)"
 FULL_N = 2**24
-
-
-def expect_value_error(call, what: str, hint: str) -> None:
-    """Fail with a useful message unless call() raises ValueError."""
-    try:
-        result = call()
-    except ValueError:
-        return
-    except StudentError as exc:
-        pytest.fail(f"{what} raised {exc.exc_type} ({exc.message}); expected ValueError. {hint}")
-    pytest.fail(f"{what} returned {result!r}; expected it to raise ValueError. {hint}")
-
-
-def first_mismatch(got: np.ndarray, want: np.ndarray) -> str:
-    bad = np.flatnonzero(~((got == want) | (np.isnan(got) & np.isnan(want))))
-    if bad.size == 0:
-        return "all elements match"
-    i = int(bad[0])
-    return (
-        f"{bad.size} of {want.size} elements differ; first at flat index {i}: got "
-        f"{got.flat[i]}, expected {want.flat[i]}"
-    )
-
-
-def launch(kernel, blocks: int, tpb: int, *args, n: int, name: str) -> None:
-    """Launch a student kernel; an out-of-bounds access becomes a clear failure."""
-    try:
-        kernel[blocks, tpb](*args)
-    except IndexError as exc:
-        pytest.fail(
-            f"{name} accessed an array out of bounds with n={n} elements and {blocks} blocks of "
-            f"{tpb} threads ({blocks * tpb} threads; {exc}). The last block is only partly "
-            "needed: threads whose global index is >= the array size must do nothing (bounds "
-            "check `if i < dst.size:` around the body)"
-        )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
-from grader.student import StudentError
+from grader.testing import expect_value_error
 
 FAST = settings(
     max_examples=25,
@@ -73,17 +73,6 @@ ridges = st.floats(min_value=0.5, max_value=2000.0)
 
 def show(cfg: dict) -> str:
     return json.dumps(cfg, sort_keys=True)
-
-
-def expect_value_error(call, what: str, hint: str) -> None:
-    """Fail with a useful message unless call() raises ValueError."""
-    try:
-        result = call()
-    except ValueError:
-        return
-    except StudentError as exc:
-        pytest.fail(f"{what} raised {exc.exc_type} ({exc.message}); expected ValueError. {hint}")
-    pytest.fail(f"{what} returned {result!r}; expected it to raise ValueError. {hint}")
 
 
 def crossover_matches(reference, got, want, cfg, ridge, context_len, nbytes) -> bool:

@@ -17,42 +17,10 @@ import math
 import numpy as np
 import pytest
 
-from grader.student import StudentError
+from grader.testing import expect_value_error, first_mismatch, launch
 
 H100_FLOPS = 989e12  # H100 SXM dense BF16, FLOP/s
 H100_BW = 3.35e12  # H100 SXM HBM3, byte/s
-
-
-def expect_value_error(call, what: str, hint: str) -> None:
-    """Fail with a useful message unless call() raises ValueError."""
-    try:
-        result = call()
-    except ValueError:
-        return
-    except StudentError as exc:
-        pytest.fail(f"{what} raised {exc.exc_type} ({exc.message}); expected ValueError. {hint}")
-    pytest.fail(f"{what} returned {result!r}; expected it to raise ValueError. {hint}")
-
-
-def first_mismatch(got: np.ndarray, want: np.ndarray) -> str:
-    bad = np.flatnonzero(got != want)
-    i = int(bad[0])
-    return (
-        f"{bad.size} of {want.size} elements differ; first at index {i}: got {got[i]}, "
-        f"expected {want[i]}"
-    )
-
-
-def launch(kernel, blocks: int, tpb: int, *args, n: int, name: str) -> None:
-    """Launch a kernel; an out-of-bounds access becomes a clear failure."""
-    try:
-        kernel[blocks, tpb](*args)
-    except IndexError as exc:
-        pytest.fail(
-            f"{name} accessed an array out of bounds with n={n} elements and {blocks} blocks of "
-            f"{tpb} threads ({exc}). The last block is only partly needed: threads whose global "
-            "index is >= the array size must do nothing (a bounds check `if i < c.size:`)"
-        )
 
 
 @pytest.mark.points(1)

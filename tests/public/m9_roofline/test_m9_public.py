@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from grader.student import StudentError
+from grader.testing import expect_value_error
 
 # The course model shipped in the notebook (written out here so the test does not depend on it).
 COURSE_MODEL = {
@@ -38,17 +38,6 @@ LLAMA3_8B = {
 }
 T4_RIDGE = 65e12 / 320e9  # 203.125 FLOP/byte
 RECORD_KEYS = ("intensity_b1", "intensity_b8", "intensity_b32", "crossover_batch", "conclusion")
-
-
-def expect_value_error(call, what: str, hint: str) -> None:
-    """Fail with a useful message unless call() raises ValueError."""
-    try:
-        result = call()
-    except ValueError:
-        return
-    except StudentError as exc:
-        pytest.fail(f"{what} raised {exc.exc_type} ({exc.message}); expected ValueError. {hint}")
-    pytest.fail(f"{what} returned {result!r}; expected it to raise ValueError. {hint}")
 
 
 @pytest.mark.points(2)
