@@ -42,11 +42,6 @@ def simulator_active() -> bool:
     return os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
 
 
-def size(full: int, small: int) -> int:
-    """Problem size for a kernel test: `full` on a GPU, `small` in the simulator (slow)."""
-    return full if has_gpu() else small
-
-
 def describe() -> str:
     """Human name of the device used for kernels, for reports."""
     if not has_gpu():

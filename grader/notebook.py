@@ -100,7 +100,7 @@ def notebook_paths(folder: Path, assignment_id: str) -> tuple[Path, Path]:
 
 
 def choose_notebook(folder: Path, assignment_id: str) -> Path:
-    """The file to grade: the .py when present, else the .ipynb (see grader.pairing for PRs)."""
+    """The file to run by hand: the .py if present, else the .ipynb (grading: grader.intake)."""
     py, ipynb = notebook_paths(folder, assignment_id)
     if py.is_file():
         return py

@@ -9,8 +9,6 @@ by `grader.suites`, never by a test.
 from __future__ import annotations
 
 import json
-import math
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -279,12 +277,3 @@ def _trim(text: str) -> str:
     return (
         text if len(text) <= FEEDBACK_CHARS else text[: FEEDBACK_CHARS - 20] + "\n... (truncated)"
     )
-
-
-def finite_number(value: Any) -> bool:
-    """True for an int or float (not bool) that is finite: for checking student values."""
-    return type(value) in (int, float) and math.isfinite(value)
-
-
-def timer() -> float:
-    return time.perf_counter()
