@@ -67,7 +67,7 @@ from grader.course import Limits
 FRAME = struct.Struct(">Q")
 MAX_REPLY_BYTES = 256 << 20
 OUTPUT_TAIL_BYTES = 64 << 10
-STARTUP_ALLOWANCE_S = 30.0  # interpreter start-up, on top of import_timeout_s for the first load
+STARTUP_ALLOWANCE_S = 30.0  # interpreter start-up (a ping), before import_timeout_s starts
 SANDBOX_DIR = ".sandbox"
 WATCHDOG_PERIOD_S = 0.2
 
@@ -667,8 +667,14 @@ class WorkerBackend:
                     self._start()
                 except _Failure as exc:
                     return _error(exc.kind, exc.message)
+                # The start-up allowance covers the interpreter alone, not the student's cells.
+                reply = self._timed(
+                    {"op": "ping"}, STARTUP_ALLOWANCE_S, "starting the worker", budget_end
+                )
+                if "error" in reply:
+                    return reply
             if assignment not in self._loaded:
-                load_timeout = self.limits.import_timeout_s + (STARTUP_ALLOWANCE_S if fresh else 0)
+                load_timeout = self.limits.import_timeout_s
                 reply = self._timed(
                     {"assignment": assignment, "op": "load"},
                     load_timeout,

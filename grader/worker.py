@@ -137,6 +137,10 @@ def serve(request_fd: int, reply_fd: int, notebooks: dict[str, str]) -> int:
         name = ""
         try:
             req = wire.decode(payload)
+            if isinstance(req, dict) and req.get("op") == "ping":  # start-up handshake
+                data = encode_reply({"ok": "pong"})
+                _write_all(reply_fd, FRAME.pack(len(data)) + data)
+                continue
             if not isinstance(req, dict) or not isinstance(req.get("assignment"), str):
                 raise wire.NotPlainData("a request is a dict with an assignment id")
             assignment = req["assignment"]
