@@ -504,7 +504,8 @@ def worker_startup(tmp: Path, runs: int) -> dict:
     from grader import device
     from grader.course import load_course
     from grader.intake import prepare
-    from grader.sandbox import WorkerBackend, _verified_layers
+    from grader.sandbox.backend import WorkerBackend
+    from grader.sandbox.isolation import _verified_layers
 
     course = load_course(ROOT)
     submission = sample_class(tmp / "class") / "ada_reference"

@@ -10,8 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grader import sandbox, wire
+from grader import wire
 from grader.course import Limits
+from grader.sandbox import backend as sandbox_backend
+from grader.sandbox import isolation as sandbox
 from grader.student import (
     NotebookFailed,
     NotPlainResult,
@@ -230,7 +232,7 @@ def backend(world):
     os.environ["GITHUB_TOKEN"] = "ghp_parent_token"
     os.environ["AWS_SECRET_ACCESS_KEY"] = "parent-secret"
     work = world["work"]
-    b = sandbox.WorkerBackend(
+    b = sandbox_backend.WorkerBackend(
         work,
         {"a": work / "exercises/a/a.py", "b": work / "exercises/b/b.py"},
         LIMITS,
@@ -417,7 +419,7 @@ def test_stdout_spam_does_not_break_the_channel(student, backend):
     TIMINGS["print 50 MB"] = time.monotonic() - t0
     assert student.add(2, 2) == 4
     assert "more" in backend.output_tail()
-    assert len(backend.output_tail()) <= sandbox.OUTPUT_TAIL_BYTES
+    assert len(backend.output_tail()) <= sandbox_backend.OUTPUT_TAIL_BYTES
 
 
 def test_timeout_kills_and_restarts(backend):
@@ -450,7 +452,7 @@ def test_segfault_names_the_signal(student):
 
 
 def test_memory_bomb_is_an_error_and_grader_survives(student, backend):
-    assert "MemoryError" in sandbox._error("MemoryError", "")["error"]["type"]
+    assert "MemoryError" in sandbox_backend._error("MemoryError", "")["error"]["type"]
     with pytest.raises((MemoryError, WorkerCrashed)):
         student.memory_bomb()
     assert student.add(5, 5) == 10
@@ -493,7 +495,7 @@ def test_fork_bomb_is_bounded(backend):
 def test_submission_budget(world):
     limits = Limits(**{**LIMITS.__dict__, "submission_timeout_s": 3})
     work = world["work"]
-    with sandbox.WorkerBackend(
+    with sandbox_backend.WorkerBackend(
         work, {"a": work / "exercises/a/a.py"}, limits, course_root=world["course"]
     ) as b:
         student = Student(b, "a", call_timeout=30)
@@ -513,7 +515,7 @@ def test_rss_watchdog_kills_for_memory(world):
     """gpu=True drops RLIMIT_AS and watches resident memory instead (works without a GPU)."""
     limits = Limits(**{**LIMITS.__dict__, "memory_mb": 400})
     work = world["work"]
-    with sandbox.WorkerBackend(
+    with sandbox_backend.WorkerBackend(
         work, {"a": work / "exercises/a/a.py"}, limits, gpu=True, course_root=world["course"]
     ) as b:
         assert "rss-watchdog" in b.isolation
@@ -538,7 +540,7 @@ def test_ptx_compiles_in_a_sandboxed_process_without_the_simulator(tmp_path):
         "# %%\nfrom numba import cuda\n\n@cuda.jit\ndef vadd(a, b, c):\n"
         "    i = cuda.grid(1)\n    if i < c.size:\n        c[i] = a[i] + b[i]\n"
     )
-    with sandbox.WorkerBackend(work, {"k": work / "exercises/k/k.py"}, LIMITS) as b:
+    with sandbox_backend.WorkerBackend(work, {"k": work / "exercises/k/k.py"}, LIMITS) as b:
         t0 = time.monotonic()
         reply = b.ptx("k", "vadd", "void(float32[:], float32[:], float32[:])", (7, 5), 120)
         TIMINGS["ptx compile"] = time.monotonic() - t0

@@ -1,0 +1,472 @@
+"""`WorkerBackend`: the `grader.student` backend that reaches student code in a sandboxed worker.
+
+Student code runs only in ``python -m grader.worker`` (see that module for the protocol); only
+`grader.wire` messages cross, and every verdict stays in this, the trusted, process. The isolation
+each worker gets is `grader.sandbox.isolation`'s.
+
+Timeouts: each request has its own deadline; on expiry the whole worker (process group and PID
+namespace) is killed with SIGKILL, the caller gets ``WorkerTimeout`` and the next request starts a
+fresh worker. A total budget per submission (``limits.submission_timeout_s``) bounds everything;
+once spent, requests answer ``WorkerTimeout`` at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import select
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from grader import device, wire
+from grader.course import Limits
+from grader.sandbox.isolation import (
+    ALL_LAYERS,
+    _children,
+    _course_root_default,
+    _descendants,
+    _enter,
+    _full_plan,
+    _inside,
+    _nobody,
+    _prepare_workdir,
+    _rss_mb,
+    _scrubbed_env,
+    _verified_layers,
+    describe_exit,
+)
+
+FRAME = struct.Struct(">Q")
+MAX_REPLY_BYTES = 256 << 20
+OUTPUT_TAIL_BYTES = 64 << 10
+STARTUP_ALLOWANCE_S = 30.0  # interpreter start-up (a ping), before import_timeout_s starts
+WATCHDOG_PERIOD_S = 0.2
+
+
+
+
+class _Failure(Exception):
+    def __init__(self, kind: str, message: str, exited: bool = False):
+        super().__init__(message)
+        self.kind, self.message, self.exited = kind, message, exited
+
+
+def _error(kind: str, message: str) -> dict:
+    return {"error": {"type": kind, "message": message, "traceback": ""}}
+
+
+def _valid_reply(reply: object) -> bool:
+    if not isinstance(reply, dict) or len(reply) != 1:
+        return False
+    if "ok" in reply:
+        return True
+    err = reply.get("error")
+    return (
+        isinstance(err, dict)
+        and set(err) <= {"type", "message", "traceback"}
+        and all(isinstance(v, str) for v in err.values())
+        and "type" in err
+    )
+
+
+# --------------------------------------------------------------------------- the backend
+
+
+class WorkerBackend:
+    """The `grader.student.Backend` protocol, served by one sandboxed worker per submission."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        notebooks: dict[str, Path],
+        limits: Limits,
+        gpu: bool = False,
+        hide: list[Path] | None = None,
+        course_root: Path | None = None,
+        pid_namespace: bool = True,
+        ptx_only: bool = False,
+    ):
+        self.workdir = Path(workdir).resolve()
+        self.notebooks = {k: Path(v).resolve() for k, v in notebooks.items()}
+        for key, path in self.notebooks.items():
+            if not _inside(path, self.workdir):
+                raise ValueError(f"notebook of {key} ({path}) is not inside {self.workdir}")
+        self.limits = limits
+        self.gpu = gpu
+        self.course_root = (
+            Path(course_root).resolve() if course_root is not None else _course_root_default()
+        )
+        self.hide = [Path(h) for h in (hide or [])]
+        verified = _verified_layers(pid_namespace)
+        ids = _nobody() if os.geteuid() == 0 and "unprivileged-user" in verified else None
+        _prepare_workdir(self.workdir, ids)  # before planning: the plan reads permissions
+        plan = _full_plan(self.workdir, limits, not gpu, self.course_root, self.hide, pid_namespace)
+        plan = plan.without(*[x for x in ALL_LAYERS if x not in verified])
+        self._plan = replace(plan, new_session=False)
+        self._owner = ids
+        self.env = _scrubbed_env(self.workdir, gpu)
+        if ptx_only:  # a sibling worker that compiles kernels with the real CUDA target
+            self.env.pop("NUMBA_ENABLE_CUDASIM", None)
+            self.env[device.PTX_ENV] = "1"
+        self._ptx_args = (notebooks, limits, gpu, hide, course_root, pid_namespace)
+        self._ptx_worker: WorkerBackend | None = None
+        layers = list(plan.layers)
+        if gpu:
+            layers.append("rss-watchdog")
+        self.isolation: tuple[str, ...] = tuple(layers)
+        self._proc: subprocess.Popen | None = None
+        self._loaded: set[str] = set()
+        self._load_failed: dict[str, dict] = {}
+        self._spent = 0.0
+        self._tail = bytearray()
+        self._tail_lock = threading.Lock()
+        self._memory_killed = False
+        self._init_pids: list[int] = []  # the PID-namespace init, killed even if it left
+        self.starts = 0
+
+    # ---- public protocol
+
+    @property
+    def budget_left(self) -> float:
+        return max(0.0, self.limits.submission_timeout_s - self._spent)
+
+    def request(self, req: dict, timeout: float) -> dict:
+        assignment = req.get("assignment")
+        what = str(req.get("name") or req.get("op") or "the call")
+        if assignment not in self.notebooks:
+            return _error("ProtocolError", f"no notebook for assignment {assignment!r}")
+        if assignment in self._load_failed:
+            err = self._load_failed[assignment]["error"]
+            return _error(err["type"], f"not run: {err['message']}")
+        if self.budget_left <= 0:
+            return self._budget_spent()
+        t0 = time.monotonic()
+        budget_end = t0 + self.budget_left
+        try:
+            fresh = self._proc is None
+            if fresh:
+                try:
+                    self._start()
+                except _Failure as exc:
+                    return _error(exc.kind, exc.message)
+                # The start-up allowance covers the interpreter alone, not the student's cells.
+                reply = self._timed(
+                    {"op": "ping"}, STARTUP_ALLOWANCE_S, "starting the worker", budget_end
+                )
+                if "error" in reply:
+                    return reply
+            if assignment not in self._loaded:
+                load_timeout = self.limits.import_timeout_s
+                reply = self._timed(
+                    {"assignment": assignment, "op": "load"},
+                    load_timeout,
+                    f"running the notebook of {assignment}",
+                    budget_end,
+                )
+                if "error" in reply and reply["error"]["type"] in (
+                    "WorkerTimeout",
+                    "WorkerCrashed",
+                ):
+                    # Loading again would only burn the budget again: later requests get this.
+                    self._load_failed[assignment] = reply
+                    return reply
+                self._loaded.add(assignment)
+                if req.get("op") == "load":
+                    return reply
+            return self._timed(req, timeout, what, budget_end)
+        finally:
+            self._spent += time.monotonic() - t0
+
+    def ptx(
+        self, assignment: str, name: str, signature: str, cc: tuple[int, int], timeout: float
+    ) -> dict:
+        """Compile in a sibling sandboxed worker without the simulator, started once."""
+        if assignment not in self.notebooks:
+            return _error("ProtocolError", f"no notebook for assignment {assignment!r}")
+        if self.budget_left <= 0:
+            return self._budget_spent()
+        self._ptx_sibling()
+        req = {
+            "assignment": assignment,
+            "op": "ptx",
+            "name": name,
+            "signature": signature,
+            "cc": list(cc),
+        }
+        t0 = time.monotonic()
+        try:
+            return self._ptx_worker.request(req, min(timeout, self.budget_left))
+        finally:
+            self._spent += time.monotonic() - t0
+            self._ptx_worker._spent = self._spent
+
+    def _ptx_sibling(self) -> WorkerBackend:
+        if self._ptx_worker is None:
+            notebooks, limits, gpu, hide, course_root, pid_namespace = self._ptx_args
+            self._ptx_worker = WorkerBackend(
+                self.workdir,
+                notebooks,
+                limits,
+                gpu,
+                hide,
+                course_root,
+                pid_namespace,
+                ptx_only=True,
+            )
+            self._ptx_worker._spent = self._spent
+        return self._ptx_worker
+
+    def warm(self, assignments: list[str], ptx_assignments: list[str] = ()) -> None:
+        """Start the worker and run these notebooks now (and in the PTX sibling, for those in
+        `ptx_assignments`), exactly as the first request would; failures are kept for the
+        requests to report. Not thread-safe: `grader.grade` runs it in a background thread and
+        joins it before any other request, so the workers start while pytest starts up."""
+        timeout = self.limits.import_timeout_s + STARTUP_ALLOWANCE_S
+        for a in assignments:
+            if a in self.notebooks and a not in self._loaded:
+                self.request({"assignment": a, "op": "load"}, timeout)
+        for a in ptx_assignments:
+            if a in self.notebooks and a not in self._load_failed and self.budget_left > 0:
+                sibling = self._ptx_sibling()
+                t0 = time.monotonic()
+                try:
+                    sibling.request({"assignment": a, "op": "load"}, timeout)
+                finally:
+                    self._spent += time.monotonic() - t0
+                    sibling._spent = self._spent
+
+    def close(self) -> None:
+        if self._ptx_worker is not None:
+            self._ptx_worker.close()
+        if self._proc is not None:
+            self._kill()
+
+    def output_tail(self) -> str:
+        """The last bytes the worker printed (stdout and stderr), for diagnostics."""
+        with self._tail_lock:
+            return bytes(self._tail).decode(errors="replace")
+
+    def __enter__(self) -> WorkerBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
+
+    # ---- internals
+
+    def _budget_spent(self) -> dict:
+        return _error(
+            "WorkerTimeout",
+            f"the submission's total time budget of "
+            f"{self.limits.submission_timeout_s:g} s is spent; nothing more was run",
+        )
+
+    def _command(self) -> list[str]:
+        cmd = [sys.executable, "-P", "-s", "-m", "grader.worker"]
+        for key, path in self.notebooks.items():
+            cmd += ["--notebook", f"{key}={path}"]
+        lim = self.limits
+        cmd += [
+            "--memory-mb",
+            str(0 if self.gpu else lim.memory_mb),
+            "--file-size-mb",
+            str(lim.file_size_mb),
+            "--open-files",
+            str(lim.open_files),
+            "--processes",
+            str(lim.processes),
+        ]
+        if "pid-namespace" in self._plan.layers:
+            cmd.append("--pid-namespace")
+        return cmd
+
+    def _start(self) -> None:
+        self._memory_killed = False
+        self._loaded.clear()
+        self._init_pids = []
+        try:
+            proc = subprocess.Popen(
+                self._command(),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=self.env,
+                cwd=None,
+                close_fds=True,
+                start_new_session=True,
+                preexec_fn=functools.partial(_enter, self._plan),
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise _Failure("WorkerCrashed", f"the worker could not start: {exc}") from exc
+        self._proc = proc
+        self.starts += 1
+        os.set_blocking(proc.stdin.fileno(), False)
+        threading.Thread(target=self._drain, args=(proc,), daemon=True).start()
+        if self.gpu:
+            threading.Thread(target=self._watchdog, args=(proc,), daemon=True).start()
+
+    def _drain(self, proc: subprocess.Popen) -> None:
+        fd = proc.stderr.fileno()
+        while True:
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except OSError:
+                return
+            if not chunk:
+                return
+            with self._tail_lock:
+                self._tail += chunk
+                if len(self._tail) > OUTPUT_TAIL_BYTES:
+                    del self._tail[: len(self._tail) - OUTPUT_TAIL_BYTES]
+
+    def _watchdog(self, proc: subprocess.Popen) -> None:
+        while proc.poll() is None:
+            pids = [proc.pid, *_descendants(proc.pid)]
+            if _rss_mb(pids) > self.limits.memory_mb:
+                self._memory_killed = True
+                self._signal_all(proc, pids)
+                return
+            time.sleep(WATCHDOG_PERIOD_S)
+
+    def _signal_all(self, proc: subprocess.Popen, pids: list[int]) -> None:
+        """SIGKILL the worker's descendants first (so its launcher reaps the PID-namespace init
+        instead of leaving a zombie), then its process group and the launcher itself."""
+        for pid in dict.fromkeys([*self._init_pids, *pids]):
+            if pid != proc.pid:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=1)
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            proc.kill()
+
+    def _kill(self) -> int | None:
+        proc, self._proc = self._proc, None
+        self._loaded.clear()
+        if proc is None:
+            return None
+        self._signal_all(proc, _descendants(proc.pid))
+        self._init_pids = []
+        try:
+            code = proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            code = None
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            with contextlib.suppress(OSError):
+                stream.close()
+        return code
+
+    def _crash_message(self, code: int | None, fallback: str) -> str:
+        if self._memory_killed:
+            return f"the worker was killed for using more than {self.limits.memory_mb} MB of memory"
+        if code is None:
+            return fallback
+        return describe_exit(code)
+
+    def _timed(self, req: dict, timeout: float, what: str, budget_end: float) -> dict:
+        now = time.monotonic()
+        limit = min(timeout, max(0.0, budget_end - now))
+        deadline = now + limit
+        try:
+            return self._exchange(req, deadline)
+        except TimeoutError:
+            self._kill()
+            if limit < timeout:
+                return _error(
+                    "WorkerTimeout",
+                    f"{what} ran out of the submission's total time budget of "
+                    f"{self.limits.submission_timeout_s:g} s; the worker was stopped",
+                )
+            return _error(
+                "WorkerTimeout",
+                f"{what} took longer than {timeout:g} s; the worker was stopped and "
+                "will be restarted (look for an infinite loop or a too-large input)",
+            )
+        except _Failure as exc:
+            if exc.kind == "WorkerCrashed":
+                code = self._kill()
+                if not exc.exited and not self._memory_killed:
+                    code = None  # a protocol violation: say what it was, not how it ended
+                return _error("WorkerCrashed", self._crash_message(code, exc.message))
+            self._kill()
+            return _error(exc.kind, exc.message)
+
+    def _exchange(self, req: dict, deadline: float) -> dict:
+        proc = self._proc
+        assert proc is not None
+        data = wire.encode(req)
+        self._send(proc, FRAME.pack(len(data)) + data, deadline)
+        (size,) = FRAME.unpack(self._recv(proc, FRAME.size, deadline))
+        if size > MAX_REPLY_BYTES:
+            raise _Failure(
+                "WorkerCrashed",
+                f"the worker sent a reply of {size} bytes, over the "
+                f"{MAX_REPLY_BYTES >> 20} MiB limit",
+            )
+        payload = self._recv(proc, size, deadline)
+        try:
+            reply = wire.decode(payload)
+        except wire.NotPlainData as exc:
+            raise _Failure("WorkerCrashed", f"the worker sent a malformed reply ({exc})") from exc
+        if not _valid_reply(reply):
+            raise _Failure("WorkerCrashed", "the worker sent a reply of the wrong shape")
+        if not self._init_pids and "pid-namespace" in self._plan.layers:
+            self._init_pids = _children(proc.pid)
+        return reply
+
+    def _gone(self, proc: subprocess.Popen) -> _Failure:
+        try:
+            proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            return _Failure("WorkerCrashed", "the worker closed its reply channel")
+        return _Failure("WorkerCrashed", "the worker exited", exited=True)
+
+    def _send(self, proc: subprocess.Popen, frame: bytes, deadline: float) -> None:
+        fd = proc.stdin.fileno()
+        view = memoryview(frame)
+        while view:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            _, writable, _ = select.select([], [fd], [], min(left, 0.1))
+            if not writable:
+                if proc.poll() is not None:
+                    raise self._gone(proc)
+                continue
+            try:
+                view = view[os.write(fd, view[: 1 << 20]) :]
+            except BlockingIOError:
+                continue
+            except (BrokenPipeError, OSError) as exc:
+                raise self._gone(proc) from exc
+
+    def _recv(self, proc: subprocess.Popen, n: int, deadline: float) -> bytes:
+        fd = proc.stdout.fileno()
+        buf = bytearray()
+        while len(buf) < n:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            readable, _, _ = select.select([fd], [], [], min(left, 0.1))
+            if not readable:
+                if proc.poll() is not None:
+                    raise self._gone(proc)
+                continue
+            chunk = os.read(fd, min(n - len(buf), 1 << 20))
+            if not chunk:
+                raise self._gone(proc)
+            buf += chunk
+        return bytes(buf)
