@@ -610,7 +610,7 @@ print("launch_config: self-checks passed")
 # tuple or a NumPy array of dtype `bool`. Return, as a Python `float`, the useful lane-slots
 # divided by the lane-slots spent when each side that some lane takes runs once over all 32
 # lanes: `1.0` when the lanes agree, `0.5` when they split. A sequence whose length is not 32
-# raises `ValueError`; an entry that is not a bool (`1`, `"yes"`, `None`) raises `TypeError`.
+# raises `ValueError`; an entry that is not a bool (`1`, `None`, a string) raises `TypeError`.
 
 
 # %% nbgrader={"grade": false, "grade_id": "divergence_efficiency", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1326,20 +1326,29 @@ print("transpose_naive: self-checks passed")
 # lanes of a warp that hit different addresses in the same bank wait for each other. A column of
 # a `TILE x TILE` float32 array with `TILE = 32` sits entirely in one bank, a 32-way conflict.
 # Declaring the tile `(TILE, TILE + 1)` shifts each row by one bank, so a column spreads over all
-# 32 banks. The extra column is never used.
+# 32 banks. The extra column is never used. The shape of a shared array must be made of
+# constants Numba knows when it compiles, literally or as module-level integers: `TILE + 1`
+# computed inside the kernel is not accepted, so the padded width has its own name, `TILE_PADDED`.
 #
 # **Exercise.** Write `transpose_tiled(src, dst)`, same contract as `transpose_naive` (any shape,
 # float32), launched with blocks of exactly `(TILE, TILE)` threads and a grid of
 # `(ceil(src.shape[1] / TILE), ceil(src.shape[0] / TILE))` blocks. Stage each tile through
-# `cuda.shared.array((TILE, TILE + 1), numba.float32)` with a `cuda.syncthreads()` between the
+# `cuda.shared.array((TILE, TILE_PADDED), numba.float32)` with a `cuda.syncthreads()` between the
 # read and the write, and bounds-check both sides: a thread whose element is outside the matrix
 # loads nothing and stores nothing, but it must still reach the barrier (a `syncthreads()` inside
-# an `if` that some threads skip can hang a real GPU). Read `TILE` and `numba.float32` from the
-# module, as below; the grader compiles the kernel for the T4 with the signature
-# `void(float32[:, :], float32[:, :])`.
+# an `if` that some threads skip can hang a real GPU). Use the module's `TILE`, `TILE_PADDED` and
+# `numba.float32`, as below; the grader compiles the kernel for the T4 with the signature
+# `void(float32[:, :], float32[:, :])` and checks that the compiled kernel declares shared memory
+# and a barrier.
+#
+# On a GPU runner the grader also times `transpose_tiled` at 8192 x 8192: it must reach at least
+# **50% of the bandwidth of your own stride-1 `strided_copy`** on the same elements, and
+# `transpose_naive` must be slower than `transpose_tiled`.
 
 # %% nbgrader={"grade": false, "grade_id": "tile", "locked": true, "schema_version": 3, "solution": false, "task": false}
 TILE = 32  # tile side: a (TILE, TILE) block of threads moves one TILE x TILE tile
+TILE_PADDED = 33  # TILE + 1: row length of the shared tile, one spare column against bank conflicts
+assert TILE_PADDED == TILE + 1, "keep TILE_PADDED = TILE + 1"
 
 
 # %% nbgrader={"grade": false, "grade_id": "transpose_tiled", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1351,7 +1360,7 @@ def transpose_tiled(src, dst):
     of global memory both go along rows; the tile is padded to TILE + 1 columns.
     """
     ### BEGIN SOLUTION
-    tile = cuda.shared.array((TILE, TILE + 1), numba.float32)
+    tile = cuda.shared.array((TILE, TILE_PADDED), numba.float32)
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
     col = cuda.blockIdx.x * TILE + tx
     row = cuda.blockIdx.y * TILE + ty
