@@ -49,7 +49,8 @@
 #   functions, and module-level integer constants such as `TILE`.
 # * Kernels are graded on sizes that are not multiples of the block or tile size, on several
 #   blocks, and on float32 arrays unless the exercise says otherwise.
-# * On a GPU runner the grader also times your kernels; each such test states its threshold.
+# * On a GPU runner the grader also runs your kernels at full size (2^24 elements) and times
+#   them; each timed test states its threshold where its exercise is.
 #
 # **No GPU? No problem.** On a laptop, or a Colab runtime without a GPU, the notebook switches to
 # Numba's CUDA *simulator*: your kernels run as ordinary Python, one Python thread per CUDA thread.

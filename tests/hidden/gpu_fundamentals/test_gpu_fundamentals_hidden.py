@@ -6,6 +6,45 @@ public examples. Kernels run in Numba's CUDA simulator without a GPU (small size
 about 150 us per simulated thread) and are also compiled to PTX for the course GPU. Tests marked
 `gpu` run only on a GPU runner, at full size, and include the performance checks.
 
+Stated rules (grader verify checks that every test here is listed, with a sentence that appears
+word for word in the released notebook):
+
+- test_ridge_point_random_hardware: "Units: FLOP/s and byte/s in, FLOP/byte out, returned as a
+  Python `float`."
+- test_attainable_flops_scalar_random: "It must accept a single intensity (return a Python
+  `float`)"
+- test_attainable_flops_array_random: "and also a NumPy array of intensities (return an array of
+  the same shape, computed without a Python loop"
+- test_is_memory_bound_random: "Exactly at the ridge both limits are equal; call that
+  compute-bound. Return a plain Python `bool` (not `numpy.bool_`)."
+- test_invalid_input_raises_value_error: "a value of the right type but out of range (zero,
+  negative, NaN, too large) raises `ValueError`."
+- test_launch_config_random: "Return a `tuple` of two Python `int`s, `(blocks,
+  threads_per_block)`, ready to unpack into `kernel[blocks, tpb]`."
+- test_effective_bandwidth_random: "result in **GB/s with 1 GB = 10⁹ bytes** (the unit GPU
+  datasheets use), as a Python `float`."
+- test_sectors_per_warp_random: "lane `l` reads byte address `l * stride * itemsize` (the warp
+  starts on a sector boundary); return how many *distinct* sectors those addresses fall in."
+- test_vector_add_sizes: "Sizes from 1 to a few thousand on several blocks"
+- test_vector_add_float64: "`a`, `b` and `c` are 1-D arrays of one float dtype, float32 or
+  float64 (both are tested), and the sum must keep that dtype's precision, so do not convert
+  inside the kernel."
+- test_vector_add_compiles_to_ptx: "the PTX compile for the T4 (signature `void(float32[:],
+  float32[:], float32[:])`)"
+- test_gpu_vector_add_random: "The output has the inputs' dtype (NumPy's common dtype if they
+  differ), and an empty input gives an empty output."
+- test_strided_copy_strides: "`src` and `dst` are 1-D float32 arrays (`dst` may be shorter than
+  `src`), `stride` an integer >= 0, several blocks"
+- test_strided_copy_compiles_to_ptx: "the PTX compile for the T4 with the signature
+  `void(float32[:], float32[:], int64)`"
+- test_kernels_full_size: "On a GPU runner the grader also runs your kernels at full size (2^24
+  elements)"
+- test_vector_add_bandwidth: "your kernel must reach at least **60% of the bandwidth of PyTorch's
+  own `a + b`**, timed in the same run on the same GPU."
+- test_coalescing_slowdown_gpu: "On a GPU runner the grader calls `coalescing_slowdown(8192)` and
+  expects **at least 1.5**, and it times your two kernels itself: your returned ratio must be
+  within a factor of 2 of the ratio it measures."
+
 PYTEST_DONT_REWRITE: the assert messages are the student's feedback, so pytest's own
 introspection is not appended to them.
 """
