@@ -126,10 +126,10 @@ elif numba_config.ENABLE_CUDASIM:
 else:
     print("A GPU was expected but CUDA is not usable: kernels compile but cannot be launched.")
 
-# %% deletable=false editable=false nbgrader={"grade": false, "grade_id": "helpers", "locked": true, "schema_version": 3, "solution": false, "task": false, "checksum": "699cb4e6fb3827cafca0073326b108c8", "cell_type": "code"}
+# %% deletable=false editable=false nbgrader={"grade": false, "grade_id": "helpers", "locked": true, "schema_version": 3, "solution": false, "task": false, "checksum": "2e62203c957a0c6ad064435c49e20ac9", "cell_type": "code"}
 # Helpers you may use. `_require_positive` turns a bad argument into an error message that says
-# what was wrong and what was expected; `expect_raises`, `expect_written` and `sm_limits` serve the
-# self-checks and demos.
+# what was wrong and what was expected; `expect_raises`, `expect_written`, `peak_figures` and
+# `sm_limits` serve the self-checks and demos (the last two read course.toml).
 
 
 def _require_positive(name, value, unit):
@@ -174,12 +174,8 @@ def find_course_root(start=None):
         here = parent
 
 
-def sm_limits(gpu):
-    """Per-SM limits of `gpu` (a [hardware.<gpu>] key of course.toml, e.g. "T4") as a dict.
-
-    Keys: max_threads, max_blocks, max_warps, registers (32-bit), shared_memory_bytes and
-    register_granularity, the dict `occupancy` takes. The figures live in course.toml only.
-    """
+def _hardware_table(gpu):
+    """The [hardware.<gpu>] table of course.toml (found by walking up from the cwd)."""
     root = find_course_root()
     if root is None:
         raise FileNotFoundError(
@@ -187,7 +183,22 @@ def sm_limits(gpu):
             "course repository (on Colab, clone your fork and %cd into exercises/gpu_fundamentals)"
         )
     with open(os.path.join(root, "course.toml"), "rb") as fh:
-        limits = tomllib.load(fh)["hardware"][gpu]["sm"]
+        return tomllib.load(fh)["hardware"][gpu]
+
+
+def peak_figures(gpu):
+    """(peak FP16/BF16 tensor FLOP/s, peak memory byte/s) of `gpu` from course.toml."""
+    table = _hardware_table(gpu)
+    return table["fp16_tensor_tflops"] * 1e12, table["bandwidth_gbs"] * 1e9
+
+
+def sm_limits(gpu):
+    """Per-SM limits of `gpu` (a [hardware.<gpu>] key of course.toml, e.g. "T4") as a dict.
+
+    Keys: max_threads, max_blocks, max_warps, registers (32-bit), shared_memory_bytes and
+    register_granularity, the dict `occupancy` takes. The figures live in course.toml only.
+    """
+    limits = _hardware_table(gpu)["sm"]
     out = {k: int(v) for k, v in limits.items() if k != "shared_memory_kib"}
     out["shared_memory_bytes"] = int(limits["shared_memory_kib"]) * 1024
     return out
@@ -424,8 +435,8 @@ print("is_memory_bound: self-checks passed")
 # %% tags=["demo"]
 import matplotlib.pyplot as plt
 
-H100_BF16, H100_HBM = 989e12, 3.35e12
-T4_FP16, T4_GDDR6 = 65e12, 320e9
+H100_BF16, H100_HBM = peak_figures("H100_SXM")  # from course.toml
+T4_FP16, T4_GDDR6 = peak_figures("T4")
 
 
 def gemm_intensity(m, n, k, dtype_bytes=2):
@@ -971,14 +982,14 @@ def sectors_per_warp(stride, itemsize=4, warp_size=32, sector_bytes=32):
     raise NotImplementedError("sectors_per_warp: implement this (see the docstring)")
 
 
-# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_sectors_per_warp", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "70935ca60bfaea3159d7a6694b092a03", "cell_type": "code"}
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_sectors_per_warp", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "412db1d2bd4c099ae1ddb8cfc9e8c78f", "cell_type": "code"}
 assert sectors_per_warp(1) == 4, "32 consecutive fp32 values = 128 bytes = 4 sectors"
 assert sectors_per_warp(32) == 32, "each lane in its own sector"
 assert sectors_per_warp(0) == 1, "all lanes read the same element"
-assert sectors_per_warp(2) == 8
+assert sectors_per_warp(2) == 8, "stride 2: 256 bytes span 8 sectors"
 assert sectors_per_warp(1, itemsize=2) == 2, "32 consecutive fp16 values = 64 bytes"
-assert sectors_per_warp(1000) == 32
-assert type(sectors_per_warp(1)) is int
+assert sectors_per_warp(1000) == 32, "a large stride: one sector per lane"
+assert type(sectors_per_warp(1)) is int, "return a Python int"
 expect_raises(ValueError, sectors_per_warp, -1)
 expect_raises(ValueError, sectors_per_warp, 1, itemsize=0)
 expect_raises(ValueError, sectors_per_warp, 1, sector_bytes=0)
