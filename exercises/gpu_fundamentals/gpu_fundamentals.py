@@ -280,7 +280,7 @@ hierarchy = [  # (label, capacity, bandwidth, label offset in points)
     ("NVLink 4 to a peer GPU (one direction)", 80 * GB, 450e9, (-40, 12)),
     ("PCIe Gen5 x16 to host RAM (one direction)", 1000 * GB, 64e9, (-200, 12)),
 ]
-fig, ax = plt.subplots(figsize=(9, 5.5))
+fig, ax = plt.subplots(figsize=(9.5, 5.5))
 for name, capacity, bandwidth, offset in hierarchy:
     ax.scatter(capacity, bandwidth, s=120, edgecolor="black", zorder=3)
     ax.annotate(name, (capacity, bandwidth), xytext=offset, textcoords="offset points")
@@ -455,7 +455,7 @@ llm_ops = [  # (label, FLOP/byte, label offset in points)
 ]
 
 intensities = np.logspace(-1.5, 4, 400)
-fig, ax = plt.subplots(figsize=(9, 5.5))
+fig, ax = plt.subplots(figsize=(9.5, 5.5))
 ax.loglog(
     intensities,
     attainable_flops(intensities, H100_BF16, H100_HBM) / 1e12,
@@ -480,7 +480,7 @@ for label, intensity, offset in llm_ops:
     bound = "memory" if is_memory_bound(intensity, H100_BF16, H100_HBM) else "compute"
     print(f"{label:28s} {intensity:10.2f} {tflops:13.1f}  {bound}")
     ax.scatter(intensity, tflops, s=60, zorder=3)
-    ax.annotate(label, (intensity, tflops), xytext=offset, textcoords="offset points", fontsize=9)
+    ax.annotate(label, (intensity, tflops), xytext=offset, textcoords="offset points", fontsize=8.5)
 ax.set_xlabel("arithmetic intensity (FLOP/byte)")
 ax.set_ylabel("attainable performance (TFLOP/s)")
 ax.set_title("Roofline: most LLM operations sit left of the ridge")
@@ -500,8 +500,8 @@ plt.show()
 # %% [markdown]
 # ## §4 SIMT: threads, warps, blocks and a grid
 #
-# CUDA is **SIMT**: single instruction, multiple threads. You write the program of *one* thread,
-# and the hardware runs it for many threads at once:
+# CUDA follows the **SIMT** model (single instruction, multiple threads). Your code describes what
+# *one* thread does, and the hardware runs that code for many threads at once:
 #
 # ```
 # grid   all the blocks of one kernel launch, covering the whole problem
@@ -909,15 +909,15 @@ bytes_moved = 3 * a_host.nbytes
 if ON_GPU:
     import torch
 
-    d_a, d_b = cuda.to_device(a_host), cuda.to_device(b_host)
-    d_c = cuda.device_array_like(d_a)
-    vector_add[blocks, tpb](d_a, d_b, d_c)  # warm-up (includes compilation)
+    dev_a, dev_b = cuda.to_device(a_host), cuda.to_device(b_host)
+    dev_c = cuda.device_array_like(dev_a)
+    vector_add[blocks, tpb](dev_a, dev_b, dev_c)  # warm-up (includes compilation)
     cuda.synchronize()
     start, end = cuda.event(), cuda.event()
     repeats = 50
     start.record()
     for _ in range(repeats):
-        vector_add[blocks, tpb](d_a, d_b, d_c)
+        vector_add[blocks, tpb](dev_a, dev_b, dev_c)
     end.record()
     end.synchronize()
     ms = start.elapsed_time(end) / repeats
@@ -1299,8 +1299,9 @@ for label, run in runs.items():
             run()
         end.record()
         end.synchronize()
-        ms = cuda.event_elapsed_time(start, end) / 20
-        print(f"{label:16s} {ms:7.3f} ms  {effective_bandwidth_gbs(2 * host.nbytes, ms):7.1f} GB/s")
+        per_launch = cuda.event_elapsed_time(start, end) / 20
+        gbs = effective_bandwidth_gbs(2 * host.nbytes, per_launch)
+        print(f"{label:16s} {per_launch:7.3f} ms  {gbs:7.1f} GB/s")
 if not ON_GPU:
     print(f"all three kernels correct on a {n} x {n} matrix (simulator: no timings shown)")
 print(f"coalescing_slowdown({n}) = {coalescing_slowdown(n):.2f}")

@@ -857,7 +857,7 @@ bw_tbs = GPU["peak_bandwidth"] / 1e12
 ai = np.logspace(-1, 3.5, 400)
 roof = np.minimum(ai * bw_tbs, peak_tflops)
 
-fig, ax = plt.subplots(figsize=(9, 5.5))
+fig, ax = plt.subplots(figsize=(9.5, 5.5))
 ax.loglog(ai, roof, "k-", linewidth=2, label=f"{COURSE_GPU} roof (fp16 tensor, GDDR6)")
 ax.axvline(RIDGE, color="gray", linestyle=":", linewidth=1.5)
 ax.annotate(
