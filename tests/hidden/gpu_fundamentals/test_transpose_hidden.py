@@ -13,7 +13,7 @@ word for word in the released notebook):
 - test_transpose_naive_compiles_to_ptx: "The grader tests float32 matrices in the simulator and
   compiles the kernel for the T4 with the signature `void(float32[:, :], float32[:, :])`."
 - test_transpose_tiled_shapes: "Write `transpose_tiled(src, dst)`, same contract as
-  `transpose_naive` (any shape, float32), launched with blocks of exactly `(TILE, TILE)` threads"
+  `transpose_naive` (any shape, float32), launched with blocks of exactly `(TILE, 1)` threads"
 - test_transpose_tiled_compiles_with_shared_tile: "Stage each tile through
   `cuda.shared.array((TILE, TILE_PADDED), numba.float32)` with a `cuda.syncthreads()` between
   the read and the write"
@@ -77,7 +77,7 @@ def test_transpose_tiled_shapes(student):
     for shape in _shapes(rng, [(1, 1), (31, 33), (45, 64)], 2, 75):
         grid = (-(-shape[1] // TILE), -(-shape[0] // TILE))
         src = rng.standard_normal(shape).astype(np.float32)
-        _check_transpose(student, "transpose_tiled", src, grid, (TILE, TILE))
+        _check_transpose(student, "transpose_tiled", src, grid, (TILE, 1))
 
 
 def _ptx(student, name: str) -> str:
@@ -105,7 +105,7 @@ def test_transpose_naive_compiles_to_ptx(student):
 @pytest.mark.points(2)
 def test_transpose_tiled_compiles_with_shared_tile(student):
     src = np.arange(3 * 40, dtype=np.float32).reshape(3, 40)
-    _check_transpose(student, "transpose_tiled", src, (2, 1), (TILE, TILE))
+    _check_transpose(student, "transpose_tiled", src, (2, 1), (TILE, 1))
     ptx = _ptx(student, "transpose_tiled")
     assert re.search(r"\.shared\b", ptx), (
         "transpose_tiled compiles, but its PTX declares no shared memory: stage the tile in "
@@ -125,7 +125,7 @@ def test_transposes_bandwidth_gpu(student):
     src = rng.standard_normal((n, n), dtype=np.float32)
     dst = np.zeros((n, n), dtype=np.float32)
     tiles = (-(-n // TILE), -(-n // TILE))
-    tiled_ms = student.transpose_tiled[tiles, (TILE, TILE)].time(src, dst, repeat=repeat)
+    tiled_ms = student.transpose_tiled[tiles, (TILE, 1)].time(src, dst, repeat=repeat)
     naive_ms = student.transpose_naive[(n // 32, n // 8), (32, 8)].time(src, dst, repeat=repeat)
     flat, out = src.reshape(-1), np.zeros(n * n, dtype=np.float32)
     copy_ms = student.strided_copy[n * n // 256, 256].time(flat, out, 1, repeat=repeat)
