@@ -327,6 +327,9 @@ def test_vector_add_sizes(student, n):
         f"vector_add[{blocks}, {tpb}] changed its inputs a or b; a kernel must only write c"
     )
     want = a + b
+    assert not np.isnan(c).all(), (
+        "vector_add wrote nothing into c (every element is still NaN): fill in the kernel's body"
+    )
     assert np.array_equal(c, want), (
         f"vector_add[{blocks}, {tpb}] on {n} elements: {first_mismatch(c, want)}. Each thread "
         "must use its global index i = cuda.grid(1) (block offset included) and write "
@@ -408,6 +411,9 @@ def test_strided_copy_strides(student, stride):
     dst = np.full(n_dst, np.nan, dtype=np.float32)
     launch(student.strided_copy, 4, tpb, src, dst, stride, n=n_dst, name="strided_copy")
     want = src[(np.arange(n_dst) * stride) % n_src]
+    assert not np.isnan(dst).all(), (
+        "strided_copy wrote nothing into dst (every element is still NaN): fill in its body"
+    )
     assert np.array_equal(dst, want), (
         f"strided_copy with stride {stride} (src {n_src} elements, dst {n_dst}, 4 x {tpb} "
         f"threads): {first_mismatch(dst, want)}. Thread i writes dst[i] = "

@@ -116,6 +116,9 @@ def test_vector_add_small(student):
     c = np.full(n, np.nan, dtype=np.float32)
     launch(student.vector_add, 4, 256, a, b, c, n=n, name="vector_add")
     want = a + b
+    assert not np.isnan(c).all(), (
+        "vector_add wrote nothing into c (every element is still NaN): fill in the kernel's body"
+    )
     assert np.array_equal(c, want), (
         "vector_add[4, 256] on 1000 elements: "
         + first_mismatch(c, want)
