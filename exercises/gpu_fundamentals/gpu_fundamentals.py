@@ -969,14 +969,16 @@ else:
 # **Exercise.** Write `sectors_per_warp(stride, itemsize=4, warp_size=32, sector_bytes=32)`: lane
 # `l` reads byte address `l * stride * itemsize` (the warp starts on a sector boundary); return how
 # many *distinct* sectors those addresses fall in. Stride 0 (every lane reads the same element) is
-# one sector. A negative stride or a non-positive size is a `ValueError`.
+# one sector. Return a Python `int`. A negative stride or a non-positive size is a `ValueError`;
+# an argument that is not an integer (`1.0`, `True`) is a `TypeError`.
 
-# %% deletable=false nbgrader={"grade": false, "grade_id": "sectors_per_warp", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "2447a579acbcdc5dd16ace17e2b57358", "cell_type": "code"}
+# %% deletable=false nbgrader={"grade": false, "grade_id": "sectors_per_warp", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "299a5a0dd3961c0770fc59a0b69804b4", "cell_type": "code"}
 def sectors_per_warp(stride, itemsize=4, warp_size=32, sector_bytes=32):
     """Distinct sector_bytes-sized sectors touched when lane l reads byte l * stride * itemsize.
 
     stride is in elements (>= 0); itemsize and sector_bytes in bytes, warp_size in lanes (all
-    >= 1). The warp's first address is sector-aligned. Returns a Python int (stride 0 -> 1).
+    >= 1; ValueError otherwise, TypeError for non-integers). The warp's first address is
+    sector-aligned. Returns a Python int (stride 0 -> 1).
     """
     # YOUR CODE HERE
     raise NotImplementedError("sectors_per_warp: implement this (see the docstring)")
