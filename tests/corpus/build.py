@@ -630,6 +630,18 @@ CASES: list[Case] = [
                                    "    d[0] = a[i]\n    c[i] = d[0] + b[i]"),
          Expect(GF, [Rule(r"test_vector_add_compiles_to_ptx", ("failed",),
                           ("does not compile for the course GPU",))], max_s=60), slow=True),
+    Case("tiled_without_shared_memory", "transpose_tiled gives the right answer straight from "
+         "global memory, with no shared tile and no barrier",
+         patched(GF, "transpose_tiled", '''
+             lane = cuda.threadIdx.x
+             first_row = cuda.blockIdx.y * TILE
+             first_col = cuda.blockIdx.x * TILE
+             for r in range(TILE):
+                 if first_row + r < src.shape[0] and first_col + lane < src.shape[1]:
+                     dst[first_col + lane, first_row + r] = src[first_row + r, first_col + lane]
+         '''),
+         Expect(GF, [Rule(r"test_transpose_tiled_compiles_with_shared_tile", ("failed",),
+                          ("declares no shared memory",))], max_s=60), slow=True),
     Case("grid_too_small", "gpu_vector_add launches n // tpb blocks (rounds down)",
          patched(GF, "gpu_vector_add", '''
              a = np.asarray(a)
