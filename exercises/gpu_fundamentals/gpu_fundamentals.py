@@ -241,7 +241,7 @@ def sm_limits(gpu):
 #
 # | level | capacity | bandwidth (whole chip) | latency | visible to |
 # |---|---|---|---|---|
-# | registers | 256 KB per SM (33 MB in all) | ~400 TB/s | ~1 cycle | one thread |
+# | registers | 256 KB per SM (34 MB in all) | ~400 TB/s | ~1 cycle | one thread |
 # | shared memory (on-chip SRAM) | up to 228 KB per SM (30 MB in all) | ~33 TB/s | ~30 cycles | one block |
 # | L2 cache | 50 MB | ~5.5 TB/s | ~200 cycles | whole GPU |
 # | HBM (global memory) | 80 GB | 3.35 TB/s | ~500 cycles | whole GPU |
