@@ -21,6 +21,33 @@ class CourseError(ValueError):
 
 
 @dataclass(frozen=True)
+class SMLimits:
+    """What one streaming multiprocessor can hold at once: the inputs of an occupancy estimate."""
+
+    max_threads: int
+    max_blocks: int
+    max_warps: int
+    registers: int
+    shared_memory_kib: int
+    register_granularity: int
+
+    @property
+    def shared_memory_bytes(self) -> int:
+        return self.shared_memory_kib * 1024
+
+    def as_dict(self) -> dict[str, int]:
+        """The plain dict the notebooks' `occupancy(..., sm)` takes (shared memory in bytes)."""
+        return {
+            "max_threads": self.max_threads,
+            "max_blocks": self.max_blocks,
+            "max_warps": self.max_warps,
+            "registers": self.registers,
+            "shared_memory_bytes": self.shared_memory_bytes,
+            "register_granularity": self.register_granularity,
+        }
+
+
+@dataclass(frozen=True)
 class Hardware:
     key: str
     name: str
@@ -28,6 +55,14 @@ class Hardware:
     fp32_tflops: float
     bandwidth_gbs: float
     compute_capability: tuple[int, int]
+    memory_gb: float
+    sm_count: int
+    sm: SMLimits
+
+    @property
+    def memory_bytes(self) -> float:
+        """Device memory in bytes (the vendor's GB, 1e9 bytes each)."""
+        return self.memory_gb * 1e9
 
     @property
     def peak_flops(self) -> float:
@@ -168,6 +203,18 @@ def _is(value: Any, kind: type) -> bool:
     return isinstance(value, _TYPES.get(kind, (kind,)))
 
 
+def _hardware(key: str, table: Any) -> Hardware:
+    """One [hardware.KEY] table with its [hardware.KEY.sm] per-SM limits."""
+    section = f"hardware.{key}"
+    if not isinstance(table, dict):
+        raise CourseError(f"[{section}] must be a table")
+    if "sm" not in table:
+        raise CourseError(f"[{section}] missing table [{section}.sm] (per-SM limits)")
+    rest = {k: v for k, v in table.items() if k != "sm"}
+    sm = _typed(f"{section}.sm", table["sm"], SMLimits)
+    return _typed(section, rest, Hardware, {"key": key, "sm": sm})
+
+
 def load_course(path: Path | str | None = None) -> Course:
     """Load and validate course.toml (a file path, a directory holding it, or found from cwd)."""
     p = Path(path) if path is not None else find_root() / MANIFEST
@@ -199,19 +246,24 @@ def load_course(path: Path | str | None = None) -> Course:
             raise CourseError(f"{p}: [course] missing key {name!r}")
         _convert(f"course.{name}", head[name], kind)
 
-    hardware = {
-        key: _typed(f"hardware.{key}", table, Hardware, {"key": key})
-        for key, table in data["hardware"].items()
-    }
+    hardware = {key: _hardware(key, table) for key, table in data["hardware"].items()}
     if head["course_gpu"] not in hardware:
         raise CourseError(
             f"{p}: course.course_gpu {head['course_gpu']!r} is not in [hardware] "
             f"({', '.join(hardware)})"
         )
     for hw in hardware.values():
-        for name in ("fp16_tensor_tflops", "fp32_tflops", "bandwidth_gbs"):
+        for name in ("fp16_tensor_tflops", "fp32_tflops", "bandwidth_gbs", "memory_gb", "sm_count"):
             if getattr(hw, name) <= 0:
                 raise CourseError(f"{p}: hardware.{hw.key}.{name} must be positive")
+        for f in fields(SMLimits):
+            if getattr(hw.sm, f.name) <= 0:
+                raise CourseError(f"{p}: hardware.{hw.key}.sm.{f.name} must be positive")
+        if hw.sm.max_threads != 32 * hw.sm.max_warps:
+            raise CourseError(
+                f"{p}: hardware.{hw.key}.sm: max_threads ({hw.sm.max_threads}) must be 32 x "
+                f"max_warps ({hw.sm.max_warps})"
+            )
 
     raw_assignments = data["assignments"]
     if not isinstance(raw_assignments, list) or not raw_assignments:

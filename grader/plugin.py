@@ -66,7 +66,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--submission",
         default=None,
-        help="folder holding <id>/<id>.py|.ipynb (default: <course root>/solutions)",
+        help="folder holding <id>/<id>.py|.ipynb (default: <root>/solutions, else exercises)",
     )
     group.addoption(
         "--metrics",
@@ -99,7 +99,9 @@ def pytest_configure(config: pytest.Config) -> None:
         root = find_root(config.rootpath)
     except CourseError:
         root = find_root(Path(submission) if submission else None)
-    sub = Path(submission).resolve() if submission else root / "solutions"
+    # A student's fork has no solutions/: there the default is their own exercises/.
+    default = root / "solutions" if (root / "solutions").is_dir() else root / "exercises"
+    sub = Path(submission).resolve() if submission else default
     metrics = config.getoption("--metrics")
     config.stash[SESSION_KEY] = GraderSession(
         root=root,

@@ -1116,6 +1116,62 @@ def _first(text: str, n: int = 100) -> str:
     return line if len(line) <= n else line[: n - 3] + "..."
 
 
+RULES_HEADING = "Stated rules"
+_RULE = re.compile(r'^- (test_\w+): "(.*?)"[ \t]*$', re.MULTILINE | re.DOTALL)
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def stated_rules(root: Path, assignment_id: str) -> tuple[list[str], int]:
+    """Every hidden test of an assignment quotes the student-facing sentence that states its rule.
+
+    The table lives in each hidden test module's docstring, under a line starting with
+    `RULES_HEADING`, one entry per test: ``- test_name: "a sentence of the notebook"`` (wrapped
+    freely). Each quote must appear word for word (whitespace aside) in the released notebook,
+    markdown or code, so a hidden test can never check a rule a student could not have read.
+    Returns (problems, number of hidden tests checked).
+    """
+    from grader.notebook import NotebookError, read_notebook
+
+    notebook = root / "exercises" / assignment_id / f"{assignment_id}.ipynb"
+    try:
+        text = _words("\n".join(c.source for c in read_notebook(notebook).cells))
+    except NotebookError as exc:
+        return [f"cannot read the released notebook: {exc}"], 0
+    problems: list[str] = []
+    count = 0
+    for path in sorted((root / "tests" / "hidden" / assignment_id).glob("test_*.py")):
+        where = _rel(root, path)
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        tests = [
+            n.name
+            for n in tree.body
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name.startswith("test_")
+        ]
+        count += len(tests)
+        doc = ast.get_docstring(tree) or ""
+        table = doc.split(RULES_HEADING, 1)[1] if RULES_HEADING in doc else ""
+        quotes = {name: _words(quote) for name, quote in _RULE.findall(table)}
+        for name in tests:
+            if name not in quotes:
+                problems.append(
+                    f"{where}::{name} is not listed under '{RULES_HEADING}' in the module "
+                    'docstring (add: - NAME: "the notebook sentence that states its rule")'
+                )
+            elif not quotes[name] or quotes[name] not in text:
+                problems.append(
+                    f"{where}::{name}: its quoted rule is not in {_rel(root, notebook)}: "
+                    f"{_first(quotes[name], 120)!r}"
+                )
+        problems += [
+            f"{where}: '{RULES_HEADING}' lists {name}, which is not a test in the module"
+            for name in sorted(set(quotes) - set(tests))
+        ]
+    return problems, count
+
+
 def verify(root: Path) -> VerifyReport:
     """The instructor's one-stop check (see the issue): `ok` is False on any finding."""
     from grader import device
@@ -1132,6 +1188,14 @@ def verify(root: Path) -> VerifyReport:
     except ImportError as exc:
         run_assignment = None
         report.add("suites", "all", [f"grader.suites unavailable: {exc}"], "")
+    for a in course.assignments:
+        problems, checked = stated_rules(root, a.id)
+        report.add(
+            "hidden rules stated",
+            a.id,
+            problems,
+            f"{checked} hidden tests, each quoting the notebook sentence that states its rule",
+        )
     device.prepare_numba()  # kernels executed by nbgrader validate run in the simulator on CPU
     timeout = int(max(120, course.limits.kernel_timeout_s))
     with tempfile.TemporaryDirectory(prefix="grader-verify-") as tmp:

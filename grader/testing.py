@@ -5,6 +5,7 @@ Shipped to students with the public suites; nothing here knows an answer.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -37,14 +38,17 @@ def first_mismatch(got: np.ndarray, want: np.ndarray) -> str:
     )
 
 
-def launch(kernel: Any, blocks: int, tpb: int, *args: Any, n: int, name: str) -> None:
-    """Launch a student kernel; an out-of-bounds access becomes a clear failure."""
+def launch(kernel: Any, blocks: Any, tpb: Any, *args: Any, n: int, name: str) -> None:
+    """Launch a student kernel (1-D ints or 2-D tuples); out-of-bounds becomes a clear failure."""
     try:
         kernel[blocks, tpb](*args)
     except IndexError as exc:
+        threads = math.prod(blocks if isinstance(blocks, tuple) else (blocks,)) * math.prod(
+            tpb if isinstance(tpb, tuple) else (tpb,)
+        )
         pytest.fail(
             f"{name} accessed an array out of bounds with n={n} elements and {blocks} blocks of "
-            f"{tpb} threads ({blocks * tpb} threads; {exc}). The last block is only partly "
+            f"{tpb} threads ({threads} threads; {exc}). The last block is only partly "
             "needed: threads whose global index is >= the array size must do nothing (a bounds "
             "check such as `if i < c.size:` around the body)"
         )

@@ -17,23 +17,41 @@
 # # S5.1 The GPU mental model
 #
 # Before you read a Triton kernel, a FlashAttention paper or a profiler trace, you need a picture
-# of what the hardware is doing. This session builds that picture in four steps:
+# of what the hardware is doing. This session builds it in the nine sections below:
 #
 # | § | idea | you write |
 # |---|---|---|
 # | 1 | a GPU trades single-thread speed for throughput | |
 # | 2 | memory is a hierarchy, and the bottom of it is slow | |
 # | 3 | arithmetic intensity and the roofline | `ridge_point`, `attainable_flops`, `is_memory_bound` |
-# | 4 | SIMT: threads, warps, blocks, a grid | `launch_config` |
-# | 5 | occupancy: how a GPU hides latency | |
+# | 4 | SIMT: threads, warps, blocks, a grid; divergence | `launch_config`, `divergence_efficiency` |
+# | 5 | occupancy: how a GPU hides latency | `occupancy` |
 # | 6 | your first kernel | `vector_add`, `gpu_vector_add`, `effective_bandwidth_gbs` |
-# | 7 | coalesced memory access | `sectors_per_warp`, `strided_copy`, `coalescing_slowdown` |
-# | 8 | what this explains about LLMs: FlashAttention, batch-1 decode, MFU | |
+# | 7 | coalesced memory access | `sectors_per_warp`, `strided_copy` |
+# | 8 | shared memory: a tiled transpose | `transpose_naive`, `transpose_tiled`, `coalescing_slowdown` |
+# | 9 | what this explains about LLMs: FlashAttention, batch-1 decode, MFU | |
 #
 # **How to work.** Fill in every cell that says `YOUR CODE HERE`, then run the self-check cell
 # right after it. The self-checks are public and quick; the grader runs more tests, with inputs
 # it draws at grading time, so make your functions correct in general rather than just for the
 # numbers you see here.
+#
+# **Rules the grader holds you to** (each exercise repeats the ones that apply to it):
+#
+# * Errors: an argument of the wrong *type* (a string where a number belongs, a float where an
+#   integer count belongs) raises `TypeError`; a value of the right type but out of range (zero,
+#   negative, NaN, too large) raises `ValueError`. The message says which argument and what was
+#   expected.
+# * Return types are the plain Python ones each docstring names (`float`, `int`, `bool`, `tuple`),
+#   not NumPy scalars.
+# * Every kernel must also compile for the course GPU, the T4 (compute capability 7.5): the
+#   grader compiles it to PTX, and a kernel that does not compile earns no kernel points even if
+#   the simulator ran it. Inside a kernel use only numbers, array indexing, `cuda.*` and `math`
+#   functions, and module-level integer constants such as `TILE`.
+# * Kernels are graded on sizes that are not multiples of the block or tile size, on several
+#   blocks, and on float32 arrays unless the exercise says otherwise.
+# * On a GPU runner the grader also runs your kernels at full size (2^24 elements) and times
+#   them; each timed test states its threshold where its exercise is.
 #
 # **No GPU? No problem.** On a laptop, or a Colab runtime without a GPU, the notebook switches to
 # Numba's CUDA *simulator*: your kernels run as ordinary Python, one Python thread per CUDA thread.
@@ -63,15 +81,21 @@ if "google.colab" in sys.modules:
         check=True,
     )
 
-# %% deletable=false editable=false nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false, "checksum": "b93e5cd5a8bc16a5111afe8c6ec40bde", "cell_type": "code"}
+# %% deletable=false editable=false nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false, "checksum": "261c6aaaeb9648467b26e8d68aaf304a", "cell_type": "code"}
 # Setup. Decide GPU or simulator BEFORE numba is imported: Numba reads NUMBA_ENABLE_CUDASIM once,
 # at import time. GRADER_DEVICE=cpu|gpu overrides the detection.
 import math
+import numbers
 import os
 import shutil
 import time
 
 import numpy as np
+
+try:
+    import tomllib  # Python 3.11+
+except ModuleNotFoundError:  # pragma: no cover - older Pythons
+    import tomli as tomllib
 
 
 def _gpu_present() -> bool:
@@ -84,6 +108,7 @@ def _gpu_present() -> bool:
 if not _gpu_present():
     os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
+import numba
 from numba import config as numba_config
 from numba import cuda
 
@@ -92,7 +117,7 @@ ON_GPU = not numba_config.ENABLE_CUDASIM and cuda.is_available()
 # Demo sizes: full size on a GPU, small in the simulator (about 150 us per simulated thread).
 VEC_N = 2**24 if ON_GPU else 2048  # elements in the vector-add demo
 STRIDE_N = 2**24 if ON_GPU else 1024  # elements in the strided-copy demo
-TRANSPOSE_N = 8192 if ON_GPU else 256  # side of the square matrix in the transpose demo
+TRANSPOSE_N = 8192 if ON_GPU else 48  # side of the square matrix in the transpose demo
 
 if ON_GPU:
     print(f"GPU: {cuda.get_current_device().name} -- kernels run for real")
@@ -101,17 +126,17 @@ elif numba_config.ENABLE_CUDASIM:
 else:
     print("A GPU was expected but CUDA is not usable: kernels compile but cannot be launched.")
 
-# %% deletable=false editable=false nbgrader={"grade": false, "grade_id": "helpers", "locked": true, "schema_version": 3, "solution": false, "task": false, "checksum": "6b83135ee4cc7a44f2314338e51be549", "cell_type": "code"}
-# Two small helpers you may use. `_require_positive` turns a bad argument into an error message
-# that says what was wrong and what was expected; `expect_raises` is for the self-checks.
+# %% deletable=false editable=false nbgrader={"grade": false, "grade_id": "helpers", "locked": true, "schema_version": 3, "solution": false, "task": false, "checksum": "2e62203c957a0c6ad064435c49e20ac9", "cell_type": "code"}
+# Helpers you may use. `_require_positive` turns a bad argument into an error message that says
+# what was wrong and what was expected; `expect_raises`, `expect_written`, `peak_figures` and
+# `sm_limits` serve the self-checks and demos (the last two read course.toml).
 
 
 def _require_positive(name, value, unit):
-    """Return `value` as a float; raise if it is not a positive, finite number of `unit`."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a number of {unit}, got {value!r}") from None
+    """Return `value` as a float: TypeError if it is not a number, ValueError unless it is > 0."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number of {unit}, got {value!r}")
+    number = float(value)
     if not (number > 0 and math.isfinite(number)):
         raise ValueError(f"{name} must be a positive, finite number of {unit}, got {value!r}")
     return number
@@ -127,6 +152,58 @@ def expect_raises(exc_type, fn, *args, **kwargs):
     raise AssertionError(f"{fn.__name__}({shown}) should raise {exc_type.__name__}")
 
 
+def expect_written(name, out):
+    """Self-check helper: `out` was filled with NaN before the launch; all NaN means no writes.
+
+    On a real GPU the stub's `raise NotImplementedError` compiles to a plain return, so an empty
+    kernel would otherwise show up as a wall of mismatched elements.
+    """
+    if np.isnan(out).all():
+        raise AssertionError(f"{name} wrote nothing: fill in its body (the YOUR CODE HERE cell)")
+
+
+def find_course_root(start=None):
+    """The nearest folder at or above `start` (default: the cwd) holding course.toml, or None."""
+    here = os.path.abspath(start or os.getcwd())
+    while True:
+        if os.path.isfile(os.path.join(here, "course.toml")):
+            return here
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
+def _hardware_table(gpu):
+    """The [hardware.<gpu>] table of course.toml (found by walking up from the cwd)."""
+    root = find_course_root()
+    if root is None:
+        raise FileNotFoundError(
+            "course.toml not found here or above: open this notebook from a checkout of the "
+            "course repository (on Colab, clone your fork and %cd into exercises/gpu_fundamentals)"
+        )
+    with open(os.path.join(root, "course.toml"), "rb") as fh:
+        return tomllib.load(fh)["hardware"][gpu]
+
+
+def peak_figures(gpu):
+    """(peak FP16/BF16 tensor FLOP/s, peak memory byte/s) of `gpu` from course.toml."""
+    table = _hardware_table(gpu)
+    return table["fp16_tensor_tflops"] * 1e12, table["bandwidth_gbs"] * 1e9
+
+
+def sm_limits(gpu):
+    """Per-SM limits of `gpu` (a [hardware.<gpu>] key of course.toml, e.g. "T4") as a dict.
+
+    Keys: max_threads, max_blocks, max_warps, registers (32-bit), shared_memory_bytes and
+    register_granularity, the dict `occupancy` takes. The figures live in course.toml only.
+    """
+    limits = _hardware_table(gpu)["sm"]
+    out = {k: int(v) for k, v in limits.items() if k != "shared_memory_kib"}
+    out["shared_memory_bytes"] = int(limits["shared_memory_kib"]) * 1024
+    return out
+
+
 # %% [markdown]
 # ## §1 Latency machines and throughput machines
 #
@@ -137,19 +214,23 @@ def expect_raises(exc_type, fn, *args, **kwargs):
 # multiprocessor* (SM). Any one GPU thread is slow. The chip is fast because so many of them run
 # at once.
 #
-# Rough figures for a server CPU and NVIDIA's H100 SXM:
+# A server CPU next to NVIDIA's H100 SXM. The CPU column is worked out from its data sheet, so you
+# can check it: 96 Zen 4 cores, each with two 256-bit FMA pipes (2 pipes x 8 FP32 lanes x 2 FLOPs
+# = 32 FP32 FLOPs per clock), at the 2.4 GHz base clock; twelve DDR5-4800 channels of 8 bytes.
 #
 # | | server CPU (AMD EPYC 9654) | NVIDIA H100 SXM |
 # |---|---|---|
 # | cores / SMs | 96 cores | 132 SMs |
-# | threads resident at once | about 192 (2 per core) | about 270,000 (2,048 per SM) |
-# | peak FP32 | about 5 TFLOP/s | 67 TFLOP/s |
-# | peak BF16 on tensor cores | (none) | 989 TFLOP/s |
-# | memory bandwidth | about 460 GB/s (DDR5) | 3,350 GB/s (HBM3) |
+# | threads resident at once | 192 (2 per core) | 270,336 (2,048 per SM) |
+# | peak FP32 | 96 x 32 x 2.4e9 ≈ 7.4 TFLOP/s | 67 TFLOP/s |
+# | peak BF16 on tensor cores | (no tensor cores) | 989 TFLOP/s |
+# | memory bandwidth | 12 x 4.8e9 x 8 B ≈ 461 GB/s (DDR5) | 3,350 GB/s (HBM3) |
 #
-# The GPU reads memory about 7× faster and does BF16 maths roughly 200× faster. Those numbers are
-# only reachable when a program offers tens of thousands of independent pieces of work *and*
-# touches memory in a pattern the hardware likes. Most of this session is about that second part.
+# Like for like, the GPU reads memory about 7× faster and does FP32 arithmetic about 9× faster.
+# Its larger lead, 989 TFLOP/s of BF16 matrix maths, comes from tensor cores, units a CPU core
+# does not have. Either figure is reached only by a program with tens of thousands of independent
+# pieces of work *and* memory accesses laid out the way the hardware wants them. Most of this
+# session is about that second condition.
 
 # %% [markdown]
 # ## §2 The memory hierarchy
@@ -158,47 +239,55 @@ def expect_raises(exc_type, fn, *args, **kwargs):
 # data lives*. Each level of the hierarchy is larger and slower than the one above it. H100
 # figures, approximate:
 #
-# | level | capacity | bandwidth | latency | visible to |
+# | level | capacity | bandwidth (whole chip) | latency | visible to |
 # |---|---|---|---|---|
-# | registers | 256 KB per SM | ~20 TB/s effective | ~1 cycle | one thread |
-# | shared memory (on-chip SRAM) | up to 228 KB per SM | ~19 TB/s | ~30 cycles | one block |
+# | registers | 256 KB per SM (34 MB in all) | ~400 TB/s | ~1 cycle | one thread |
+# | shared memory (on-chip SRAM) | up to 228 KB per SM (30 MB in all) | ~33 TB/s | ~30 cycles | one block |
 # | L2 cache | 50 MB | ~5.5 TB/s | ~200 cycles | whole GPU |
 # | HBM (global memory) | 80 GB | 3.35 TB/s | ~500 cycles | whole GPU |
+#
+# The on-chip bandwidths follow from the clock (1.98 GHz boost) and what each SM moves per clock.
+# Shared memory: 132 SMs x 128 bytes per clock x 1.98 GHz ≈ 33 TB/s. Registers: each SM's four
+# schedulers can each issue one instruction per clock for 32 lanes, reading up to three 4-byte
+# operands, 1,536 bytes per clock per SM, so 132 x 1,536 x 1.98 GHz ≈ 400 TB/s.
 #
 # Three consequences run through the rest of the course:
 #
 # * Almost all the capacity is in HBM, the slowest level on the device. Model weights, activations
 #   and the KV cache all live there.
-# * Shared memory is fast but tiny: a few megabytes across the chip in total. Fast kernels copy a
-#   *tile* of data into it once and reuse that tile many times before going back to HBM.
+# * Shared memory is fast but small: about 30 MB across the whole H100 (132 x 228 KB), and only
+#   2.6 MB on the T4 (40 SMs x 64 KB), against 80 GB of HBM. Fast kernels copy a *tile* of data
+#   into it once and reuse that tile many times before going back to HBM (§8 builds one).
 # * A kernel that moves twice as many bytes through HBM as it needs to will, if memory is its
 #   bottleneck, take about twice as long. The bytes you avoid moving are often worth more than
 #   the FLOPs you avoid doing.
 #
 # The plot puts the levels on log-log axes (whole-chip capacity for the per-SM levels). The links
-# to a peer GPU and to the host are included for scale.
+# to a peer GPU and to the host are included for scale, both counted in one direction (NVLink 4's
+# often-quoted 900 GB/s is the two directions added together).
 
 # %% tags=["demo"]
 import matplotlib.pyplot as plt
 
 # (name, whole-device capacity in bytes, bandwidth in bytes/s); H100 SXM, approximate.
 KIB, GB = 1024, 1e9
-hierarchy = [
-    ("registers (132 SMs x 256 KiB)", 132 * 256 * KIB, 20e12),
-    ("shared memory (132 SMs x 228 KiB)", 132 * 228 * KIB, 19e12),
-    ("L2 cache", 50e6, 5.5e12),
-    ("HBM3", 80 * GB, 3.35e12),
-    ("NVLink to a peer GPU", 80 * GB, 0.9e12),
-    ("PCIe Gen5 to host RAM", 1000 * GB, 64e9),
+CLOCK_HZ, SMS = 1.98e9, 132
+hierarchy = [  # (label, capacity, bandwidth, label offset in points)
+    ("registers (132 x 256 KiB)", SMS * 256 * KIB, SMS * 1536 * CLOCK_HZ, (10, -4)),
+    ("shared memory (132 x 228 KiB)", SMS * 228 * KIB, SMS * 128 * CLOCK_HZ, (10, -4)),
+    ("L2 cache", 50e6, 5.5e12, (10, -4)),
+    ("HBM3", 80 * GB, 3.35e12, (10, -4)),
+    ("NVLink 4 to a peer GPU (one direction)", 80 * GB, 450e9, (-40, 12)),
+    ("PCIe Gen5 x16 to host RAM (one direction)", 1000 * GB, 64e9, (-200, 12)),
 ]
-fig, ax = plt.subplots(figsize=(8, 5))
-for (name, capacity, bandwidth), dy in zip(hierarchy, (10, -16, 8, 8, -16, 8), strict=True):
+fig, ax = plt.subplots(figsize=(9.5, 5.5))
+for name, capacity, bandwidth, offset in hierarchy:
     ax.scatter(capacity, bandwidth, s=120, edgecolor="black", zorder=3)
-    ax.annotate(name, (capacity, bandwidth), xytext=(8, dy), textcoords="offset points")
+    ax.annotate(name, (capacity, bandwidth), xytext=offset, textcoords="offset points")
 ax.set_xscale("log")
 ax.set_yscale("log")
-ax.set_xlim(1e7, 1e13)
-ax.set_ylim(3e10, 6e13)
+ax.set_xlim(1e7, 1e14)
+ax.set_ylim(3e10, 2e15)
 ax.set_xlabel("capacity (bytes, log scale)")
 ax.set_ylabel("bandwidth (bytes/s, log scale)")
 ax.set_title("H100 SXM memory hierarchy: the big levels are the slow ones")
@@ -230,28 +319,29 @@ plt.show()
 # So a kernel has to do about 295 floating-point operations for every byte it reads or writes
 # before the tensor cores, rather than HBM, become the limit. Very few kernels manage that.
 #
-# **Exercise.** Write `ridge_point`. Units: FLOP/s and byte/s in, FLOP/byte out. A peak that is
-# zero, negative or not a number is a mistake in the caller's input: raise `ValueError` with a
-# message that says which argument was wrong and what was expected (the `_require_positive`
-# helper above does exactly that).
+# **Exercise.** Write `ridge_point`. Units: FLOP/s and byte/s in, FLOP/byte out, returned as a
+# Python `float`. A peak that is zero, negative, infinite or NaN is a mistake in the caller's
+# input: raise `ValueError` with a message that says which argument was wrong and what was
+# expected; a peak that is not a number at all (say the string `"989e12"`) raises `TypeError`.
+# The `_require_positive` helper above does both.
 
-# %% deletable=false nbgrader={"grade": false, "grade_id": "ridge_point", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "5f4d9185c4acff8755a148524d462e91", "cell_type": "code"}
+# %% deletable=false nbgrader={"grade": false, "grade_id": "ridge_point", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "3daab42765de560dafa3471b80fbfef5", "cell_type": "code"}
 def ridge_point(peak_flops, peak_bandwidth):
     """Arithmetic intensity (FLOP/byte) at which the roofline bends: peak_flops / peak_bandwidth.
 
     peak_flops is in FLOP/s and peak_bandwidth in byte/s; both must be positive and finite
-    (ValueError otherwise). Returns a Python float.
+    (ValueError otherwise; TypeError if one is not a number). Returns a Python float.
     """
     # YOUR CODE HERE
     raise NotImplementedError("ridge_point: implement this (see the docstring)")
 
 
-# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_ridge_point", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "7605b8bbb8bca75d291b98f320c44da7", "cell_type": "code"}
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_ridge_point", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "b96261d273212317041f1672ba21ed62", "cell_type": "code"}
 assert abs(ridge_point(989e12, 3.35e12) - 295.2) < 0.1, (
     "H100 SXM BF16 ridge should be ~295 FLOP/byte"
 )
 assert abs(ridge_point(65e12, 320e9) - 203.1) < 0.1, "T4 FP16 tensor ridge should be ~203 FLOP/byte"
-assert isinstance(ridge_point(1e12, 1e12), float)
+assert isinstance(ridge_point(1e12, 1e12), float), "ridge_point must return a Python float"
 expect_raises(ValueError, ridge_point, 0, 3.35e12)
 expect_raises(ValueError, ridge_point, 989e12, -1.0)
 print("ridge_point: self-checks passed")
@@ -261,31 +351,35 @@ print("ridge_point: self-checks passed")
 # **Exercise.** Write `attainable_flops`, the roofline itself. It must accept a single intensity
 # (return a Python `float`) and also a NumPy array of intensities (return an array of the same
 # shape, computed without a Python loop: `np.minimum` is your friend). That lets you draw the whole
-# roofline with one call. A negative intensity has no meaning: raise `ValueError`.
+# roofline with one call. A negative or NaN intensity has no meaning: raise `ValueError`, also
+# when only one element of an array is bad. Peaks follow `ridge_point`'s rules. An intensity that
+# is not a number raises `TypeError`.
 
-# %% deletable=false nbgrader={"grade": false, "grade_id": "attainable_flops", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "31bf0dfaa7776f0dce5dbddc95846748", "cell_type": "code"}
+# %% deletable=false nbgrader={"grade": false, "grade_id": "attainable_flops", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "2d7667ca438f9bd490bdc53681948a2b", "cell_type": "code"}
 def attainable_flops(intensity, peak_flops, peak_bandwidth):
     """Roofline: min(intensity * peak_bandwidth, peak_flops), in FLOP/s.
 
     intensity is in FLOP/byte: a scalar (returns a float) or a numpy array (returns a float64
     array of the same shape). Negative or NaN intensity -> ValueError; non-positive peaks ->
-    ValueError. An infinite intensity attains peak_flops.
+    ValueError; non-numbers -> TypeError. An infinite intensity attains peak_flops.
     """
     # YOUR CODE HERE
     raise NotImplementedError("attainable_flops: implement this (see the docstring)")
 
 
-# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_attainable_flops", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "933e06b0df832630397f3f284a04066f", "cell_type": "code"}
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_attainable_flops", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "a34cc745f6ba2b01f94d3782261916cf", "cell_type": "code"}
 _peak, _bw = 989e12, 3.35e12
-assert isinstance(attainable_flops(1.0, _peak, _bw), float)
+assert isinstance(attainable_flops(1.0, _peak, _bw), float), "a scalar in gives a float out"
 assert abs(attainable_flops(1.0, _peak, _bw) - 3.35e12) < 1e3, (
     "at 1 FLOP/byte you get 1 x bandwidth"
 )
 assert attainable_flops(1e4, _peak, _bw) == _peak, "far right of the ridge you get the peak"
 _grid = np.array([[0.0, 10.0], [295.2, 1000.0]])
 _roof = attainable_flops(_grid, _peak, _bw)
-assert isinstance(_roof, np.ndarray) and _roof.shape == (2, 2)
-assert np.allclose(_roof, [[0.0, 33.5e12], [_peak, _peak]], rtol=1e-3)
+assert isinstance(_roof, np.ndarray) and _roof.shape == (2, 2), "an array in gives an array out"
+assert np.allclose(_roof, [[0.0, 33.5e12], [_peak, _peak]], rtol=1e-3), (
+    f"elementwise min(intensity * bandwidth, peak) expected, got {_roof}"
+)
 expect_raises(ValueError, attainable_flops, -0.5, _peak, _bw)
 expect_raises(ValueError, attainable_flops, np.array([1.0, -1.0]), _peak, _bw)
 expect_raises(ValueError, attainable_flops, 1.0, 0.0, _bw)
@@ -295,20 +389,21 @@ print("attainable_flops: self-checks passed")
 # %% [markdown]
 # **Exercise.** Write `is_memory_bound`: `True` when the intensity lies *strictly* left of the
 # ridge. Exactly at the ridge both limits are equal; call that compute-bound. Return a plain Python
-# `bool` (not `numpy.bool_`).
+# `bool` (not `numpy.bool_`). The intensity is one number; bad intensities and peaks raise as in
+# `attainable_flops`.
 
-# %% deletable=false nbgrader={"grade": false, "grade_id": "is_memory_bound", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "54e67020f0f1530d674776a8c8501e1c", "cell_type": "code"}
+# %% deletable=false nbgrader={"grade": false, "grade_id": "is_memory_bound", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "1827bb539746f7877af14fd83028b0b0", "cell_type": "code"}
 def is_memory_bound(intensity, peak_flops, peak_bandwidth):
     """True when intensity (FLOP/byte, a scalar) is strictly below the ridge point.
 
     At the ridge itself the answer is False. Negative or NaN intensity -> ValueError;
-    non-positive peaks -> ValueError. Returns a Python bool.
+    non-positive peaks -> ValueError; non-numbers -> TypeError. Returns a Python bool.
     """
     # YOUR CODE HERE
     raise NotImplementedError("is_memory_bound: implement this (see the docstring)")
 
 
-# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_is_memory_bound", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "dd21b0725f7137720599cc1ec09c6bc4", "cell_type": "code"}
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_is_memory_bound", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "72738d599323cf9136b295f334c3c42d", "cell_type": "code"}
 assert is_memory_bound(1.0, 989e12, 3.35e12) is True, "decode at ~1 FLOP/byte is memory-bound"
 assert is_memory_bound(1365.0, 989e12, 3.35e12) is False, "a 4096^3 BF16 GEMM is compute-bound"
 assert is_memory_bound(ridge_point(989e12, 3.35e12), 989e12, 3.35e12) is False, (
@@ -317,6 +412,7 @@ assert is_memory_bound(ridge_point(989e12, 3.35e12), 989e12, 3.35e12) is False, 
 assert is_memory_bound(100.0, 8.1e12, 320e9) is False, "T4 FP32 ridge is only ~25 FLOP/byte"
 expect_raises(ValueError, is_memory_bound, -1.0, 989e12, 3.35e12)
 expect_raises(ValueError, is_memory_bound, 1.0, 989e12, 0)
+expect_raises(TypeError, is_memory_bound, "1.0", 989e12, 3.35e12)
 print("is_memory_bound: self-checks passed")
 
 # %% [markdown]
@@ -339,8 +435,8 @@ print("is_memory_bound: self-checks passed")
 # %% tags=["demo"]
 import matplotlib.pyplot as plt
 
-H100_BF16, H100_HBM = 989e12, 3.35e12
-T4_FP16, T4_GDDR6 = 65e12, 320e9
+H100_BF16, H100_HBM = peak_figures("H100_SXM")  # from course.toml
+T4_FP16, T4_GDDR6 = peak_figures("T4")
 
 
 def gemm_intensity(m, n, k, dtype_bytes=2):
@@ -359,7 +455,7 @@ llm_ops = [  # (label, FLOP/byte, label offset in points)
 ]
 
 intensities = np.logspace(-1.5, 4, 400)
-fig, ax = plt.subplots(figsize=(9, 5.5))
+fig, ax = plt.subplots(figsize=(9.5, 5.5))
 ax.loglog(
     intensities,
     attainable_flops(intensities, H100_BF16, H100_HBM) / 1e12,
@@ -384,7 +480,7 @@ for label, intensity, offset in llm_ops:
     bound = "memory" if is_memory_bound(intensity, H100_BF16, H100_HBM) else "compute"
     print(f"{label:28s} {intensity:10.2f} {tflops:13.1f}  {bound}")
     ax.scatter(intensity, tflops, s=60, zorder=3)
-    ax.annotate(label, (intensity, tflops), xytext=offset, textcoords="offset points", fontsize=9)
+    ax.annotate(label, (intensity, tflops), xytext=offset, textcoords="offset points", fontsize=8.5)
 ax.set_xlabel("arithmetic intensity (FLOP/byte)")
 ax.set_ylabel("attainable performance (TFLOP/s)")
 ax.set_title("Roofline: most LLM operations sit left of the ridge")
@@ -404,8 +500,8 @@ plt.show()
 # %% [markdown]
 # ## §4 SIMT: threads, warps, blocks and a grid
 #
-# CUDA is **SIMT**: single instruction, multiple threads. You write the program of *one* thread,
-# and the hardware runs it for many threads at once:
+# CUDA follows the **SIMT** model (single instruction, multiple threads). Your code describes what
+# *one* thread does, and the hardware runs that code for many threads at once:
 #
 # ```
 # grid   all the blocks of one kernel launch, covering the whole problem
@@ -430,35 +526,100 @@ plt.show()
 # **Exercise.** Write `launch_config(n, threads_per_block=256)`: the smallest number of blocks
 # whose threads cover `n` elements, i.e. $\lceil n / \text{tpb} \rceil$. Use integer arithmetic
 # (a float `math.ceil(n / tpb)` goes wrong for very large `n`). Because the last block may be only
-# partly needed, every kernel launched this way needs a bounds check. Reject `n < 1` and a block
-# size outside 1..1024 (CUDA's limit) with `ValueError`. Block sizes that are multiples of 32 fill
-# their warps; 128 to 512 is the usual range.
+# partly needed, every kernel launched this way needs a bounds check. Return a `tuple` of two
+# Python `int`s, `(blocks, threads_per_block)`, ready to unpack into `kernel[blocks, tpb]`. Reject
+# `n < 1` and a block size outside 1..1024 (CUDA's limit) with `ValueError`, and a non-integer
+# (`2.5`, `"256"`, `True`) with `TypeError`. Block sizes that are multiples of 32 fill their warps;
+# 128 to 512 is the usual range.
 
-# %% deletable=false nbgrader={"grade": false, "grade_id": "launch_config", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "44f8a18da9656d414205283a36effdad", "cell_type": "code"}
+# %% deletable=false nbgrader={"grade": false, "grade_id": "launch_config", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "7788cde0d27362fbd5198c1e3adaf3c4", "cell_type": "code"}
 def launch_config(n, threads_per_block=256):
-    """(blocks, threads_per_block) for a 1-D launch covering n elements; both Python ints.
+    """(blocks, threads_per_block) for a 1-D launch covering n elements: a tuple of Python ints.
 
-    blocks = ceil(n / threads_per_block). n must be an integer >= 1 and threads_per_block an
-    integer in 1..1024 (ValueError otherwise; TypeError for non-integers).
+    blocks = ceil(n / threads_per_block), computed with integers. n must be >= 1 and
+    threads_per_block in 1..1024 (ValueError otherwise); non-integers raise TypeError.
     """
     # YOUR CODE HERE
     raise NotImplementedError("launch_config: implement this (see the docstring)")
 
 
-# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_launch_config", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "7d1b6d84145315316d41a84469882032", "cell_type": "code"}
-assert launch_config(1000) == (4, 256)
-assert launch_config(1024, 256) == (4, 256)
-assert launch_config(1025, 256) == (5, 256)
-assert launch_config(1, 1024) == (1, 1024)
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_launch_config", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "f6b4feca314eb30b5cd3844431b61a0c", "cell_type": "code"}
+assert launch_config(1000) == (4, 256), "1000 elements at 256 per block need 4 blocks"
+assert launch_config(1024, 256) == (4, 256), "exactly 4 full blocks"
+assert launch_config(1025, 256) == (5, 256), "one element more needs a fifth block"
+assert launch_config(1, 1024) == (1, 1024), "one element still needs one block"
+assert type(launch_config(10)) is tuple, "return a tuple (blocks, threads_per_block)"
 assert launch_config(2**24) == (65536, 256), (
     "16M elements at 256 threads per block -> 65,536 blocks"
 )
 _blocks, _tpb = launch_config(10**6, 128)
-assert type(_blocks) is int and type(_tpb) is int
+assert type(_blocks) is int and type(_tpb) is int, "both entries must be Python ints"
 expect_raises(ValueError, launch_config, 0)
 expect_raises(ValueError, launch_config, 100, 0)
 expect_raises(ValueError, launch_config, 100, 2048)
+expect_raises(TypeError, launch_config, 100.0)
 print("launch_config: self-checks passed")
+
+
+# %% [markdown]
+# ### Warp divergence
+#
+# A warp has one program counter for its 32 lanes. When the lanes disagree at an `if`, the warp
+# cannot run both sides at once: it runs the `if` side with the other lanes switched off, then the
+# `else` side with the first group switched off. Each side costs 32 lane-slots of issue time
+# whether 1 lane or 31 lanes need it. (Volta and later GPUs track each thread's progress, which
+# changes how threads may synchronise inside a warp, but the two sides still do not execute in the
+# same cycle.)
+#
+# Count the work in lane-slots. Take an `if` and an `else` of equal cost. A warp whose lanes all
+# agree runs one side: 32 slots, 32 of them useful. A warp that splits runs both: 64 slots for
+# the same 32 useful lane-results, so half the issue slots are wasted, however the 32 lanes split.
+# A branch on `threadIdx.x % 2` wastes half of every warp. A branch on `i < n` (the bounds check)
+# splits at most one warp of the whole grid. A branch on `threadIdx.x // 32 % 2` costs nothing,
+# because it sends whole warps one way or the other.
+#
+# **Exercise.** Write `divergence_efficiency(branch_taken)`. `branch_taken` is one warp's outcomes
+# of an `if`, exactly 32 entries, each `True` (the lane takes the `if` side) or `False`: a list, a
+# tuple or a NumPy array of dtype `bool`. Return, as a Python `float`, the useful lane-slots
+# divided by the lane-slots spent when each side that some lane takes runs once over all 32
+# lanes: `1.0` when the lanes agree, `0.5` when they split. A sequence whose length is not 32
+# raises `ValueError`; an entry that is not a bool (`1`, `None`, a string) raises `TypeError`.
+
+# %% deletable=false nbgrader={"grade": false, "grade_id": "divergence_efficiency", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "99c11307310770c6293c54b2a3745185", "cell_type": "code"}
+def divergence_efficiency(branch_taken):
+    """Fraction of one warp's lane-slots doing useful work at an if/else of equal cost.
+
+    branch_taken: 32 bools (list, tuple or bool numpy array), True where a lane takes the `if`
+    side. Returns a Python float: 1.0 when all lanes agree, 0.5 when they split. A length other
+    than 32 raises ValueError; a non-bool entry raises TypeError.
+    """
+    # YOUR CODE HERE
+    raise NotImplementedError("divergence_efficiency: implement this (see the docstring)")
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_divergence_efficiency", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "5cdc3826cbb6f3e6c7dd96c367626b21", "cell_type": "code"}
+_lanes = np.arange(32)
+assert divergence_efficiency([True] * 32) == 1.0, "every lane takes the if: no divergence"
+assert divergence_efficiency([False] * 32) == 1.0, "every lane skips it: no divergence either"
+assert divergence_efficiency(list(_lanes % 2 == 0)) == 0.5, "odd/even lanes split: both sides run"
+assert divergence_efficiency(_lanes == 5) == 0.5, "one lane alone still costs a whole pass"
+assert type(divergence_efficiency(tuple([True] * 32))) is float, "return a Python float"
+expect_raises(ValueError, divergence_efficiency, [True] * 31)
+expect_raises(TypeError, divergence_efficiency, [1] * 32)
+print("divergence_efficiency: self-checks passed")
+
+# %% tags=["demo"]
+# Four branch conditions over the 8 warps of a 256-thread block, warp by warp.
+_tid = np.arange(256)
+conditions = {
+    "tid % 2 == 0": _tid % 2 == 0,
+    "tid < 200 (a bounds check)": _tid < 200,
+    "(tid // 32) % 2 == 0": (_tid // 32) % 2 == 0,
+    "tid % 32 == 0": _tid % 32 == 0,
+}
+for label, taken in conditions.items():
+    per_warp = [divergence_efficiency(taken[w * 32 : (w + 1) * 32]) for w in range(8)]
+    print(f"{label:28s} mean efficiency {np.mean(per_warp):.3f}  per warp {per_warp}")
 
 
 # %% [markdown]
@@ -492,6 +653,111 @@ print("launch_config: self-checks passed")
 # memory-bound kernels make sure each SM has plenty of warps waiting on memory.
 
 # %% [markdown]
+# ### Computing occupancy
+#
+# The course GPU is the T4, so work the numbers out for it as well as for the H100. The per-SM
+# limits of each GPU are kept once, in `course.toml` (`[hardware.T4.sm]`, `[hardware.H100_SXM.sm]`):
+#
+# | per SM | T4 (cc 7.5) | H100 (cc 9.0) |
+# |---|---|---|
+# | threads | 1,024 | 2,048 |
+# | warps | 32 | 64 |
+# | blocks | 16 | 32 |
+# | 32-bit registers | 65,536 | 65,536 |
+# | shared memory | 64 KB | 228 KB |
+#
+# The helper `sm_limits("T4")` reads them into a dict with the keys `max_threads`, `max_blocks`,
+# `max_warps`, `registers`, `shared_memory_bytes` and `register_granularity`.
+#
+# How many blocks of a kernel fit on one SM at once is the smallest of four limits:
+#
+# 1. **threads**: the SM holds `max_warps` warps and a block occupies `ceil(tpb / 32)` of them
+#    (a partial warp still takes a whole warp), so at most `max_warps // warps_per_block` blocks;
+# 2. **blocks**: at most `max_blocks`;
+# 3. **registers**: registers are handed out per warp, `32 x registers_per_thread` rounded up to a
+#    multiple of `register_granularity` (256); the SM fits `registers // per_warp` warps, so
+#    `(registers // per_warp) // warps_per_block` blocks. Zero registers per thread sets no limit;
+# 4. **shared memory**: `shared_memory_bytes // shared_bytes_per_block` blocks; zero bytes per
+#    block sets no limit.
+#
+# Then `warps_per_sm = blocks_per_sm x warps_per_block` and the occupancy is `warps_per_sm /
+# max_warps`. This is a simplified version of CUDA's occupancy calculator: it leaves out the
+# shared memory the driver reserves per block and the finer rounding of some GPUs, which change
+# a few cases by one block.
+#
+# **Exercise.** Write `occupancy(threads_per_block, registers_per_thread, shared_bytes_per_block,
+# sm)`. Return a dict with exactly these keys:
+#
+# * `"blocks_per_sm"` and `"warps_per_sm"`: Python `int`s;
+# * `"occupancy"`: a Python `float` between 0 and 1;
+# * `"limited_by"`: the limit that sets `blocks_per_sm`, one of `"threads"`, `"blocks"`,
+#   `"registers"`, `"shared_memory"`. When several limits give the same smallest count, name the
+#   first of them in that order.
+#
+# Arguments: `threads_per_block` from 1 to `sm["max_threads"]`, `registers_per_thread` from 0 to
+# 255 (CUDA's per-thread maximum), `shared_bytes_per_block` from 0 to `sm["shared_memory_bytes"]`;
+# a value outside its range, or a combination that fits no block at all on the SM (say 1,024
+# threads using 255 registers each), raises `ValueError` naming the resource. A non-integer
+# argument raises `TypeError`, and so does an `sm` that is not a dict with the six keys above.
+
+# %% deletable=false nbgrader={"grade": false, "grade_id": "occupancy", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "989ebe1051f39a73e73e33687e8bbf49", "cell_type": "code"}
+def occupancy(threads_per_block, registers_per_thread, shared_bytes_per_block, sm):
+    """Blocks and warps of one kernel resident per SM, the occupancy, and what limits it.
+
+    sm is a per-SM limits dict (see sm_limits). Returns {"blocks_per_sm": int, "warps_per_sm":
+    int, "occupancy": float, "limited_by": "threads" | "blocks" | "registers" | "shared_memory"};
+    ties go to the first in that order. Out-of-range values, or a block that cannot fit on the
+    SM, raise ValueError; non-integers and a malformed sm raise TypeError.
+    """
+    # YOUR CODE HERE
+    raise NotImplementedError("occupancy: implement this (see the docstring)")
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_occupancy", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "dc596e3f969d41942d64e8363ee6d205", "cell_type": "code"}
+T4_SM, H100_SM = sm_limits("T4"), sm_limits("H100_SXM")
+_o = occupancy(256, 32, 0, T4_SM)
+assert _o == {"blocks_per_sm": 4, "warps_per_sm": 32, "occupancy": 1.0, "limited_by": "threads"}, (
+    f"T4, 256 threads x 32 registers: 4 blocks fill all 32 warps, got {_o}"
+)
+_o = occupancy(256, 64, 0, H100_SM)
+assert _o["blocks_per_sm"] == 4 and _o["occupancy"] == 0.5 and _o["limited_by"] == "registers", (
+    f"H100, 64 registers per thread: 2,048 registers per warp, 32 warps, 4 blocks, got {_o}"
+)
+_o = occupancy(32, 16, 0, T4_SM)
+assert _o["blocks_per_sm"] == 16 and _o["limited_by"] == "blocks", (
+    f"T4, one-warp blocks: the 16-block limit leaves 16 of 32 warps, got {_o}"
+)
+_o = occupancy(128, 32, 40 * 1024, H100_SM)
+assert _o["blocks_per_sm"] == 5 and _o["limited_by"] == "shared_memory", (
+    f"H100, 40 KB of shared memory per block: 228 // 40 = 5 blocks, got {_o}"
+)
+assert type(_o["occupancy"]) is float and type(_o["warps_per_sm"]) is int, "plain float and int"
+assert occupancy(48, 0, 0, T4_SM)["warps_per_sm"] == 32, "48 threads still take two whole warps"
+expect_raises(ValueError, occupancy, 1024, 255, 0, T4_SM)
+expect_raises(ValueError, occupancy, 2048, 32, 0, T4_SM)
+expect_raises(TypeError, occupancy, 256.0, 32, 0, T4_SM)
+print("occupancy: self-checks passed")
+
+# %% tags=["demo"]
+import matplotlib.pyplot as plt
+
+regs = np.arange(16, 256, 8)
+fig, ax = plt.subplots(figsize=(8, 4.5))
+for gpu, style in (("T4", "-"), ("H100_SXM", "--")):
+    limits = sm_limits(gpu)
+    fraction = [occupancy(256, int(r), 0, limits)["occupancy"] for r in regs]
+    ax.step(regs, fraction, style, where="post", label=f"{gpu}, 256 threads per block")
+ax.set_xlabel("registers per thread")
+ax.set_ylabel("occupancy (fraction of the SM's warps)")
+ax.set_ylim(0, 1.05)
+ax.set_title("More registers per thread, fewer resident warps")
+ax.grid(True, alpha=0.3)
+ax.legend()
+fig.tight_layout()
+plt.show()
+
+
+# %% [markdown]
 # ## §6 Your first kernel: vector add
 #
 # Adding two vectors is the "hello world" of GPU programming. Thread `i` reads `a[i]` and `b[i]` and
@@ -510,6 +776,13 @@ print("launch_config: self-checks passed")
 # raises `IndexError`. On a real GPU it may silently corrupt a neighbouring buffer, or kill the whole
 # CUDA context with an "illegal address" error. The self-check below launches more threads than
 # elements on purpose.
+#
+# What the grader checks: `a`, `b` and `c` are 1-D arrays of one float dtype, float32 or float64
+# (both are tested), and the sum must keep that dtype's precision, so do not convert inside the
+# kernel. Sizes from 1 to a few thousand on several blocks, and the PTX compile for the T4
+# (signature `void(float32[:], float32[:], float32[:])`). On a GPU runner, at 2^24 float32
+# elements and 256 threads per block, your kernel must reach at least **60% of the bandwidth of
+# PyTorch's own `a + b`**, timed in the same run on the same GPU.
 
 # %% deletable=false nbgrader={"grade": false, "grade_id": "vector_add", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "2a21c568508ec1d3d673720de3fa7842", "cell_type": "code"}
 @cuda.jit
@@ -522,13 +795,19 @@ def vector_add(a, b, c):
     raise NotImplementedError("vector_add: implement this (see the docstring)")
 
 
-# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_vector_add", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "2b245c34c636d350e99b4abbfa1c98a2", "cell_type": "code"}
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_vector_add", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "c0feeb16af84c15cc9d2b6741f0ccd3f", "cell_type": "code"}
 _rng = np.random.default_rng(0)
 _a = _rng.standard_normal(1000).astype(np.float32)
 _b = _rng.standard_normal(1000).astype(np.float32)
-_c = np.zeros_like(_a)
+_c = np.full_like(_a, np.nan)
 vector_add[4, 256](_a, _b, _c)  # 1,024 threads for 1,000 elements: the bounds check matters
-np.testing.assert_allclose(_c, _a + _b, rtol=1e-6)
+expect_written("vector_add", _c)
+np.testing.assert_allclose(_c, _a + _b, rtol=1e-6, err_msg="vector_add: c[i] != a[i] + b[i]")
+_c64 = np.full(300, np.nan)
+vector_add[3, 128](_a[:300].astype(np.float64), _b[:300].astype(np.float64), _c64)
+np.testing.assert_array_equal(
+    _c64, _a[:300].astype(np.float64) + _b[:300], err_msg="vector_add on float64: keep the dtype"
+)
 print("vector_add: self-checks passed")
 
 
@@ -541,31 +820,35 @@ print("vector_add: self-checks passed")
 # * check that `a` and `b` have the same shape (`ValueError` naming both shapes otherwise);
 # * copy the inputs to the device with `cuda.to_device`, and allocate the output there with
 #   `cuda.device_array` (with the inputs' dtype);
-# * launch `vector_add` with your `launch_config`, then bring the result back with
-#   `.copy_to_host()`.
+# * launch *your* `vector_add` (the grader checks that the wrapper's result comes from it) with
+#   your `launch_config`, then bring the result back with `.copy_to_host()`.
 #
 # The kernel indexes 1-D arrays, so flatten multi-dimensional inputs (`np.ascontiguousarray(x).ravel()`)
 # and reshape the result. The output has the inputs' dtype (NumPy's common dtype if they differ),
-# and an empty input gives an empty output.
+# and an empty input gives an empty output. Inputs that do not hold numbers raise `TypeError`.
 
-# %% deletable=false nbgrader={"grade": false, "grade_id": "gpu_vector_add", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "72449dd145e303973f4555d8005c1cf8", "cell_type": "code"}
+# %% deletable=false nbgrader={"grade": false, "grade_id": "gpu_vector_add", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "921b294306dcdce0aa99efc8939f8482", "cell_type": "code"}
 def gpu_vector_add(a, b, threads_per_block=256):
     """Host wrapper: a + b computed by `vector_add` on the device; returns a numpy array.
 
     a and b must have the same shape (ValueError otherwise); any shape works (flattened for the
     launch, reshaped after). The result has the inputs' dtype (their common dtype if they differ).
-    Empty inputs give an empty result without a launch.
+    Empty inputs give an empty result without a launch; non-numeric dtypes raise TypeError.
     """
     # YOUR CODE HERE
     raise NotImplementedError("gpu_vector_add: implement this (see the docstring)")
 
 
-# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_gpu_vector_add", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "5971ca2b78a8528e7e831bed552c4478", "cell_type": "code"}
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_gpu_vector_add", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "1bf9aa973a978808f46838f318be7c8c", "cell_type": "code"}
 _x = np.arange(700, dtype=np.float32)
 _y = np.full(700, 0.5, dtype=np.float32)
 _z = gpu_vector_add(_x, _y, threads_per_block=128)
-assert isinstance(_z, np.ndarray) and _z.dtype == np.float32 and _z.shape == (700,)
-np.testing.assert_allclose(_z, _x + _y)
+assert isinstance(_z, np.ndarray) and _z.dtype == np.float32 and _z.shape == (700,), (
+    f"expected a float32 array of shape (700,), got {type(_z).__name__} {getattr(_z, 'shape', '')}"
+)
+np.testing.assert_allclose(_z, _x + _y, err_msg="gpu_vector_add: wrong sums")
+_grid = gpu_vector_add(np.ones((3, 5)), np.ones((3, 5)))
+assert _grid.shape == (3, 5), f"a (3, 5) input gives a (3, 5) result, got {_grid.shape}"
 assert gpu_vector_add(np.ones(5), np.ones(5)).dtype == np.float64, "output keeps the input dtype"
 expect_raises(ValueError, gpu_vector_add, np.ones(4), np.ones(5))
 print("gpu_vector_add: self-checks passed")
@@ -581,26 +864,27 @@ print("gpu_vector_add: self-checks passed")
 # move the 201 MB of a 16M-element FP32 add in about 60 µs.
 #
 # **Exercise.** Write `effective_bandwidth_gbs(bytes_moved, elapsed_ms)`. Mind the units: time in
-# **milliseconds**, result in **GB/s with 1 GB = 10⁹ bytes** (the unit GPU datasheets use). A
-# non-positive time or negative byte count is an error.
+# **milliseconds**, result in **GB/s with 1 GB = 10⁹ bytes** (the unit GPU datasheets use), as a
+# Python `float`. A time that is not positive or a negative byte count raises `ValueError`; a
+# value that is not a number raises `TypeError`.
 
-# %% deletable=false nbgrader={"grade": false, "grade_id": "effective_bandwidth_gbs", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "ced3018f09025d90169a6ee5b2d72eb6", "cell_type": "code"}
+# %% deletable=false nbgrader={"grade": false, "grade_id": "effective_bandwidth_gbs", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "9973701eed7dca89b720ff09950a35fc", "cell_type": "code"}
 def effective_bandwidth_gbs(bytes_moved, elapsed_ms):
     """Effective bandwidth in GB/s (1 GB = 1e9 bytes) of moving bytes_moved in elapsed_ms.
 
     bytes_moved must be >= 0 and finite; elapsed_ms (milliseconds) must be > 0 and finite
-    (ValueError otherwise). Returns a Python float.
+    (ValueError otherwise; TypeError for non-numbers). Returns a Python float.
     """
     # YOUR CODE HERE
     raise NotImplementedError("effective_bandwidth_gbs: implement this (see the docstring)")
 
 
-# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_effective_bandwidth_gbs", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "92d6cdd6d6a32b8626e7a4b5184a665e", "cell_type": "code"}
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_effective_bandwidth_gbs", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "06f9ddf74fb167e0b0725540f3236c1d", "cell_type": "code"}
 assert abs(effective_bandwidth_gbs(1e9, 1000.0) - 1.0) < 1e-12, "1e9 bytes in one second is 1 GB/s"
-assert abs(effective_bandwidth_gbs(12e6, 1.0) - 12.0) < 1e-9
+assert abs(effective_bandwidth_gbs(12e6, 1.0) - 12.0) < 1e-9, "12 MB in 1 ms is 12 GB/s"
 _bytes = 3 * 4 * 2**24  # FP32 vector add of 16M elements
-assert abs(effective_bandwidth_gbs(_bytes, 0.06) - 3355.4) < 0.1
-assert effective_bandwidth_gbs(0, 1.0) == 0.0
+assert abs(effective_bandwidth_gbs(_bytes, 0.06) - 3355.4) < 0.1, "201 MB in 60 us"
+assert effective_bandwidth_gbs(0, 1.0) == 0.0, "no bytes, no bandwidth"
 expect_raises(ValueError, effective_bandwidth_gbs, 1e6, 0.0)
 expect_raises(ValueError, effective_bandwidth_gbs, -1, 1.0)
 print("effective_bandwidth_gbs: self-checks passed")
@@ -625,15 +909,15 @@ bytes_moved = 3 * a_host.nbytes
 if ON_GPU:
     import torch
 
-    d_a, d_b = cuda.to_device(a_host), cuda.to_device(b_host)
-    d_c = cuda.device_array_like(d_a)
-    vector_add[blocks, tpb](d_a, d_b, d_c)  # warm-up (includes compilation)
+    dev_a, dev_b = cuda.to_device(a_host), cuda.to_device(b_host)
+    dev_c = cuda.device_array_like(dev_a)
+    vector_add[blocks, tpb](dev_a, dev_b, dev_c)  # warm-up (includes compilation)
     cuda.synchronize()
     start, end = cuda.event(), cuda.event()
     repeats = 50
     start.record()
     for _ in range(repeats):
-        vector_add[blocks, tpb](d_a, d_b, d_c)
+        vector_add[blocks, tpb](dev_a, dev_b, dev_c)
     end.record()
     end.synchronize()
     ms = start.elapsed_time(end) / repeats
@@ -675,8 +959,9 @@ else:
 # ```
 #
 # Both loads bring in the same 128 *useful* bytes, but the strided one drags 1,024 bytes across
-# the bus: an 8× loss of bandwidth before any arithmetic happens. This is why **layout matters as
-# much as the algorithm**. Reading a row-major matrix down its columns, or a KV cache stored in an
+# the bus: an 8× loss of bandwidth before any arithmetic happens. Two programs that do the same
+# arithmetic on the same data can therefore differ by that factor purely through how the data is
+# arranged in memory. Walking a row-major matrix column by column, or a KV cache stored in an
 # order that does not match how decode reads it, wastes most of every sector. (PagedAttention,
 # Kwon et al. 2023, deliberately splits the KV cache into fixed-size pages: a little contiguity is
 # given up in exchange for far less wasted memory.)
@@ -684,27 +969,29 @@ else:
 # **Exercise.** Write `sectors_per_warp(stride, itemsize=4, warp_size=32, sector_bytes=32)`: lane
 # `l` reads byte address `l * stride * itemsize` (the warp starts on a sector boundary); return how
 # many *distinct* sectors those addresses fall in. Stride 0 (every lane reads the same element) is
-# one sector. A negative stride or a non-positive size is a `ValueError`.
+# one sector. Return a Python `int`. A negative stride or a non-positive size is a `ValueError`;
+# an argument that is not an integer (`1.0`, `True`) is a `TypeError`.
 
-# %% deletable=false nbgrader={"grade": false, "grade_id": "sectors_per_warp", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "2447a579acbcdc5dd16ace17e2b57358", "cell_type": "code"}
+# %% deletable=false nbgrader={"grade": false, "grade_id": "sectors_per_warp", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "299a5a0dd3961c0770fc59a0b69804b4", "cell_type": "code"}
 def sectors_per_warp(stride, itemsize=4, warp_size=32, sector_bytes=32):
     """Distinct sector_bytes-sized sectors touched when lane l reads byte l * stride * itemsize.
 
     stride is in elements (>= 0); itemsize and sector_bytes in bytes, warp_size in lanes (all
-    >= 1). The warp's first address is sector-aligned. Returns a Python int (stride 0 -> 1).
+    >= 1; ValueError otherwise, TypeError for non-integers). The warp's first address is
+    sector-aligned. Returns a Python int (stride 0 -> 1).
     """
     # YOUR CODE HERE
     raise NotImplementedError("sectors_per_warp: implement this (see the docstring)")
 
 
-# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_sectors_per_warp", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "70935ca60bfaea3159d7a6694b092a03", "cell_type": "code"}
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_sectors_per_warp", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "412db1d2bd4c099ae1ddb8cfc9e8c78f", "cell_type": "code"}
 assert sectors_per_warp(1) == 4, "32 consecutive fp32 values = 128 bytes = 4 sectors"
 assert sectors_per_warp(32) == 32, "each lane in its own sector"
 assert sectors_per_warp(0) == 1, "all lanes read the same element"
-assert sectors_per_warp(2) == 8
+assert sectors_per_warp(2) == 8, "stride 2: 256 bytes span 8 sectors"
 assert sectors_per_warp(1, itemsize=2) == 2, "32 consecutive fp16 values = 64 bytes"
-assert sectors_per_warp(1000) == 32
-assert type(sectors_per_warp(1)) is int
+assert sectors_per_warp(1000) == 32, "a large stride: one sector per lane"
+assert type(sectors_per_warp(1)) is int, "return a Python int"
 expect_raises(ValueError, sectors_per_warp, -1)
 expect_raises(ValueError, sectors_per_warp, 1, itemsize=0)
 expect_raises(ValueError, sectors_per_warp, 1, sector_bytes=0)
@@ -738,6 +1025,17 @@ for s, n32 in zip(strides, fp32, strict=True):
 # modulo wraps the index, so every stride copies the same number of elements and the only thing
 # that changes is the pattern.
 #
+# Choose the strides with care. With `n = 2**24` and a power-of-two stride `s`, the indices
+# `(i * s) % n` take only `n / s` distinct values: stride 32 reads the same 1/32 of the array 32
+# times over, a 2 MB slice that stays in the L2 cache, and the measurement shows L2's speed rather
+# than the cost of scattered DRAM reads. An odd stride shares no factor with `2**24`, so the
+# wrapped indices visit every element exactly once. The demo uses odd strides near each power of
+# two (3, 5, 9, 17, 33), which touch as many sectors per warp as their neighbours 2, 4, 8, 16, 32.
+#
+# What the grader checks: `src` and `dst` are 1-D float32 arrays (`dst` may be shorter than
+# `src`), `stride` an integer >= 0, several blocks, and the PTX compile for the T4 with the
+# signature `void(float32[:], float32[:], int64)`.
+#
 # **Exercise.** Write the body of the `strided_copy` kernel: global index, bounds check against
 # `dst.size`, then the strided, wrapped read.
 
@@ -752,12 +1050,15 @@ def strided_copy(src, dst, stride):
     raise NotImplementedError("strided_copy: implement this (see the docstring)")
 
 
-# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_strided_copy", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "6a51f6907b84c36677c9221e94fee3df", "cell_type": "code"}
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_strided_copy", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "f3b8100feb07a5b10ccc552ae01b5f8d", "cell_type": "code"}
 _src = np.arange(512, dtype=np.float32)
 for _stride in (1, 3, 32):
-    _dst = np.full(300, -1.0, dtype=np.float32)
+    _dst = np.full(300, np.nan, dtype=np.float32)
     strided_copy[2, 256](_src, _dst, _stride)  # 512 threads for 300 outputs
-    np.testing.assert_array_equal(_dst, _src[(np.arange(300) * _stride) % 512])
+    expect_written("strided_copy", _dst)
+    np.testing.assert_array_equal(
+        _dst, _src[(np.arange(300) * _stride) % 512], err_msg=f"strided_copy, stride {_stride}"
+    )
 print("strided_copy: self-checks passed")
 
 # %% [markdown]
@@ -765,15 +1066,15 @@ print("strided_copy: self-checks passed")
 #
 # On a GPU this copies 16M FP32 values at each stride and reports the *useful* bandwidth (8 bytes
 # per element: one read, one write). As the stride grows, each warp pulls in more sectors for the
-# same useful data and the bandwidth drops, until the L2 cache absorbs some of the waste. In the
-# simulator it only checks the results.
+# same useful data and the bandwidth drops until every lane has a sector of its own (stride 8 and
+# beyond for fp32). In the simulator it only checks the results.
 
 # %% tags=["demo"]
 import matplotlib.pyplot as plt
 
 src = np.arange(STRIDE_N, dtype=np.float32)
 blocks, tpb = launch_config(STRIDE_N)
-strides = [1, 2, 4, 8, 16, 32]
+strides = [1, 3, 5, 9, 17, 33]  # odd: each element is read exactly once (see above)
 d_src = cuda.to_device(src)
 d_dst = cuda.device_array_like(d_src)
 bandwidths = []
@@ -799,6 +1100,7 @@ if ON_GPU:
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.plot(strides, bandwidths, "o-")
     ax.set_xscale("log", base=2)
+    ax.set_xticks(strides, [str(s) for s in strides])
     ax.set_xlabel("read stride (elements)")
     ax.set_ylabel("useful bandwidth (GB/s)")
     ax.set_title(f"strided_copy on {cuda.get_current_device().name}")
@@ -811,52 +1113,211 @@ else:
 
 
 # %% [markdown]
-# ### The same effect in PyTorch: transposing copies
+# ## §8 Shared memory: a transpose that coalesces both ways
 #
-# You rarely write a copy kernel by hand, but you meet the same effect in PyTorch all the time.
-# `x.clone()` reads and writes an $n \times n$ matrix in order. `x.t().contiguous()` writes the
-# same bytes in order but has to *read* them down the columns, with a stride of $n$ elements. Same
-# bytes, same FLOPs (none), different access pattern. A transpose kernel that does not stage tiles
-# through shared memory to turn the column reads into row reads hits this wall.
+# Some operations cannot be made contiguous by choosing a better stride. A matrix transpose reads
+# rows and writes columns: whichever way the threads of a warp are laid out, one of the two sides
+# is strided. PyTorch meets this whenever `x.t().contiguous()` runs, and attention kernels meet it
+# when they need $K^\top$. Here you write the obvious kernel, measure what it costs, and then fix
+# it with shared memory.
 #
-# **Exercise.** Write `coalescing_slowdown(n=8192)`, which returns the time of `x.t().contiguous()`
-# divided by the time of `x.clone()` for one `n × n` float32 tensor `x` on the best available torch
-# device (`"cuda"` if `torch.cuda.is_available()`, else `"cpu"`). Measure carefully:
+# **Two-dimensional launches.** A launch can arrange its blocks and threads in 2-D:
+# `kernel[(grid_x, grid_y), (block_x, block_y)](...)`. Inside, `x, y = cuda.grid(2)` gives the
+# thread's global column `x = blockIdx.x * blockDim.x + threadIdx.x` and row `y` (the same with
+# `.y`). The 32 lanes of a warp are consecutive in `threadIdx.x`, so *x should run along the
+# contiguous (last) index* of a row-major array: then a warp's 32 accesses are neighbours.
 #
-# * import `torch` inside the function (importing it takes seconds, so only pay when needed);
-# * warm up each operation before timing it (the first call allocates memory and picks kernels);
-# * take several timings of each and use the **median**, which ignores the odd slow outlier;
-# * on CUDA, launches are asynchronous: time with `torch.cuda.Event(enable_timing=True)` and
-#   synchronise before reading the clock. On the CPU use `time.perf_counter()`;
-# * for small `n` a single copy takes microseconds, so time a loop of several copies per sample.
+# For a `rows x cols` source, `src[y, x]` read by a warp is contiguous (32 neighbours in one row)
+# but the matching write `dst[x, y]` touches 32 different rows of `dst`, each `rows` elements
+# apart: 32 sectors for 128 useful bytes, exactly the strided pattern of §7.
 #
-# `n < 1` is a `ValueError`.
+# **Exercise.** Write `transpose_naive(src, dst)`: thread `(x, y)` copies `src[y, x]` into
+# `dst[x, y]`, for every `y < src.shape[0]` and `x < src.shape[1]`, where `dst` has shape
+# `(src.shape[1], src.shape[0])`. Any block shape must work, and so must any matrix shape,
+# including shapes that are not multiples of the block (bounds-check both coordinates). The
+# grader tests float32 matrices in the simulator and compiles the kernel for the T4 with the
+# signature `void(float32[:, :], float32[:, :])`.
 
-# %% deletable=false nbgrader={"grade": false, "grade_id": "coalescing_slowdown", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "530f3809fe99a64fcb31c2c64ccf8bf5", "cell_type": "code"}
+# %% deletable=false nbgrader={"grade": false, "grade_id": "transpose_naive", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "79b53b2a07abda8f7d4af8be8417f770", "cell_type": "code"}
+@cuda.jit
+def transpose_naive(src, dst):
+    """Kernel: dst[x, y] = src[y, x] for all y < src.shape[0], x < src.shape[1] (2-D launch).
+
+    x = cuda.grid(2)[0] runs along src's columns, so reads coalesce and writes are strided.
+    """
+    # YOUR CODE HERE
+    raise NotImplementedError("transpose_naive: implement this (see the docstring)")
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_transpose_naive", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "352f01644035ab29111827eab5874a4b", "cell_type": "code"}
+_m = np.arange(37 * 21, dtype=np.float32).reshape(37, 21)  # neither side a multiple of the block
+_t = np.full((21, 37), np.nan, dtype=np.float32)
+transpose_naive[(3, 5), (8, 8)](_m, _t)  # 24 x 40 threads cover 21 columns x 37 rows
+expect_written("transpose_naive", _t)
+np.testing.assert_array_equal(_t, _m.T, err_msg="transpose_naive: dst[x, y] must be src[y, x]")
+print("transpose_naive: self-checks passed")
+
+# %% [markdown]
+# **The tiled transpose.** Shared memory is on-chip memory that every thread of a block can read
+# and write, declared inside the kernel with `cuda.shared.array(shape, dtype)`; its shape must be
+# made of compile-time constants such as the module-level `TILE` below. Here each block is one
+# warp, `TILE = 32` threads, and moves one `TILE x TILE` tile of the matrix; lane `lane =
+# cuda.threadIdx.x` owns one column of the tile:
+#
+# 1. for each row `r` of the tile, every lane reads one element of that row of `src` (32
+#    neighbours: a coalesced read) and stores it in the shared array, `tile[r, lane]`;
+# 2. `cuda.syncthreads()`: a barrier that no thread of the block passes until all of them reach
+#    it, so the whole tile is in place before anyone reads it back (since Volta the lanes of a
+#    warp are not guaranteed to run in step, so even a one-warp block needs it);
+# 3. for each row `r` of the output tile, every lane writes one element of that row of `dst`
+#    (32 neighbours again: a coalesced write), taking it from column `r` of the shared tile,
+#    `tile[lane, r]`. Block `(bx, by)` of `src` lands at block `(by, bx)` of `dst`.
+#
+# Global memory is now touched only in whole rows, both ways; the strided access has moved into
+# shared memory, which has no sectors. It does have **banks**: 32 of them, 4 bytes wide, and the
+# lanes of a warp that hit different addresses in the same bank wait for each other. A column of
+# a `TILE x TILE` float32 array with `TILE = 32` sits entirely in one bank, a 32-way conflict.
+# Declaring the tile `(TILE, TILE + 1)` shifts each row by one bank, so a column spreads over all
+# 32 banks. The extra column is never used. The shape of a shared array must be made of
+# constants Numba knows when it compiles, literally or as module-level integers: `TILE + 1`
+# computed inside the kernel is not accepted, so the padded width has its own name, `TILE_PADDED`.
+#
+# Why one warp per block and a loop, rather than one thread per element? Each lane issues 32
+# independent loads before it needs any of them, which keeps plenty of bytes in flight (the
+# compiler unrolls a loop over a constant `range(TILE)`), and a block needs only 32 threads. The
+# simulator starts a Python thread for every thread of a block at once, and the grader's sandbox
+# allows a few dozen, so a 1,024-thread block could not even run there.
+#
+# **Exercise.** Write `transpose_tiled(src, dst)`, same contract as `transpose_naive` (any shape,
+# float32), launched with blocks of exactly `(TILE, 1)` threads and a grid of
+# `(ceil(src.shape[1] / TILE), ceil(src.shape[0] / TILE))` blocks. Stage each tile through
+# `cuda.shared.array((TILE, TILE_PADDED), numba.float32)` with a `cuda.syncthreads()` between the
+# read and the write, and bounds-check every element on both sides: an element outside the
+# matrix is neither loaded nor stored, but every thread must still reach the barrier (a
+# `syncthreads()` inside an `if` that some threads skip can hang a real GPU). Use the module's
+# `TILE`, `TILE_PADDED` and `numba.float32`, as below; the grader compiles the kernel for the T4
+# with the signature `void(float32[:, :], float32[:, :])` and checks that the compiled kernel
+# declares shared memory and a barrier.
+#
+# On a GPU runner the grader also times `transpose_tiled` at 8192 x 8192: it must reach at least
+# **50% of the bandwidth of your own stride-1 `strided_copy`** on the same elements, and
+# `transpose_naive` must be slower than `transpose_tiled`.
+
+# %% deletable=false editable=false nbgrader={"grade": false, "grade_id": "tile", "locked": true, "schema_version": 3, "solution": false, "task": false, "checksum": "db226293ede348b4b298199451a03600", "cell_type": "code"}
+TILE = 32  # tile side, and the threads of one block: a warp moves one TILE x TILE tile
+TILE_PADDED = 33  # TILE + 1: row length of the shared tile, one spare column against bank conflicts
+assert TILE_PADDED == TILE + 1, "keep TILE_PADDED = TILE + 1"
+
+
+# %% deletable=false nbgrader={"grade": false, "grade_id": "transpose_tiled", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "9f8812a41bfa28ab66fa935ef6b32ebf", "cell_type": "code"}
+@cuda.jit
+def transpose_tiled(src, dst):
+    """Kernel: dst = src.T through a shared-memory tile; launch with (TILE, 1) threads per block.
+
+    Grid: (ceil(cols / TILE), ceil(rows / TILE)) blocks for a rows x cols src. Lane l walks
+    column l of the tile; reads and writes of global memory both go along rows.
+    """
+    # YOUR CODE HERE
+    raise NotImplementedError("transpose_tiled: implement this (see the docstring)")
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_transpose_tiled", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "30751f94351b4067139db71c2f52b7be", "cell_type": "code"}
+_m = np.random.default_rng(2).standard_normal((45, 33)).astype(np.float32)
+_t = np.full((33, 45), np.nan, dtype=np.float32)
+transpose_tiled[(2, 2), (TILE, 1)](_m, _t)  # 2 x 2 tiles of 32 cover 33 columns x 45 rows
+expect_written("transpose_tiled", _t)
+np.testing.assert_array_equal(_t, _m.T, err_msg="transpose_tiled: dst must equal src.T")
+print("transpose_tiled: self-checks passed")
+
+
+# %% [markdown]
+# ### Measuring the price of a strided write
+#
+# **Exercise.** Write `coalescing_slowdown(n=8192)`: the time of your `transpose_naive` on an
+# `n x n` float32 matrix divided by the time of a contiguous copy of the same `n * n` elements
+# with your `strided_copy` at stride 1. Same bytes read, same bytes written; only the pattern of
+# the writes differs. Measure carefully:
+#
+# * copy the data to the device once (`cuda.to_device`, `cuda.device_array`) and launch on those
+#   device arrays, so that no transfer over PCIe is timed;
+# * launch `transpose_naive` with 32 x 8 blocks and `strided_copy` with `launch_config(n * n)`;
+# * warm each kernel up with one launch before timing it (the first launch compiles it);
+# * on a GPU, launches are asynchronous: time a loop of launches with `cuda.event()` pairs
+#   (`start.record()`, launches, `end.record()`, `end.synchronize()`, then
+#   `cuda.event_elapsed_time(start, end)`), take several such samples and use the **median**; in
+#   the simulator use `time.perf_counter()` around a single launch;
+# * return a Python `float`; `n` must be an integer >= 1 (`ValueError` for `n < 1`, `TypeError`
+#   for a non-integer).
+#
+# In the simulator the ratio means nothing (Python threads have no sectors), so the self-check
+# only asks for a positive number. On a GPU runner the grader calls `coalescing_slowdown(8192)`
+# and expects **at least 1.5**, and it times your two kernels itself: your returned ratio must be
+# within a factor of 2 of the ratio it measures.
+
+# %% deletable=false nbgrader={"grade": false, "grade_id": "coalescing_slowdown", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "a4ed6c4c12bac2446f25ee62a2b4f0d9", "cell_type": "code"}
 def coalescing_slowdown(n=8192):
-    """Median time of x.t().contiguous() over median time of x.clone(), x an n x n float32 tensor.
+    """Time of transpose_naive on an n x n float32 matrix over a stride-1 strided_copy of it.
 
-    Runs on CUDA when torch sees a GPU, else on the CPU; warms up, times several samples (CUDA
-    events on the GPU, time.perf_counter on the CPU) and returns their ratio as a float (> 1 means
-    the strided read is slower). n must be an integer >= 1 (ValueError otherwise).
+    Both run on device arrays after a warm-up; on a GPU the median of several CUDA-event-timed
+    samples, in the simulator one perf_counter-timed launch. n: an integer >= 1 (ValueError
+    below 1, TypeError for non-integers). Returns a Python float (> 1: the strided write is slower).
     """
     # YOUR CODE HERE
     raise NotImplementedError("coalescing_slowdown: implement this (see the docstring)")
 
 
-# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_coalescing_slowdown", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "942431bc514b6c69d99cb1c3ac77b98e", "cell_type": "code"}
-_ratio = coalescing_slowdown(64)
-assert isinstance(_ratio, float) and math.isfinite(_ratio) and _ratio > 0
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_coalescing_slowdown", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "44532b4eebce5dc4dd89d860a6a99415", "cell_type": "code"}
+_ratio = coalescing_slowdown(16)
+assert isinstance(_ratio, float) and math.isfinite(_ratio) and _ratio > 0, (
+    f"coalescing_slowdown must return a positive float, got {_ratio!r}"
+)
 expect_raises(ValueError, coalescing_slowdown, 0)
-print(f"coalescing_slowdown: self-checks passed (n=64 ratio {_ratio:.2f}, too small to mean much)")
-
-# %% tags=["demo"]
-ratio = coalescing_slowdown(TRANSPOSE_N)
-where = "GPU" if ON_GPU else "CPU (torch runs for real here, so this measures CPU caches)"
-print(f"n={TRANSPOSE_N}: x.t().contiguous() takes {ratio:.1f}x as long as x.clone() on the {where}")
+expect_raises(TypeError, coalescing_slowdown, 16.0)
+print(f"coalescing_slowdown: self-checks passed (n=16 ratio {_ratio:.2f}, too small to mean much)")
 
 # %% [markdown]
-# ## §8 What this explains about LLMs
+# ### Demo: the three kernels side by side
+#
+# On a GPU this times the contiguous copy, the naive transpose and the tiled one on an 8192 x 8192
+# float32 matrix (268 MB read and written each) and reports their useful bandwidth. Expect the
+# naive transpose well below the copy and the tiled one close to it. In the simulator it checks
+# the results on a 48 x 48 matrix and shows no timings.
+
+# %% tags=["demo"]
+n = TRANSPOSE_N
+host = np.random.default_rng(3).standard_normal((n, n)).astype(np.float32)
+d_src, d_dst = cuda.to_device(host), cuda.device_array((n, n), dtype=np.float32)
+tiles = ((n + TILE - 1) // TILE, (n + TILE - 1) // TILE)
+runs = {
+    "contiguous copy": lambda: strided_copy[launch_config(n * n)](
+        d_src.reshape(n * n), d_dst.reshape(n * n), 1
+    ),
+    "transpose_naive": lambda: transpose_naive[((n + 31) // 32, (n + 7) // 8), (32, 8)](
+        d_src, d_dst
+    ),
+    "transpose_tiled": lambda: transpose_tiled[tiles, (TILE, 1)](d_src, d_dst),
+}
+for label, run in runs.items():
+    run()
+    cuda.synchronize()
+    want = host if label == "contiguous copy" else host.T
+    np.testing.assert_array_equal(d_dst.copy_to_host(), want, err_msg=label)
+    if ON_GPU:
+        start, end = cuda.event(), cuda.event()
+        start.record()
+        for _ in range(20):
+            run()
+        end.record()
+        end.synchronize()
+        per_launch = cuda.event_elapsed_time(start, end) / 20
+        gbs = effective_bandwidth_gbs(2 * host.nbytes, per_launch)
+        print(f"{label:16s} {per_launch:7.3f} ms  {gbs:7.1f} GB/s")
+if not ON_GPU:
+    print(f"all three kernels correct on a {n} x {n} matrix (simulator: no timings shown)")
+print(f"coalescing_slowdown({n}) = {coalescing_slowdown(n):.2f}")
+
+# %% [markdown]
+# ## §9 What this explains about LLMs
 #
 # **Why FlashAttention is faster even though it does more arithmetic.** Standard attention writes
 # the $n \times n$ score matrix to HBM, reads it back for the softmax, writes the probabilities, and
@@ -876,16 +1337,28 @@ print(f"n={TRANSPOSE_N}: x.t().contiguous() takes {ratio:.1f}x as long as x.clon
 # decoding** (check several tokens per read), and **quantisation** (fewer bytes per weight). You
 # will place your own model's decode on the T4 roofline in milestone M9 (session S5.2).
 #
-# **What an MFU of 45% means.** Model FLOPs utilisation is the FLOP/s the model's maths actually
-# achieved divided by the hardware's peak. The rest goes to memory-bound operations (everything but
-# the big GEMMs), kernel launch gaps, less than full occupancy, communication between GPUs, waiting
-# for data, and work the tensor cores cannot do (softmax, FP32 reductions). Well-tuned large
-# training runs reach about 40 to 60% MFU; that is what good looks like, and 100% is not a
-# realistic target.
+# **What an MFU of 45% means.** Model FLOPs utilisation divides the FLOP/s a training or
+# inference run actually spends on the model's own maths (counted from the model, about 6 x
+# params per token for training) by the hardware's peak. Read it with this session's ideas: the
+# peak assumes every cycle is a tensor-core GEMM at full occupancy, so everything else pulls the
+# number down. Normalisations, activations and softmax sit left of the ridge and run at memory
+# speed (§3); reductions and softmax cannot use the tensor cores at all; kernels with too few
+# resident warps leave the tensor cores waiting on memory (§5); and the GPU idles whenever it
+# waits: for the next kernel launch, for another GPU's gradients, for the next batch of input
+# data. Large, well-tuned training runs report roughly 40 to 60%. Treat that range as the mark of
+# a good run; 100% is not a realistic target.
 
 # %% [markdown]
 # ## Done?
 #
 # Re-run the whole notebook (*Runtime → Restart and run all*) and check that every self-check
-# prints `passed`. Then commit and open your pull request; the grader runs the public and hidden
-# tests on your functions, in the simulator and, where a GPU runner is available, on real hardware.
+# prints `passed`. Then, from the root of your repository (the folder holding `course.toml`), run
+# the public tests:
+#
+# ```
+# pytest tests/public/gpu_fundamentals
+# ```
+#
+# They grade your `exercises/gpu_fundamentals` notebook in the simulator. Commit and open your
+# pull request; the grader then runs the public and hidden tests on your functions, in the
+# simulator and, where a GPU runner is available, on real hardware with the timed tests above.

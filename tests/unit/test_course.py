@@ -23,6 +23,19 @@ def test_real_manifest_loads_with_the_design_figures():
     assert c.assignment_ids == ["gpu_fundamentals", "m9_roofline"]
     assert c.assignment("m9_roofline").due.tzinfo == UTC
     assert c.limits.call_timeout_s > 0
+    t4, h100 = c.gpu, c.hardware["H100_SXM"]
+    assert (t4.memory_gb, t4.sm_count, h100.memory_gb, h100.sm_count) == (16, 40, 80, 132)
+    assert t4.memory_bytes == 16e9
+    assert t4.sm.as_dict() == {
+        "max_threads": 1024,
+        "max_blocks": 16,
+        "max_warps": 32,
+        "registers": 65536,
+        "shared_memory_bytes": 64 * 1024,
+        "register_granularity": 256,
+    }
+    assert h100.sm.shared_memory_bytes == 228 * 1024 and h100.sm.max_warps == 64
+    assert c.hardware["A100_80GB"].sm.shared_memory_kib == 164
 
 
 def test_find_root_walks_up(tmp_path):
@@ -43,7 +56,7 @@ def _write(tmp_path: Path, old: str, new: str) -> Path:
 @pytest.mark.parametrize(
     ("old", "new", "named"),
     [
-        ("points = 40", "points = 40\npionts = 3", "pionts"),
+        ("points = 59", "points = 59\npionts = 3", "pionts"),
         ("bandwidth_gbs = 320.0", 'bandwidth_gbs = "fast"', "hardware.T4.bandwidth_gbs"),
         ("memory_mb = 4096", "", "memory_mb"),
         ('due = "2026-12-14T23:59:00+00:00"', 'due = "2026-12-14T23:59:00"', "assignments[0].due"),
@@ -52,6 +65,13 @@ def _write(tmp_path: Path, old: str, new: str) -> Path:
         ("compute_capability = [7, 5]", "compute_capability = 7.5", "compute_capability"),
         ("penalty_per_day = 0.1", "penalty_per_day = 3", "late_policy"),
         ("[limits]", "[limit]", "limit"),
+        ("memory_gb = 16.0", "", "[hardware.T4] missing key 'memory_gb'"),
+        ("sm_count = 40", "sm_count = 0", "hardware.T4.sm_count must be positive"),
+        ("max_blocks = 16", "max_blocks = 16\nmax_blok = 3", "hardware.T4.sm.*max_blok"),
+        ("max_warps = 32", "max_warps = 31", "hardware.T4.sm: max_threads"),
+        ("registers = 65536", 'registers = "64K"', "hardware.T4.sm.registers"),
+        ("register_granularity = 256", "register_granularity = 0", "sm.register_granularity"),
+        ("[hardware.T4.sm]", "[hardware.T4.sms]", "hardware.T4"),
     ],
 )
 def test_mistakes_name_the_key(tmp_path, old, new, named):

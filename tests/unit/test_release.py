@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from grader import release as rel
+from grader.course import load_course
 from grader.release import (
     ExportError,
     export_student,
@@ -85,6 +86,11 @@ print(double(3))
 '''  # noqa: E501
 
 HIDDEN_TEST = """\
+\"\"\"Stated rules:
+
+- test_double_hidden: "Return 2 * x."
+\"\"\"
+
 import pytest
 
 
@@ -390,7 +396,7 @@ def test_leak_proof_catches_hidden_test_line_in_readme(course: Path, tmp_path: P
     )
     leaks = leak_check(course, tree)
     assert len(leaks) == 1 and leaks[0].path == "README.md" and leaks[0].line == 3
-    assert leaks[0].origin == "tests/hidden/gpu_fundamentals/test_gpu_fundamentals_hidden.py:6"
+    assert leaks[0].origin == "tests/hidden/gpu_fundamentals/test_gpu_fundamentals_hidden.py:11"
     # a hidden-test region of a solution notebook is secret too
     (tree / "README.md").write_text('assert double(21) == 42, "the secret hidden check"\n')
     assert [lk.origin.split(":")[0] for lk in leak_check(course, tree)] == [
@@ -576,6 +582,11 @@ def test_triple(student):
 """
 
 EXTRA_HIDDEN = """\
+\"\"\"Stated rules:
+
+- test_{name}: "Return 3 * x; ValueError for None."
+\"\"\"
+
 import pytest
 
 
@@ -594,14 +605,15 @@ def test_verify_reports_a_vacuous_test_by_name(course: Path) -> None:
     end = SOURCE.index('# %% nbgrader={"grade": true')
     for a in IDS:  # a whole-function region leaves a module-level raise: nothing would import
         src(course, a).write_text(SOURCE[:start] + SOURCE[end:])
-    for a, points, name, body in (
+    total = {a.id: a.points for a in load_course(course).assignments}
+    for a, points, name, body in (  # the rest of course.toml's points, after 15 public + 2 hidden
         (
             "gpu_fundamentals",
-            23,
+            total["gpu_fundamentals"] - 17,
             "triple_none",
             "with pytest.raises(ValueError):\n        student.triple(None)",
         ),
-        ("m9_roofline", 13, "vacuous", 'assert student.has("double")'),
+        ("m9_roofline", total["m9_roofline"] - 17, "vacuous", 'assert student.has("double")'),
     ):
         (course / "tests" / "public" / a).mkdir(parents=True)
         (course / "tests" / "public" / a / f"test_{a}_public.py").write_text(PUBLIC_TEST)
@@ -610,8 +622,10 @@ def test_verify_reports_a_vacuous_test_by_name(course: Path) -> None:
         )
     assert release(course).ok
     report = verify(course)
+    vacuous = total["m9_roofline"] - 17
     assert report.findings == [
-        "stubs score zero [m9_roofline]: vacuous test hidden/test_vacuous: scores 13/13 on the stub"
+        f"stubs score zero [m9_roofline]: vacuous test hidden/test_vacuous: scores "
+        f"{vacuous:g}/{vacuous:g} on the stub"
     ], report.table()
     table = report.table()
     for check in (

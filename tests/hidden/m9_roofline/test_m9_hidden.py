@@ -5,6 +5,31 @@ compared with the reference solution (the `reference` fixture, loaded in the tru
 metrics.json['m9_roofline'] is recomputed from the config it records with the reference
 functions and the grader's own figures for the course GPU, so a hand-written record earns nothing.
 
+Stated rules (grader verify checks that every test here is listed, with a sentence that appears
+word for word in the released notebook):
+
+- test_num_params_random_configs: "Number of weights (an int) of the LLaMA-style model described
+  by `cfg`."
+- test_kv_bytes_per_token_random_configs: "Bytes (an int) of K and V cached for one token, summed
+  over all layers and K/V heads."
+- test_decode_intensity_random: "Arithmetic intensity (FLOP/byte, a float) of one decode step."
+- test_crossover_batch_random: "The result agrees with decode_intensity: intensity(b) >= ridge
+  and, for b > 1, intensity(b - 1) < ridge."
+- test_crossover_batch_none_at_long_context: "Returns None when the intensity's limit 2*params /
+  (context_len * KV bytes per token) is <= ridge."
+- test_invalid_arguments_raise_value_error: "Bad arguments raise `ValueError` with a message
+  naming the argument"
+- test_m9_record_random: "Returns the keys intensity_b1, intensity_b8, intensity_b32 (FLOP/byte,
+  floats), crossover_batch (int or None, against the ridge peak_flops / peak_bandwidth)"
+- test_metrics_records_course_gpu_and_valid_inputs: "its `gpu` must be the course GPU as
+  `load_hardware()` reads it (the grader checks the figures against its own `course.toml`)"
+- test_metrics_recomputed: "It earns points only if your own functions reproduce it from the
+  `model`, `context_len` and `dtype_bytes` it records"
+- test_metrics_conclusion: "when batch 1 is below the ridge it must say so with the word
+  `bandwidth` or `memory`"
+- test_save_metric_keeps_other_keys: "**take the path as a `str` or a `pathlib.Path`** (the
+  grader passes both);"
+
 PYTEST_DONT_REWRITE: the assert messages are the student's feedback, so pytest's own
 introspection is not appended to them.
 """

@@ -1,0 +1,145 @@
+"""Hidden tests for S5.1's transposes (never shipped to students).
+
+Matrix shapes and block shapes are drawn at grading time, mostly not multiples of the block or
+the tile, and the result is compared with NumPy's transpose. Each kernel is also compiled for the
+course GPU; the tiled one must stage its tile in shared memory behind a barrier. Tests marked
+`gpu` time the kernels on a GPU runner.
+
+Stated rules (grader verify checks that every test here is listed, with a sentence that appears
+word for word in the released notebook):
+
+- test_transpose_naive_shapes: "Any block shape must work, and so must any matrix shape,
+  including shapes that are not multiples of the block (bounds-check both coordinates)."
+- test_transpose_naive_compiles_to_ptx: "The grader tests float32 matrices in the simulator and
+  compiles the kernel for the T4 with the signature `void(float32[:, :], float32[:, :])`."
+- test_transpose_tiled_shapes: "Write `transpose_tiled(src, dst)`, same contract as
+  `transpose_naive` (any shape, float32), launched with blocks of exactly `(TILE, 1)` threads"
+- test_transpose_tiled_compiles_with_shared_tile: "Stage each tile through
+  `cuda.shared.array((TILE, TILE_PADDED), numba.float32)` with a `cuda.syncthreads()` between
+  the read and the write"
+- test_transposes_bandwidth_gpu: "On a GPU runner the grader also times `transpose_tiled` at
+  8192 x 8192: it must reach at least **50% of the bandwidth of your own stride-1
+  `strided_copy`** on the same elements, and `transpose_naive` must be slower than
+  `transpose_tiled`."
+
+PYTEST_DONT_REWRITE: the assert messages are the student's feedback, so pytest's own
+introspection is not appended to them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+
+from grader.student import StudentError
+from grader.testing import first_mismatch, launch
+
+TILE = 32
+SIG_2D = "void(float32[:, :], float32[:, :])"
+NAIVE_BLOCKS = ((8, 8), (16, 4), (32, 2), (4, 16), (32, 8))
+
+
+def _shapes(rng: np.random.Generator, fixed: list[tuple[int, int]], low: int, high: int):
+    drawn = [tuple(int(v) for v in rng.integers(low, high, size=2)) for _ in range(2)]
+    return fixed + drawn
+
+
+def _check_transpose(student, name: str, src: np.ndarray, grid, block) -> None:
+    original = src.copy()
+    dst = np.full((src.shape[1], src.shape[0]), np.nan, dtype=np.float32)
+    launch(getattr(student, name), grid, block, src, dst, n=src.size, name=name)
+    assert np.array_equal(src, original), f"{name} changed its input src; only dst is written"
+    assert not np.isnan(dst).all(), f"{name} wrote nothing into dst: fill in the kernel's body"
+    want = src.T
+    assert np.array_equal(dst, want), (
+        f"{name}[{grid}, {block}] on a {src.shape[0]} x {src.shape[1]} float32 matrix: "
+        f"{first_mismatch(dst, want)} (dst has shape {dst.shape}). dst[x, y] must be src[y, x] "
+        "for every element, including the partial blocks at the right and bottom edges"
+    )
+
+
+@pytest.mark.points(2)
+def test_transpose_naive_shapes(student):
+    rng = np.random.default_rng()
+    for shape in _shapes(rng, [(1, 1), (1, 19), (23, 1), (17, 33)], 2, 60):
+        bx, by = NAIVE_BLOCKS[int(rng.integers(len(NAIVE_BLOCKS)))]
+        grid = (-(-shape[1] // bx), -(-shape[0] // by))
+        src = rng.standard_normal(shape).astype(np.float32)
+        _check_transpose(student, "transpose_naive", src, grid, (bx, by))
+
+
+@pytest.mark.points(3)
+def test_transpose_tiled_shapes(student):
+    rng = np.random.default_rng()
+    for shape in _shapes(rng, [(1, 1), (31, 33), (45, 64)], 2, 75):
+        grid = (-(-shape[1] // TILE), -(-shape[0] // TILE))
+        src = rng.standard_normal(shape).astype(np.float32)
+        _check_transpose(student, "transpose_tiled", src, grid, (TILE, 1))
+
+
+def _ptx(student, name: str) -> str:
+    try:
+        ptx = getattr(student, name).ptx(SIG_2D)
+    except StudentError as exc:
+        pytest.fail(
+            f"{name} does not compile for the course GPU ({SIG_2D}): {exc.feedback()[-800:]}. "
+            "Inside a kernel use numbers, array indexing, cuda.* and math, and module-level "
+            "integer constants for shared-array shapes"
+        )
+    assert isinstance(ptx, str) and ".entry" in ptx, (
+        f"compiling {name} for the course GPU did not produce a kernel entry point"
+    )
+    return ptx
+
+
+@pytest.mark.points(1)
+def test_transpose_naive_compiles_to_ptx(student):
+    src = np.arange(5 * 7, dtype=np.float32).reshape(5, 7)
+    _check_transpose(student, "transpose_naive", src, (1, 1), (8, 8))
+    _ptx(student, "transpose_naive")
+
+
+@pytest.mark.points(2)
+def test_transpose_tiled_compiles_with_shared_tile(student):
+    src = np.arange(3 * 40, dtype=np.float32).reshape(3, 40)
+    _check_transpose(student, "transpose_tiled", src, (2, 1), (TILE, 1))
+    ptx = _ptx(student, "transpose_tiled")
+    assert re.search(r"\.shared\b", ptx), (
+        "transpose_tiled compiles, but its PTX declares no shared memory: stage the tile in "
+        "cuda.shared.array((TILE, TILE_PADDED), numba.float32)"
+    )
+    assert re.search(r"\bbar(rier)?\.sync\b", ptx), (
+        "transpose_tiled compiles, but its PTX has no barrier: call cuda.syncthreads() between "
+        "filling the tile and reading it back"
+    )
+
+
+@pytest.mark.gpu
+@pytest.mark.points(2)
+def test_transposes_bandwidth_gpu(student):
+    n, repeat = 8192, 20
+    rng = np.random.default_rng()
+    src = rng.standard_normal((n, n), dtype=np.float32)
+    dst = np.zeros((n, n), dtype=np.float32)
+    tiles = (-(-n // TILE), -(-n // TILE))
+    tiled_ms = student.transpose_tiled[tiles, (TILE, 1)].time(src, dst, repeat=repeat)
+    naive_ms = student.transpose_naive[(n // 32, n // 8), (32, 8)].time(src, dst, repeat=repeat)
+    flat, out = src.reshape(-1), np.zeros(n * n, dtype=np.float32)
+    copy_ms = student.strided_copy[n * n // 256, 256].time(flat, out, 1, repeat=repeat)
+    for label, ms in (("transpose_tiled", tiled_ms), ("transpose_naive", naive_ms)):
+        assert isinstance(ms, float) and math.isfinite(ms) and ms > 0, f"{label}: no timing"
+    nbytes = 2 * src.nbytes
+    gbs = {k: nbytes / (ms * 1e-3) / 1e9 for k, ms in (("tiled", tiled_ms), ("copy", copy_ms))}
+    assert gbs["tiled"] >= 0.5 * gbs["copy"], (
+        f"transpose_tiled on 8192 x 8192 float32 ran at {gbs['tiled']:.0f} GB/s ({tiled_ms:.3f} "
+        f"ms) vs {gbs['copy']:.0f} GB/s for your stride-1 strided_copy ({copy_ms:.3f} ms); "
+        "expected at least 50%. Read and write global memory along rows, pad the tile to "
+        "TILE_PADDED columns, and keep one element per thread"
+    )
+    assert naive_ms > tiled_ms, (
+        f"transpose_naive ({naive_ms:.3f} ms) was not slower than transpose_tiled "
+        f"({tiled_ms:.3f} ms): the naive kernel should write dst[x, y] = src[y, x] directly"
+    )

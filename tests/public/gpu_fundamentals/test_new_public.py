@@ -1,0 +1,70 @@
+"""Public tests for S5.1's divergence, occupancy and transpose exercises.
+
+Run them with the rest of the public suite: `pytest tests/public/gpu_fundamentals` from the root
+of your repository. They use the notebook's examples; the grader's hidden tests draw their own
+launch shapes, branch patterns and matrix shapes at grading time.
+
+PYTEST_DONT_REWRITE: the assert messages are the student's feedback, so pytest's own
+introspection is not appended to them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from grader.testing import first_mismatch, launch
+
+TILE = 32
+
+
+@pytest.mark.points(1)
+def test_divergence_efficiency_examples(student):
+    lanes = np.arange(32)
+    for pattern, want, why in (
+        ([True] * 32, 1.0, "all lanes agree"),
+        (list(lanes % 2 == 0), 0.5, "even and odd lanes split: both sides run"),
+        (list(lanes == 7), 0.5, "a single lane apart still costs a whole pass"),
+    ):
+        got = student.divergence_efficiency(pattern)
+        assert type(got) is float and got == want, (
+            f"divergence_efficiency returned {got!r} for a warp where {why}; expected {want}"
+        )
+
+
+@pytest.mark.points(1)
+def test_occupancy_examples(student, course):
+    t4, h100 = course.hardware["T4"].sm.as_dict(), course.hardware["H100_SXM"].sm.as_dict()
+    for args, sm, gpu, want in (
+        ((256, 32, 0), t4, "T4", (4, 32, 1.0, "threads")),
+        ((256, 64, 0), h100, "H100_SXM", (4, 32, 0.5, "registers")),
+        ((32, 16, 0), t4, "T4", (16, 16, 0.5, "blocks")),
+        ((128, 32, 40 * 1024), h100, "H100_SXM", (5, 20, 20 / 64, "shared_memory")),
+    ):
+        got = student.occupancy(*args, sm)
+        keys = ("blocks_per_sm", "warps_per_sm", "occupancy", "limited_by")
+        assert isinstance(got, dict) and tuple(got.get(k) for k in keys) == want, (
+            f"occupancy{args + ('sm_limits(' + repr(gpu) + ')',)} returned {got!r}; expected "
+            f"{dict(zip(keys, want, strict=True))}"
+        )
+
+
+def _transpose(student, name: str, shape: tuple[int, int], grid, block) -> None:
+    src = np.arange(shape[0] * shape[1], dtype=np.float32).reshape(shape)
+    dst = np.full((shape[1], shape[0]), np.nan, dtype=np.float32)
+    launch(getattr(student, name), grid, block, src, dst, n=src.size, name=name)
+    assert not np.isnan(dst).all(), f"{name} wrote nothing into dst: fill in the kernel's body"
+    assert np.array_equal(dst, src.T), (
+        f"{name}[{grid}, {block}] on a {shape[0]} x {shape[1]} matrix: "
+        f"{first_mismatch(dst, src.T)}; dst[x, y] must be src[y, x]"
+    )
+
+
+@pytest.mark.points(1)
+def test_transpose_naive_small(student):
+    _transpose(student, "transpose_naive", (37, 21), (3, 5), (8, 8))
+
+
+@pytest.mark.points(1)
+def test_transpose_tiled_small(student):
+    _transpose(student, "transpose_tiled", (45, 33), (2, 2), (TILE, 1))
