@@ -10,6 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from grader.core.infra import INFRA_EXIT, InfrastructureError
+
 
 def _root(args: argparse.Namespace) -> Path:
     from grader.course import find_root
@@ -246,6 +248,9 @@ def main(argv: list[str] | None = None) -> int:
             )
             return 2
         raise
+    except InfrastructureError as exc:
+        print(f"grader: not graded, nothing recorded: {exc}", file=sys.stderr)
+        return INFRA_EXIT
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
