@@ -146,6 +146,11 @@ def _read_metrics(path: Path) -> dict | None:
 
 def cmd_grade_all(args: argparse.Namespace) -> int:
     from grader.batch import run_class
+    from grader.core import device
+    from grader.core.preflight import gpu_preflight
+
+    if device.has_gpu():
+        gpu_preflight()  # once for the class, before any submission (InfrastructureError: exit 3)
 
     return run_class(
         Path(args.dir), Path(args.out), jobs=args.jobs, shard=args.shard, root=_root(args)

@@ -18,10 +18,11 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 
 from grader.core.infra import InfrastructureError
 
+PASSED_ENV = "GRADER_GPU_PREFLIGHT"  # set by a process whose preflight passed, for its children
 PREFLIGHT_TIMEOUT_S = 300  # a cold torch import and first CUDA context can take a minute
 N = 1 << 16
 HEADLINE = "the grader's GPU is not working"
@@ -102,10 +103,25 @@ def _fail(reasons: list[str]) -> GpuUnavailable:
     return GpuUnavailable(HEADLINE, "\n".join([*reasons, FIX]))
 
 
+def _inherited() -> GpuCheck | None:
+    try:
+        data = json.loads(os.environ.get(PASSED_ENV, ""))
+        return GpuCheck(**{f.name: str(data[f.name]) for f in fields(GpuCheck)})
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
 @functools.cache
 def gpu_preflight(timeout_s: float = PREFLIGHT_TIMEOUT_S) -> GpuCheck:
-    """Run the probe in a fresh process once per grader process; raise GpuUnavailable on any
-    failure (cached: a batch grades every submission on the GPU the first probe saw)."""
+    """Run the probe in a fresh process; raise GpuUnavailable on any failure.
+
+    Once per grader process, and once per batch: a passing check is left in PASSED_ENV, so the
+    grading processes grade-all spawns (trusted, like their parent; student code only ever runs
+    in sandbox workers, whose environment is scrubbed) reuse it instead of probing again.
+    """
+    inherited = _inherited()
+    if inherited is not None:
+        return inherited
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
     try:
         proc = subprocess.run(
@@ -128,13 +144,15 @@ def gpu_preflight(timeout_s: float = PREFLIGHT_TIMEOUT_S) -> GpuCheck:
         raise _fail([f"the preflight process exited {proc.returncode} without a report: {tail}"])
     if report["errors"]:
         raise _fail(report["errors"])
-    return GpuCheck(
+    check = GpuCheck(
         device=report.get("device", "NVIDIA GPU"),
         driver=report.get("driver", ""),
         cuda=report.get("cuda", ""),
         numba_cuda=report.get("numba_cuda", ""),
         torch=report.get("torch", ""),
     )
+    os.environ[PASSED_ENV] = json.dumps(asdict(check))
+    return check
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@ with a stand-in `nvidia-smi` printing what the real one prints for `-q`.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import subprocess
 import sys
@@ -54,6 +56,7 @@ def fresh_device(monkeypatch):
     """Forget the cached device decision and preflight around each test."""
     device.has_gpu.cache_clear()
     preflight.gpu_preflight.cache_clear()
+    monkeypatch.delenv(preflight.PASSED_ENV, raising=False)
     yield monkeypatch
     device.has_gpu.cache_clear()
     preflight.gpu_preflight.cache_clear()
@@ -175,6 +178,27 @@ def test_grade_pr_with_gpu_and_no_driver_writes_the_infrastructure_comment(
     assert "not of your work" in comment and "no score was recorded" in comment
     assert "nvidia-smi is not on PATH" in comment  # what failed, for the instructor
     assert "PR #7" in comment
+
+
+def test_grade_all_with_gpu_and_no_driver_grades_no_one(fresh_device, tmp_path, capsys):
+    _no_driver(fresh_device, tmp_path)
+    (tmp_path / "class" / "alice").mkdir(parents=True)
+    out = tmp_path / "grading-output"
+    rc = cli.main(["--root", str(ROOT), "grade-all", str(tmp_path / "class"), "--out", str(out)])
+    assert rc == INFRA_EXIT and preflight.HEADLINE in capsys.readouterr().err
+    assert not out.exists()  # no error rows, no zero scores
+
+
+def test_a_passed_preflight_is_inherited_not_repeated(fresh_device, tmp_path):
+    """grade-all's children reuse the parent's passing check (no probe runs: there is no GPU)."""
+    _no_driver(fresh_device, tmp_path)
+    seen = preflight.GpuCheck("Tesla T4", "550.54.15", "12.4", "numba-cuda 0.30.4", "torch 2.10.0")
+    fresh_device.setenv(preflight.PASSED_ENV, json.dumps(dataclasses.asdict(seen)))
+    assert preflight.gpu_preflight() == seen
+    preflight.gpu_preflight.cache_clear()
+    fresh_device.setenv(preflight.PASSED_ENV, "{not json")  # unreadable: probe for real
+    with pytest.raises(preflight.GpuUnavailable):
+        preflight.gpu_preflight()
 
 
 @pytest.mark.parametrize("result", ["failure", "cancelled", "bogus\nvalue"])
