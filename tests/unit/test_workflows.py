@@ -389,6 +389,8 @@ def test_install_profiles_caches_and_the_comment_on_failure():
     install = next(s for s in wf["jobs"]["grade"]["steps"] if "pip install" in s.get("run", ""))
     assert "python -m grader.core.device profile" in install["run"]
     assert '-e ".[$profile]"' in install["run"]
+    grade_step = next(s for s in wf["jobs"]["grade"]["steps"] if "grade-pr" in s.get("run", ""))
+    assert grade_step["env"]["GRADER_DEVICE"] == "gpu"  # no silent fall-back to the simulator
     comment = wf["jobs"]["comment"]
     assert comment["if"] == "${{ !cancelled() && needs.grade.outputs.pr-number != '' }}"
     explain = next(s for s in comment["steps"] if "failure-comment" in s.get("run", ""))
