@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e ".[dev]"
+	$(BIN)/pip install -q -e ".[instructor,gpu-cu13,dev]"  # README "Install": this machine's full profile
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $@
 

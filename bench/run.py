@@ -13,7 +13,7 @@ Parts (each prints a table; all figures go to the JSON file with the date and th
    speedup, per-submission cost after 10, 20, 40 submissions and the gradebook write time;
 3. start-up: `grader --help`, `grader check gpu_fundamentals`, the sandbox worker's start-up and
    first notebook load (and the PTX worker's), each with its top `python -X importtime` entries;
-4. GPU (only where `grader.device.has_gpu()`): the reference `vector_add` and `strided_copy`
+4. GPU (only where `grader.core.device.has_gpu()`): the reference `vector_add` and `strided_copy`
    against torch's `a + b` and `clone` and the course.toml peak, `coalescing_slowdown(8192)`,
    and the wall time of the GPU-marked hidden tests.
 
@@ -169,7 +169,7 @@ def machine() -> dict:
             if line.startswith("model name"):
                 model = line.split(":", 1)[1].strip()
                 break
-    from grader import device
+    from grader.core import device
 
     return {
         "cpu": model,
@@ -487,7 +487,7 @@ def part_class(tmp: Path, n: int, assignments: list[str] | None) -> dict:
 
 
 def _worker_env() -> dict:
-    from grader import device
+    from grader.core import device
 
     env = {
         **os.environ,
@@ -501,7 +501,7 @@ def _worker_env() -> dict:
 
 def worker_startup(tmp: Path, runs: int) -> dict:
     """The sandboxed worker's start-up + first notebook load, and the PTX worker's first compile."""
-    from grader import device
+    from grader.core import device
     from grader.course import load_course
     from grader.intake import prepare
     from grader.sandbox.backend import WorkerBackend
@@ -537,7 +537,7 @@ def worker_startup(tmp: Path, runs: int) -> dict:
         loads.append(la)
     code = (
         "import os, sys\n"
-        "from grader import device; device.prepare_numba()\n"
+        "from grader.core import device; device.prepare_numba()\n"
         "import grader.worker, grader.wire\n"
         "from grader.harness import Harness\n"
         f"h = Harness(sys.argv[1], {ASSIGNMENT!r}); assert h.load() == {{'ok': None}}\n"
@@ -608,11 +608,11 @@ def part_startup(tmp: Path, runs: int) -> dict:
 
 def part_gpu(root: Path = ROOT, quick: bool = False) -> dict:
     """Part 4, self-contained (`bench/run.py --gpu-only`): the reference kernels on the GPU."""
-    from grader import device
+    from grader.core import device
 
     if not device.has_gpu():
         print(
-            f"\n## 4. GPU\n\nskipped: {GPU_SKIPPED} (grader.device.has_gpu() is False; run "
+            f"\n## 4. GPU\n\nskipped: {GPU_SKIPPED} (grader.core.device.has_gpu() is False; run "
             "`.venv/bin/python bench/run.py --gpu-only --json gpu.json` on a GPU machine)"
         )
         return {"skipped": GPU_SKIPPED}

@@ -10,6 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from grader.core.infra import INFRA_EXIT, InfrastructureError
+
 
 def _root(args: argparse.Namespace) -> Path:
     from grader.course import find_root
@@ -144,6 +146,11 @@ def _read_metrics(path: Path) -> dict | None:
 
 def cmd_grade_all(args: argparse.Namespace) -> int:
     from grader.batch import run_class
+    from grader.core import device
+    from grader.core.preflight import gpu_preflight
+
+    if device.has_gpu():
+        gpu_preflight()  # once for the class, before any submission (InfrastructureError: exit 3)
 
     return run_class(
         Path(args.dir), Path(args.out), jobs=args.jobs, shard=args.shard, root=_root(args)
@@ -246,6 +253,9 @@ def main(argv: list[str] | None = None) -> int:
             )
             return 2
         raise
+    except InfrastructureError as exc:
+        print(f"grader: not graded, nothing recorded: {exc}", file=sys.stderr)
+        return INFRA_EXIT
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

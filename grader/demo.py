@@ -90,7 +90,7 @@ def run_demo(root: Path, out: Path, execute: bool = True, jobs: int = 2) -> int:
 
 
 def _simulator() -> bool:
-    from grader import device
+    from grader.core import device
 
     return not device.has_gpu()
 

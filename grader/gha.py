@@ -14,6 +14,11 @@
     python -m grader.gha grade-pr --artifact DIR --event EVENT.json --out OUT [--timestamp ISO]
         grade a validated submission with the sandboxed grader; writes OUT/comment.md (starts with
         the marker), summary.md, result.json, report.html, report.md and pr.json. No network.
+        When the grading machine cannot grade (its GPU fails the preflight), writes only
+        OUT/comment.md and summary.md saying so, records no score and exits 3.
+    python -m grader.gha failure-comment --out OUT --job-result RESULT
+        the comment job, when grading wrote no comment (the job failed or was cancelled): a short
+        OUT/comment.md saying what failed and that no score was recorded.
     python -m grader.gha post-comment --pr N --body FILE --repo OWNER/NAME [--head-sha SHA]
         create or update the one PR comment that starts with the marker, with `gh api`.
 
@@ -43,6 +48,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from grader.core.infra import INFRA_EXIT, InfrastructureError
 
 MARKER = "<!-- course-grader -->"
 MAX_FILE_BYTES = 20 * 1024 * 1024
@@ -487,16 +494,20 @@ def grade_pr(
         submission = Path(tmp) / "submission"
         submission.mkdir()
         _copy_submission(clean, submission)
-        result = (grade or _grade)(submission, root, student, when)
+        link = _run_link(event)
+        trailer = f"<sub>PR #{pr.number} · commit {pr.head_sha[:12]}" + (
+            f" · [grading run]({link})</sub>" if link else "</sub>"
+        )
+        try:
+            result = (grade or _grade)(submission, root, student, when)
+        except InfrastructureError as exc:
+            _write_not_graded(out, not_graded_body(exc.headline, exc.detail), trailer)
+            raise
         metrics = _read_metrics(submission / "metrics.json")
 
     out.mkdir(parents=True, exist_ok=True)
     paths = report.write_reports(result, course, out, metrics=metrics)
     body = paths["markdown"].read_text(encoding="utf-8")
-    link = _run_link(event)
-    trailer = f"<sub>PR #{pr.number} · commit {pr.head_sha[:12]}" + (
-        f" · [grading run]({link})</sub>" if link else "</sub>"
-    )
     comment = f"{MARKER}\n{body.rstrip()}\n\n{trailer}\n"
     if len(comment) > MAX_COMMENT_CHARS:  # report.markdown keeps under 60 kB; belt and braces
         comment = comment[: MAX_COMMENT_CHARS - 40] + "\n\n✂️ truncated\n"
@@ -521,6 +532,50 @@ def grade_pr(
         encoding="utf-8",
     )
     return paths
+
+
+NOT_YOUR_FAULT = (
+    "Your submission was **not graded** and **no score was recorded**. This is a fault of the "
+    "grading machine, not of your work: you need not change anything. The failed run is visible "
+    "to your instructor, and grading runs again on your next push or when they re-run it."
+)
+MAX_DETAIL_CHARS = 4000
+
+
+def not_graded_body(headline: str, detail: str = "") -> str:
+    """The markdown saying a PR was not graded through no fault of the student's."""
+    text = f"## ⚠️ Not graded: {headline}\n\n{NOT_YOUR_FAULT}\n"
+    if detail:
+        fence = "~~~~"
+        clipped = detail[:MAX_DETAIL_CHARS].replace(fence, "~~~")
+        text += (
+            f"\n<details><summary>What failed</summary>\n\n{fence}text\n{clipped}\n{fence}\n"
+            "\n</details>\n"
+        )
+    return text
+
+
+def _write_not_graded(out: Path, body: str, trailer: str = "") -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    tail = f"\n{trailer}\n" if trailer else ""
+    (out / "comment.md").write_text(f"{MARKER}\n{body.rstrip()}\n{tail}", encoding="utf-8")
+    (out / "summary.md").write_text(f"{body.rstrip()}\n{tail}", encoding="utf-8")
+
+
+def failure_comment(out: Path | str, job_result: str) -> Path:
+    """Comment for a grading job that ended without writing one (failed, cancelled, timed out).
+
+    Only the workflow's own steps run before the grader writes its comment (student code runs
+    in the sandbox, whose failures are graded as test outcomes), so such an ending is the
+    machine's, and the student is told so.
+    """
+    word = job_result if re.fullmatch(r"[a-z_]{1,20}", job_result or "") else "unknown"
+    link = _run_link({})
+    detail = f"The grading job ended as '{word}' before it wrote a report."
+    if link:
+        detail += f" Its log: {link}"
+    _write_not_graded(Path(out), not_graded_body("the grading job did not finish", detail))
+    return Path(out) / "comment.md"
 
 
 # ----------------------------------------------------------------------------- packing
@@ -683,6 +738,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     c.add_argument("--body", required=True)
     c.add_argument("--head-sha", help="refuse unless the PR's head is this commit")
 
+    f = sub.add_parser("failure-comment", help="comment for a grading job that wrote none")
+    f.add_argument("--out", required=True)
+    f.add_argument("--job-result", required=True, help="needs.grade.result")
+
     k = sub.add_parser("pack-submission", help="student check: lay out the artifact")
     k.add_argument("--out", required=True)
     k.add_argument("--pr", required=True)
@@ -714,6 +773,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"graded PR #{meta['number']} for {meta['student']}: "
                 f"{meta['score']:g}/{meta['max_score']:g}; reports in {args.out}"
             )
+        elif args.cmd == "failure-comment":
+            print(f"wrote {failure_comment(args.out, args.job_result)}")
         elif args.cmd == "post-comment":
             body = Path(args.body).read_text(encoding="utf-8")
             what = post_comment(args.repo, args.pr, body, head_sha=args.head_sha)
@@ -725,6 +786,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise ArtifactError(f"--pr: not an integer: {_show(args.pr)}") from None
             art = pack_submission(args.root, args.out, number, args.head_sha)
             print(f"packed {len(art.files)} files ({art.total_bytes:,} bytes) into {args.out}")
+    except InfrastructureError as exc:
+        print(f"not graded, nothing recorded: {exc}", file=sys.stderr)
+        return INFRA_EXIT
     except (ArtifactError, EventError) as exc:
         print(f"rejected: {exc}", file=sys.stderr)
         return 1

@@ -14,7 +14,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-from grader import __version__, device
+from grader import __version__
+from grader.core import device
+from grader.core.preflight import gpu_preflight
 from grader.course import Course, load_course
 from grader.results import AssignmentResult, Environment, GradeResult
 
@@ -122,6 +124,8 @@ def grade_submission(
 
     `timestamp` is the trusted submission time for the late policy (from CI, never from a
     commit). `sandbox=False` runs student code in this process: only for a student's own check.
+    Sandboxed on a GPU, the GPU preflight runs first and raises GpuUnavailable (an
+    InfrastructureError) when the GPU does not work: nothing is graded, nothing recorded.
     """
     from grader.intake import prepare
     from grader.suites import run_assignment
@@ -132,13 +136,16 @@ def grade_submission(
     ids = list(assignments or course.assignment_ids)
     for a in ids:
         course.assignment(a)
+    gpu = device.has_gpu()
+    # before any student code runs: a broken GPU stops the grading (InfrastructureError)
+    check = gpu_preflight() if sandbox and gpu else None
     with tempfile.TemporaryDirectory(prefix="grade-") as scratch:
         work = Path(scratch) / "work"
         intake = prepare(Path(submission), work, course, root / "exercises")
         if sandbox:
             from grader.sandbox import WorkerBackend
 
-            inner = WorkerBackend(work, intake.notebooks, course.limits, gpu=device.has_gpu())
+            inner = WorkerBackend(work, intake.notebooks, course.limits, gpu=gpu)
         else:
             from grader.student import InProcessBackend
 
@@ -171,11 +178,13 @@ def grade_submission(
         score=round(sum(r.score for r in results), 6),
         max_score=float(sum(r.max_score for r in results)),
         environment=Environment(
-            device=device.describe(),
-            simulator=not device.has_gpu(),
+            device=check.device if check else device.describe(),
+            simulator=not gpu,
             isolation=isolation,
             grader_version=__version__,
             python=platform.python_version(),
+            driver=check.driver if check else "",
+            cuda=check.cuda if check else "",
         ),
         assignments=results,
         warnings=list(intake.warnings),

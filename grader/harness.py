@@ -17,7 +17,7 @@ import types
 from pathlib import Path
 from typing import Any
 
-from grader import device
+from grader.core import device
 
 MODULE_PREFIX = "submission_"
 TRACEBACK_CHARS = 4000

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from grader import device
+from grader.core import device
 from grader.results import TestResult
 
 POINTS_KEY = pytest.StashKey[float]()

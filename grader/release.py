@@ -117,7 +117,6 @@ STUDENT_MODULES = frozenset(
         "__main__",
         "cli",
         "course",
-        "device",
         "wire",
         "notebook",
         "harness",
@@ -1174,7 +1173,7 @@ def stated_rules(root: Path, assignment_id: str) -> tuple[list[str], int]:
 
 def verify(root: Path) -> VerifyReport:
     """The instructor's one-stop check (see the issue): `ok` is False on any finding."""
-    from grader import device
+    from grader.core import device
     from grader.course import load_course
 
     t0 = time.perf_counter()

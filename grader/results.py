@@ -42,6 +42,8 @@ class Environment:
     isolation: list[str] = field(default_factory=list)
     grader_version: str = ""
     python: str = ""
+    driver: str = ""  # NVIDIA driver version the GPU preflight saw ("" in the simulator)
+    cuda: str = ""  # the CUDA version that driver runs
 
 
 @dataclass

@@ -61,25 +61,64 @@
 #
 # Cells tagged `demo` (plots, timings, full-size runs) are for you to look at; the grader skips them.
 
-# %% deletable=false editable=false nbgrader={"grade": false, "grade_id": "colab_install", "locked": true, "schema_version": 3, "solution": false, "task": false, "checksum": "68d6f96ad1a62e186b3eda5fd88a6802", "cell_type": "code"}
-# Colab ships Numba without its CUDA target package; install it there (and only there).
-# The CUDA 13 wheels need an NVIDIA driver >= 580; older drivers get the CUDA 12 wheels.
-import subprocess
-import sys
+# %% deletable=false editable=false nbgrader={"grade": false, "grade_id": "colab_install", "locked": true, "schema_version": 3, "solution": false, "task": false, "checksum": "ae63f8caee148aec8ddfeae9154342c2", "cell_type": "code"}
+# Install cell. On Colab it installs only what the runtime lacks: Numba's CUDA target
+# (numba-cuda), in the build that matches the CUDA version the NVIDIA driver says it runs
+# (CUDA 12 for drivers 525-579, CUDA 13 for 580 and newer); on a CPU runtime the plain package,
+# for the simulator. Elsewhere (your laptop, the grader) it installs nothing: the course's
+# install profile already brought numba-cuda.
+def _colab_install(numba_cuda="0.30.4"):
+    import importlib.util
+    import re
+    import shutil
+    import subprocess
+    import sys
+    from importlib import metadata
 
-if "google.colab" in sys.modules:
-    _smi = subprocess.run(
-        ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    _driver = _smi.stdout.strip().split(".")[0] if _smi.returncode == 0 else ""
-    _extra = "cu13" if _driver.isdigit() and int(_driver) >= 580 else "cu12"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", f"numba-cuda[{_extra}]==0.30.4"],
-        check=True,
-    )
+    if "google.colab" not in sys.modules:
+        print("Not on Colab: using the packages already installed (nothing to do).")
+        return
+    gpu = None  # (name, driver version, CUDA major the driver runs)
+    smi = shutil.which("nvidia-smi")
+    if smi is not None:
+        try:
+            out = subprocess.run([smi, "-q"], capture_output=True, text=True, timeout=20).stdout
+        except (OSError, subprocess.SubprocessError):
+            out = ""
+        pattern = r"^\s*(Product Name|Driver Version|CUDA Version)\s*:\s*(\S.*?)\s*$"
+        found = dict(re.findall(pattern, out, re.M))
+        major = found.get("CUDA Version", "").split(".")[0]
+        if major.isdigit():
+            gpu = (found.get("Product Name", "GPU"), found.get("Driver Version", "?"), int(major))
+    have = 0  # CUDA major of the installed numba-cuda's bindings; 0: numba-cuda absent
+    if importlib.util.find_spec("numba_cuda") is not None:
+        try:
+            have = int(metadata.version("cuda-bindings").split(".")[0])
+        except (metadata.PackageNotFoundError, ValueError):
+            have = -1
+    if gpu is not None and gpu[2] >= 12:
+        build = min(gpu[2], 13)
+        want = f"numba-cuda[cu{build}]=={numba_cuda}"
+        why = f"{gpu[0]}, driver {gpu[1]} runs CUDA {gpu[2]}: the CUDA {build} build"
+        enough = have == build
+    else:
+        want = f"numba-cuda=={numba_cuda}"
+        why = "no NVIDIA driver (CPU runtime)" if gpu is None else f"driver {gpu[1]}: CUDA < 12"
+        why += ": kernels run in the CUDA simulator"
+        enough = have != 0
+    if enough:
+        print(f"Colab: {why}; numba-cuda is already installed, nothing to do.")
+        return
+    print(f"Colab: {why}; installing {want} ...")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", want], check=True)
+    importlib.invalidate_caches()
+    if "numba.cuda" in sys.modules:
+        print("numba.cuda was imported before this install: Runtime > Restart session, run on.")
+    else:  # what numba-cuda's .pth file does at start-up: route `numba.cuda` to numba-cuda
+        import _numba_cuda_redirector  # noqa: F401
+
+
+_colab_install()
 
 # %% deletable=false editable=false nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false, "checksum": "261c6aaaeb9648467b26e8d68aaf304a", "cell_type": "code"}
 # Setup. Decide GPU or simulator BEFORE numba is imported: Numba reads NUMBA_ENABLE_CUDASIM once,

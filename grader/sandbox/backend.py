@@ -25,7 +25,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from grader import device, wire
+from grader import wire
+from grader.core import device
 from grader.course import Limits
 from grader.sandbox.isolation import (
     ALL_LAYERS,

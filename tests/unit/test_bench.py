@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import device
+from grader.core import device
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import device
+from grader.core import device
 from grader.suites import run_assignment
 
 ROOT = Path(__file__).resolve().parents[2]

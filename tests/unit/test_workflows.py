@@ -329,7 +329,7 @@ def test_ci_runs_lint_tests_verify_linters_and_gpu_job():
     assert set(wf["on"]) == {"push", "pull_request"}
     runs = "\n".join(s.get("run", "") for _, _, s in steps(wf))
     for needle in (
-        'pip install --disable-pip-version-check -e ".[dev]"',
+        'pip install --disable-pip-version-check -e ".[instructor,gpu-cu13,dev]"',
         "ruff check",
         "pytest",
         "grader verify",
@@ -365,3 +365,40 @@ def test_exported_student_workflows_lint_clean(tmp_path, actionlint, zizmor):
     assert proc.returncode == 0, proc.stdout
     proc = run_zizmor(zizmor, flows, "regular")
     assert json.loads(proc.stdout or "[]") == [] and proc.returncode == 0, proc.stdout
+
+
+def test_install_profiles_caches_and_the_comment_on_failure():
+    """CI on every supported Python; both student workflows cache pip downloads, the check
+    installs the student profile, grading the GPU profile its driver runs; the comment job
+    also runs when grading failed, and explains a grading that wrote no comment."""
+    ci = load(GH / "workflows" / "ci.yml")
+    assert ci["jobs"]["test"]["strategy"]["matrix"]["python"] == ["3.11", "3.12", "3.13"]
+    for name in ("grade.yml", "student-check.yml"):
+        setup = next(
+            s
+            for _, _, s in steps(load(GH / "student-workflows" / name))
+            if "setup-python" in s.get("uses", "")
+        )
+        assert setup["with"]["cache"] == "pip", name
+        assert setup["with"]["cache-dependency-path"] == "pyproject.toml", name
+    check_runs = "\n".join(
+        s.get("run", "") for _, _, s in steps(load(GH / "student-workflows" / "student-check.yml"))
+    )
+    assert '-e ".[student]"' in check_runs
+    wf = grade_wf()
+    install = next(s for s in wf["jobs"]["grade"]["steps"] if "pip install" in s.get("run", ""))
+    assert "python -m grader.core.device profile" in install["run"]
+    assert '-e ".[$profile]"' in install["run"]
+    grade_step = next(s for s in wf["jobs"]["grade"]["steps"] if "grade-pr" in s.get("run", ""))
+    assert grade_step["env"]["GRADER_DEVICE"] == "gpu"  # no silent fall-back to the simulator
+    comment = wf["jobs"]["comment"]
+    assert comment["if"] == "${{ !cancelled() && needs.grade.outputs.pr-number != '' }}"
+    explain = next(s for s in comment["steps"] if "failure-comment" in s.get("run", ""))
+    assert explain["env"]["GRADE_RESULT"] == "${{ needs.grade.result }}"
+    names = [s.get("name", "") for s in comment["steps"]]
+    assert names.index(explain["name"]) < next(
+        i for i, s in enumerate(comment["steps"]) if "post-comment" in s.get("run", "")
+    )
+    for step in wf["jobs"]["grade"]["steps"]:
+        if "upload-artifact" in step.get("uses", "") or "summary" in step.get("name", ""):
+            assert step["if"] == "${{ !cancelled() && steps.grade.outcome != 'skipped' }}"
