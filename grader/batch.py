@@ -50,6 +50,7 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import IO, Any
 
+from grader.core.jsonread import metrics_or_none
 from grader.course import Course, load_course
 from grader.results import AssignmentResult, Environment, GradeResult, validate
 from grader.tables import points
@@ -58,7 +59,6 @@ GradeOne = Callable[[Path, str, Path], GradeResult]
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 STATE = "state.jsonl"
 CHILD_RESULT = ".child-result.json"
-METRICS_LIMIT = 1 << 20
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -295,14 +295,7 @@ def error_result(student: str, course: Course, message: str, digest: str = "") -
 
 
 def _read_metrics(submission: Path) -> dict | None:
-    p = submission / "metrics.json"
-    try:
-        if p.is_file() and not p.is_symlink() and p.stat().st_size <= METRICS_LIMIT:
-            data = json.loads(p.read_text(encoding="utf-8"))
-            return data if isinstance(data, dict) else None
-    except (OSError, ValueError):
-        return None
-    return None
+    return metrics_or_none(submission / "metrics.json")
 
 
 @dataclass

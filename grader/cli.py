@@ -119,7 +119,9 @@ def _write_outputs(result, course, args: argparse.Namespace) -> None:
     if args.markdown:
         Path(args.markdown).write_text(report.markdown(result, course), encoding="utf-8")
     if args.html:
-        metrics = _read_metrics(Path(args.submission) / "metrics.json")
+        from grader.core.jsonread import metrics_or_none
+
+        metrics = metrics_or_none(Path(args.submission) / "metrics.json")
         from grader.batch import reference_m9_record
 
         reference = reference_m9_record(course)
@@ -128,18 +130,6 @@ def _write_outputs(result, course, args: argparse.Namespace) -> None:
         from grader.gradebook import record
 
         record(Path(args.gradebook), result, course)
-
-
-def _read_metrics(path: Path) -> dict | None:
-    import json
-
-    try:
-        if path.is_file() and path.stat().st_size < (1 << 20):
-            data = json.loads(path.read_text(encoding="utf-8"))
-            return data if isinstance(data, dict) else None
-    except (OSError, ValueError):
-        return None
-    return None
 
 
 def cmd_grade_all(args: argparse.Namespace) -> int:

@@ -432,14 +432,6 @@ def _grade(submission: Path, root: Path, student: str, timestamp: datetime):
     return grade_submission(submission, root=root, student=student, timestamp=timestamp)
 
 
-def _read_metrics(path: Path) -> dict | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
 def _copy_submission(artifact_dir: Path, dest: Path) -> None:
     """exercises/** and metrics.json only (pr.json is ours, not the student's code)."""
     src_ex = artifact_dir / EXERCISES
@@ -488,7 +480,9 @@ def grade_pr(
         submission.mkdir()
         _copy_submission(clean, submission)
         result = (grade or _grade)(submission, root, student, when)
-        metrics = _read_metrics(submission / "metrics.json")
+        from grader.core.jsonread import metrics_or_none
+
+        metrics = metrics_or_none(submission / "metrics.json")
 
     out.mkdir(parents=True, exist_ok=True)
     paths = report.write_reports(result, course, out, metrics=metrics)

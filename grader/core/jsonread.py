@@ -1,0 +1,131 @@
+"""The one reader for every JSON file a submission supplies (today: metrics.json).
+
+A submission's JSON is hostile input read in the trusted process. ``json.loads`` alone is not
+bounded: 200 kB of nested lists raise ``RecursionError`` (which callers catching ``ValueError``
+miss) and a few MB of ``[]`` cost hundreds of MB. So the text is measured before it is parsed:
+size in bytes, nesting depth and element count are checked on the raw bytes with C-speed
+regular expressions (strings blanked first, so brackets inside strings do not count), and only
+then handed to ``json.loads``. Every failure is a `JsonReadError` whose message names the file and
+says what to do; nothing else escapes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class JsonLimits:
+    """Bounds on one JSON file: bytes on disk, nesting depth, values (containers + scalars)."""
+
+    max_bytes: int
+    max_depth: int
+    max_items: int
+
+
+# metrics.json holds a few small records (one per milestone): generous for that, small for a bomb.
+METRICS_LIMITS = JsonLimits(max_bytes=1 << 20, max_depth=32, max_items=100_000)
+METRICS_HINT = "delete it and rerun the M9 notebook's last cell (it calls save_metric)"
+
+
+class JsonReadError(ValueError):
+    """A submission's JSON file could not be taken; the message is student-facing feedback."""
+
+
+class JsonMissing(JsonReadError):
+    """The file does not exist (or is not a regular file)."""
+
+
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(rb"[^\[\]{}]+")
+_INNERMOST = re.compile(rb"\[\]|\{\}")
+
+
+def _shape(data: bytes, limits: JsonLimits) -> str | None:
+    """Why `data` is over the depth or element limits, or None: checked before parsing."""
+    bare = _STRING.sub(b'""', data)
+    containers = bare.count(b"[") + bare.count(b"{")
+    items = containers + bare.count(b",") + bare.count(b":") + 1
+    if items > limits.max_items:
+        return f"it holds more than {limits.max_items:,} values"
+    brackets = _NOT_BRACKET.sub(b"", bare)
+    for _ in range(limits.max_depth):
+        if not brackets:
+            return None
+        brackets, n = _INNERMOST.subn(b"", brackets)
+        if n == 0:
+            return "it is not valid JSON: its brackets [ ] and { } do not match"
+    if brackets and _INNERMOST.search(brackets):
+        return f"it is nested more than {limits.max_depth} levels deep"
+    return None
+
+
+def _read_bytes(path: Path, what: str, cap: int) -> bytes:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError as exc:
+        raise JsonMissing(f"{what} not found") from exc
+    except OSError as exc:
+        raise JsonMissing(f"{what} not found (it is a symlink or unreadable)") from exc
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise JsonMissing(f"{what} not found (it is not a regular file)")
+        if st.st_size > cap:
+            raise JsonReadError(
+                f"{what} is {st.st_size / 1e6:.1f} MB, over the {cap / 1e6:.1f} MB limit; "
+                "it should hold a few small records"
+            )
+        data = os.read(fd, cap + 1)
+    finally:
+        os.close(fd)
+    if len(data) > cap:
+        raise JsonReadError(f"{what} is over the {cap / 1e6:.1f} MB limit")
+    return data
+
+
+def loads_bounded(data: bytes, what: str, limits: JsonLimits, hint: str = "") -> Any:
+    """Parse JSON bytes within `limits`; raises JsonReadError (never anything else)."""
+    tail = f"; {hint}" if hint else ""
+    if len(data) > limits.max_bytes:
+        raise JsonReadError(f"{what} is over the {limits.max_bytes / 1e6:.1f} MB limit{tail}")
+    why = _shape(data, limits)
+    if why:
+        raise JsonReadError(f"{what} cannot be read: {why}{tail}")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise JsonReadError(f"{what} is not UTF-8 text (byte {exc.start}){tail}") from exc
+    try:
+        return json.loads(text)
+    except RecursionError as exc:  # unreachable after _shape; kept as the last line of defence
+        raise JsonReadError(f"{what} cannot be read: it is nested too deeply{tail}") from exc
+    except ValueError as exc:
+        raise JsonReadError(f"{what} is not valid JSON ({exc}){tail}") from exc
+
+
+def read_json(path: Path, what: str, limits: JsonLimits, hint: str = "") -> Any:
+    """Read and parse the submission file at `path` (no symlinks) within `limits`."""
+    return loads_bounded(_read_bytes(Path(path), what, limits.max_bytes), what, limits, hint)
+
+
+def read_metrics(path: Path) -> dict:
+    """The submission's metrics.json as a dict; raises JsonReadError saying what to fix."""
+    data = read_json(path, "metrics.json", METRICS_LIMITS, METRICS_HINT)
+    if not isinstance(data, dict):
+        raise JsonReadError("metrics.json must hold a JSON object ({...}) keyed by milestone")
+    return data
+
+
+def metrics_or_none(path: Path) -> dict | None:
+    """metrics.json for a report (the plot), or None when it cannot be taken: the suites say why."""
+    try:
+        return read_metrics(path)
+    except JsonReadError:
+        return None
