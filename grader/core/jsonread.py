@@ -47,11 +47,23 @@ _NOT_BRACKET = re.compile(rb"[^\[\]{}]+")
 _INNERMOST = re.compile(rb"\[\]|\{\}")
 
 
+def _bare(data: bytes) -> bytes:
+    return _STRING.sub(b'""', data)
+
+
+def _values(bare: bytes) -> int:
+    return bare.count(b"[") + bare.count(b"{") + bare.count(b",") + bare.count(b":") + 1
+
+
+def count_values(data: bytes) -> int:
+    """An upper bound on the values json.loads would build from `data` (without building them)."""
+    return _values(_bare(data))
+
+
 def _shape(data: bytes, limits: JsonLimits) -> str | None:
     """Why `data` is over the depth or element limits, or None: checked before parsing."""
-    bare = _STRING.sub(b'""', data)
-    containers = bare.count(b"[") + bare.count(b"{")
-    items = containers + bare.count(b",") + bare.count(b":") + 1
+    bare = _bare(data)
+    items = _values(bare)
     if items > limits.max_items:
         return f"it holds more than {limits.max_items:,} values"
     brackets = _NOT_BRACKET.sub(b"", bare)

@@ -418,9 +418,9 @@ class WorkerBackend:
             )
         payload = self._recv(proc, size, deadline)
         try:
-            reply = wire.decode(payload)
+            reply = wire.decode(payload, deadline)  # bounded in values and in this request's time
         except wire.NotPlainData as exc:
-            raise _Failure("WorkerCrashed", f"the worker sent a malformed reply ({exc})") from exc
+            raise _Failure("WorkerCrashed", f"the worker's reply was refused: {exc}") from exc
         if not _valid_reply(reply):
             raise _Failure("WorkerCrashed", "the worker sent a reply of the wrong shape")
         if not self._init_pids and "pid-namespace" in self._plan.layers:
