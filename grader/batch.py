@@ -353,7 +353,7 @@ def grade_all(
     that hangs. `force` regrades submissions even when unchanged.
     """
     from grader.gradebook import export_csv, record
-    from grader.report import write_reports
+    from grader.reports import write_reports
 
     if grade_one is None:
         raise ValueError("grade_one is required (e.g. functools.partial(grade_entry, root=...))")

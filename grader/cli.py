@@ -112,8 +112,6 @@ def cmd_grade(args: argparse.Namespace) -> int:
 
 def _write_outputs(result, course, args: argparse.Namespace) -> list[str]:
     """Write each requested output; one that fails does not stop the others. Returns the failed."""
-    from grader import report
-
     def write_json() -> None:
         from grader.results import validate
 
@@ -126,7 +124,9 @@ def _write_outputs(result, course, args: argparse.Namespace) -> list[str]:
 
         metrics = metrics_or_none(Path(args.submission) / "metrics.json")
         reference = reference_m9_record(course)
-        Path(args.html).write_text(report.html(result, course, metrics, reference), "utf-8")
+        from grader.reports.html import html
+
+        Path(args.html).write_text(html(result, course, metrics, reference), "utf-8")
 
     def write_gradebook() -> None:
         from grader.gradebook import record
@@ -134,7 +134,9 @@ def _write_outputs(result, course, args: argparse.Namespace) -> list[str]:
         record(Path(args.gradebook), result, course)
 
     def write_markdown() -> None:
-        Path(args.markdown).write_text(report.markdown(result, course), encoding="utf-8")
+        from grader.reports.markdown import markdown
+
+        Path(args.markdown).write_text(markdown(result, course), encoding="utf-8")
 
     failed = []
     for flag, target, write in (

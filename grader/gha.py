@@ -460,9 +460,9 @@ def grade_pr(
     grade: Callable[..., Any] | None = None,
 ) -> dict[str, Path]:
     """Grade the validated submission of one PR; write the comment, summary and reports to out."""
-    from grader import report
     from grader.course import find_root, load_course
     from grader.late import parse_timestamp
+    from grader.reports import write_reports
 
     artifact = Path(artifact)
     out = Path(out)
@@ -485,14 +485,14 @@ def grade_pr(
         metrics = metrics_or_none(submission / "metrics.json")
 
     out.mkdir(parents=True, exist_ok=True)
-    paths = report.write_reports(result, course, out, metrics=metrics)
+    paths = write_reports(result, course, out, metrics=metrics)
     body = paths["markdown"].read_text(encoding="utf-8")
     link = _run_link(event)
     trailer = f"<sub>PR #{pr.number} · commit {pr.head_sha[:12]}" + (
         f" · [grading run]({link})</sub>" if link else "</sub>"
     )
     comment = f"{MARKER}\n{body.rstrip()}\n\n{trailer}\n"
-    if len(comment) > MAX_COMMENT_CHARS:  # report.markdown keeps under 60 kB; belt and braces
+    if len(comment) > MAX_COMMENT_CHARS:  # reports.markdown keeps under 60 kB; belt and braces
         comment = comment[: MAX_COMMENT_CHARS - 40] + "\n\n✂️ truncated\n"
     paths["comment"] = out / "comment.md"
     paths["comment"].write_text(comment, encoding="utf-8")

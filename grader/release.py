@@ -129,7 +129,6 @@ STUDENT_MODULES = frozenset(
         "results",
         "tables",
         "testing",
-        "report",
         "core",
         "reports",
         "grade",

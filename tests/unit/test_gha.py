@@ -342,7 +342,7 @@ def canned_result(student: str, timestamp: datetime):
 
 def test_grade_pr_writes_comment_summary_and_reports_offline(tmp_path, monkeypatch):
     """The real grade-pr path with the grading itself replaced by a canned result."""
-    pytest.importorskip("grader.report")
+    pytest.importorskip("grader.reports")
     calls = []
 
     def fake_grade(submission, root, student, timestamp):
