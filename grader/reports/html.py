@@ -48,7 +48,7 @@ max-height:24em;overflow:auto;font-size:13px}
 
 _COLUMNS = (
     '<colgroup><col style="width:2.2em"><col style="width:30%"><col style="width:6.5em">'
-    '<col style="width:5.5em"><col></colgroup>'
+    '<col style="width:6.5em"><col></colgroup>'
 )
 
 
