@@ -157,7 +157,7 @@ def decode(data: bytes, deadline: float | None = None) -> Any:
         )
     raw = bytes(view[8 : 8 + hlen])
     _in_time(deadline)
-    if count_values(raw) > MAX_VALUES:
+    if count_values(raw, MAX_VALUES) > MAX_VALUES:
         raise NotPlainData(
             f"the value holds more than {MAX_VALUES:,} lists, dicts and scalars (the "
             "limit); return bulk data as a numpy array"

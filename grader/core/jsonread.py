@@ -43,39 +43,67 @@ class JsonMissing(JsonReadError):
 
 
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_NOT_BRACKET = re.compile(rb"[^\[\]{}]+")
-_INNERMOST = re.compile(rb"\[\]|\{\}")
+_NOT_BRACKETS = bytes(c for c in range(256) if c not in b"[]{}")
 
 
-def _bare(data: bytes) -> bytes:
-    return _STRING.sub(b'""', data)
+def _values(data: bytes) -> int:
+    return data.count(b"[") + data.count(b"{") + data.count(b",") + data.count(b":") + 1
 
 
-def _values(bare: bytes) -> int:
-    return bare.count(b"[") + bare.count(b"{") + bare.count(b",") + bare.count(b":") + 1
+def count_values(data: bytes, limit: int) -> int:
+    """An upper bound on the values json.loads would build from `data`, exact enough to compare
+    with `limit`: brackets, commas and colons inside strings are not counted. Copies nothing
+    (a reply's header can be tens of MB) and walks the strings only when the plain count is
+    over `limit`."""
+    total = _values(data)
+    if total <= limit:
+        return total
+    # Each string is a value with two quotes not preceded by a backslash: more of those than
+    # `limit` settles it without the walk, which is therefore at most `limit` strings long.
+    strings = (data.count(b'"') - data.count(b'\\"')) // 2
+    if strings > limit:
+        return strings
+    for m in _STRING.finditer(data):
+        total -= _values(m.group()) - 1
+    return total
 
 
-def count_values(data: bytes) -> int:
-    """An upper bound on the values json.loads would build from `data` (without building them)."""
-    return _values(_bare(data))
+def _brackets(data: bytes, exact: bool) -> bytes:
+    """The brackets of `data` in order; `exact`: leaving out those inside strings."""
+    if not exact:
+        return data.translate(None, _NOT_BRACKETS)
+    out, pos = bytearray(), 0
+    for m in _STRING.finditer(data):
+        out += data[pos : m.start()].translate(None, _NOT_BRACKETS)
+        pos = m.end()
+    out += data[pos:].translate(None, _NOT_BRACKETS)
+    return bytes(out)
+
+
+def _depth_problem(brackets: bytes, max_depth: int) -> str | None:
+    """Peel innermost pairs max_depth times (C-speed replaces): what is left is too deep."""
+    for _ in range(max_depth):
+        if not brackets:
+            return None
+        # a marker, so that "{[]}" loses one level per pass, not two
+        peeled = brackets.replace(b"[]", b"\0").replace(b"{}", b"\0").replace(b"\0", b"")
+        if len(peeled) == len(brackets):
+            return "it is not valid JSON: its brackets [ ] and { } do not match"
+        brackets = peeled
+    if brackets:
+        return f"it is nested more than {max_depth} levels deep"
+    return None
 
 
 def _shape(data: bytes, limits: JsonLimits) -> str | None:
-    """Why `data` is over the depth or element limits, or None: checked before parsing."""
-    bare = _bare(data)
-    items = _values(bare)
-    if items > limits.max_items:
+    """Why `data` is over the depth or element limits, or None: checked before parsing, in time
+    and memory proportional to its size (no objects built)."""
+    if count_values(data, limits.max_items) > limits.max_items:
         return f"it holds more than {limits.max_items:,} values"
-    brackets = _NOT_BRACKET.sub(b"", bare)
-    for _ in range(limits.max_depth):
-        if not brackets:
-            return None
-        brackets, n = _INNERMOST.subn(b"", brackets)
-        if n == 0:
-            return "it is not valid JSON: its brackets [ ] and { } do not match"
-    if brackets and _INNERMOST.search(brackets):
-        return f"it is nested more than {limits.max_depth} levels deep"
-    return None
+    why = _depth_problem(_brackets(data, exact=False), limits.max_depth)
+    if why and b'"' in data:  # brackets inside strings may have counted: look again, exactly
+        why = _depth_problem(_brackets(data, exact=True), limits.max_depth)
+    return why
 
 
 def _read_bytes(path: Path, what: str, cap: int) -> bytes:

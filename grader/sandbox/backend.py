@@ -453,7 +453,8 @@ class WorkerBackend:
             except (BrokenPipeError, OSError) as exc:
                 raise self._gone(proc) from exc
 
-    def _recv(self, proc: subprocess.Popen, n: int, deadline: float) -> bytes:
+    def _recv(self, proc: subprocess.Popen, n: int, deadline: float) -> bytearray:
+        """Exactly n bytes before `deadline`; returned without a copy (replies can be 256 MiB)."""
         fd = proc.stdout.fileno()
         buf = bytearray()
         while len(buf) < n:
@@ -469,4 +470,4 @@ class WorkerBackend:
             if not chunk:
                 raise self._gone(proc)
             buf += chunk
-        return bytes(buf)
+        return buf
