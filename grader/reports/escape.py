@@ -93,8 +93,9 @@ def md_block(text: str, limit: int) -> str:
     """Student multi-line text as an inert preformatted block of GitHub markdown.
 
     An HTML ``<pre>`` block: GitHub renders its content verbatim (no markdown, no links or
-    mentions), and with ``<`` escaped no ``</pre>`` in the text can close it early.
+    mentions), and with ``<`` escaped no ``</pre>`` in the text can close it early. ``@`` still
+    gets its WORD JOINER: a mention notifies someone, so it is stopped twice.
     """
     body = visible(clip(text, limit))
     body = body.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return f"<pre>{body}</pre>"
+    return f"<pre>{body.replace('@', '@' + WORD_JOINER)}</pre>"  # no mention, even if unpre'd

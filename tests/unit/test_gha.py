@@ -381,7 +381,7 @@ def test_grade_pr_writes_comment_summary_and_reports_offline(tmp_path, monkeypat
     comment = (out / "comment.md").read_text()
     assert comment.startswith(gha.MARKER + "\n")
     assert "3.6 / 10" in comment
-    assert "vector&#95;add&#95;bounds" in comment or "vector_add_bounds" in comment
+    assert "vector\\_add\\_bounds" in comment or "vector_add_bounds" in comment
     assert "<script>" not in comment and "@maintainer" not in comment
     assert "PR #7" in comment and "/actions/runs/12744300001" in comment
     summary = (out / "summary.md").read_text()
