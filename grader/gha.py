@@ -333,10 +333,12 @@ def parse_pr_json(raw: bytes) -> PullRequest:
         raise ArtifactError("pr.json: missing (the student check writes it)")
     if len(raw) > MAX_PR_JSON_BYTES:
         raise ArtifactError(f"pr.json: larger than {MAX_PR_JSON_BYTES} bytes")
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise ArtifactError(f"pr.json: not valid JSON ({exc})") from None
+    from grader.core.jsonread import JsonLimits, JsonReadError, loads_bounded
+
+    try:  # the student check wrote it: bounded like every JSON a submission supplies
+        data = loads_bounded(raw, "pr.json", JsonLimits(MAX_PR_JSON_BYTES, 8, 1000))
+    except JsonReadError as exc:
+        raise ArtifactError(str(exc)) from None
     if not isinstance(data, dict):
         raise ArtifactError("pr.json: must be a JSON object")
     number = data.get("number")

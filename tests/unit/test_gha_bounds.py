@@ -30,3 +30,9 @@ def test_grade_pr_with_hostile_metrics(tmp_path, monkeypatch, kind):
         assert (out / name).stat().st_size > 0, name
     assert json.loads((out / "result.json").read_text())["student"] == "ada-student"
     assert "no student M9 metrics" in (out / "report.html").read_text()
+
+
+@pytest.mark.parametrize("raw", [b"[" * 30_000 + b"]" * 30_000, b'{"number": ' * 3000 + b"1"])
+def test_hostile_pr_json_is_an_artifact_error(raw):
+    with pytest.raises(gha.ArtifactError, match="pr.json"):
+        gha.parse_pr_json(raw)
