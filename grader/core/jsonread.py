@@ -1,12 +1,12 @@
-"""The one reader for every JSON file a submission supplies (today: metrics.json).
+"""The one reader for every JSON a submission supplies (metrics.json, pr.json, an .ipynb).
 
 A submission's JSON is hostile input read in the trusted process. ``json.loads`` alone is not
 bounded: 200 kB of nested lists raise ``RecursionError`` (which callers catching ``ValueError``
-miss) and a few MB of ``[]`` cost hundreds of MB. So the text is measured before it is parsed:
-size in bytes, nesting depth and element count are checked on the raw bytes with C-speed
-regular expressions (strings blanked first, so brackets inside strings do not count), and only
-then handed to ``json.loads``. Every failure is a `JsonReadError` whose message names the file and
-says what to do; nothing else escapes.
+miss) and a few MB of ``[]`` cost hundreds of MB. So the bytes are measured before they are
+parsed: size, nesting depth and value count, with C-speed byte counts and replaces that build
+no objects (brackets inside strings are left out when that matters), and only then handed to
+``json.loads``. Every failure is a `JsonReadError` whose message names the file and says what to
+do; nothing else escapes. `grader.wire` uses `count_values` for the trusted side's replies.
 """
 
 from __future__ import annotations
