@@ -544,7 +544,10 @@ CASES: list[Case] = [
                 max_s=60), slow=True),
     Case("returns_million_list", "m9_record returns a list of a million items",
          patched(M9, "m9_record", "return list(range(1_000_000))"),
-         Expect(M9, [Rule(_fn("m9_record"), BROKEN, ("got list", "returned"))],
+         # encoding a million items in the worker can outlast the call limit on a busy machine
+         # (two `make test` at once): both are bounded and named
+         Expect(M9, [Rule(_fn("m9_record"), BROKEN + ("timeout",),
+                          ("got list", "returned", "took longer than"))],
                 check=lambda r, c: _small(r))),
     Case("eq_always_true", "m9_record returns an object whose __eq__ is always True",
          patched(M9, "m9_record", '''
