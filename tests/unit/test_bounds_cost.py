@@ -45,3 +45,39 @@ def test_trusted_cost_within_2x_of_reference(name, reference):
     assert got["trusted_peak_mb"] <= 2 * reference["trusted_peak_mb"], (got, reference)
     # CPU time: 2x, plus 0.5 s for timer noise on a reference under a second
     assert got["trusted_cpu_s"] <= 2 * reference["trusted_cpu_s"] + 0.5, (got, reference)
+
+
+@pytest.mark.slow
+def test_batch_over_the_bounds_family(tmp_path):
+    """grade-all over the bounds cases (and the reference): one row per submission, no failure,
+    every report written (the reports read each hostile metrics.json again)."""
+    import functools
+    import os
+    import sqlite3
+
+    from grader.batch import grade_all
+    from grader.course import load_course
+
+    root = build.make_corpus_root(REPO, tmp_path / "root")
+    ctx = build.make_ctx(root, REPO)
+    names = [c.name for c in cases_bounds.CASES]
+    subs = tmp_path / "class"
+    build.build_all(ctx, subs, names)
+    students = {n.replace("_", "-"): build.by_name()[n].expect.assignment for n in names}
+    grade_one = functools.partial(build.corpus_grade_one, root=str(root), assignments=students)
+    out = tmp_path / "out"
+    with open(os.devnull, "w") as quiet:
+        outcome = grade_all(subs, out, jobs=2, grade_one=grade_one, course=load_course(root),
+                            progress=quiet, summary=quiet)
+    assert not outcome.failed, outcome.failed
+    assert sorted(outcome.graded) == sorted(students)
+    con = sqlite3.connect(out / "gradebook.db")
+    try:
+        rows = con.execute("select s.id, count(*) from student s join submitted_assignment a "
+                           "on a.student_id = s.id group by s.id").fetchall()
+    finally:
+        con.close()
+    assert sorted(r[0] for r in rows) == sorted(students)
+    for s in students:
+        for name in ("result.json", "report.md", "report.html"):
+            assert (out / s / name).stat().st_size > 0, (s, name)
