@@ -42,7 +42,8 @@ class JsonMissing(JsonReadError):
     """The file does not exist (or is not a regular file)."""
 
 
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)  # unrolled: twice as fast
+_JOIN_BYTES = 16 << 20
 _NOT_BRACKETS = bytes(c for c in range(256) if c not in b"[]{}")
 
 
@@ -63,7 +64,9 @@ def count_values(data: bytes, limit: int) -> int:
     strings = (data.count(b'"') - data.count(b'\\"')) // 2
     if strings > limit:
         return strings
-    for m in _STRING.finditer(data):
+    if len(data) <= _JOIN_BYTES:  # the strings' text at C speed (at most twice the memory)
+        return total - (_values(b"".join(_STRING.findall(data))) - 1)
+    for m in _STRING.finditer(data):  # a large reply header: one string at a time
         total -= _values(m.group()) - 1
     return total
 
