@@ -50,6 +50,7 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import IO, Any
 
+from grader.core.jsonread import metrics_or_none
 from grader.course import Course, load_course
 from grader.results import AssignmentResult, Environment, GradeResult, validate
 from grader.tables import points
@@ -58,7 +59,6 @@ GradeOne = Callable[[Path, str, Path], GradeResult]
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 STATE = "state.jsonl"
 CHILD_RESULT = ".child-result.json"
-METRICS_LIMIT = 1 << 20
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -295,14 +295,7 @@ def error_result(student: str, course: Course, message: str, digest: str = "") -
 
 
 def _read_metrics(submission: Path) -> dict | None:
-    p = submission / "metrics.json"
-    try:
-        if p.is_file() and not p.is_symlink() and p.stat().st_size <= METRICS_LIMIT:
-            data = json.loads(p.read_text(encoding="utf-8"))
-            return data if isinstance(data, dict) else None
-    except (OSError, ValueError):
-        return None
-    return None
+    return metrics_or_none(submission / "metrics.json")
 
 
 @dataclass
@@ -360,7 +353,7 @@ def grade_all(
     that hangs. `force` regrades submissions even when unchanged.
     """
     from grader.gradebook import export_csv, record
-    from grader.report import write_reports
+    from grader.reports import write_reports
 
     if grade_one is None:
         raise ValueError("grade_one is required (e.g. functools.partial(grade_entry, root=...))")
@@ -414,14 +407,23 @@ def grade_all(
             todo.append((student, digest))
 
     def finish(student: str, digest: str, result: GradeResult, seconds: float, ok: bool) -> None:
+        # Whatever fails here is this submission's error row, never the batch's end.
         try:
             metrics = _read_metrics(found[student]) if ok else None
             write_reports(result, course, out / student, metrics, reference)
-        except ValueError as exc:  # grade_one produced something off-schema
+        except Exception as exc:  # off-schema result, or a report that cannot be written
             ok = False
-            result = error_result(student, course, f"invalid result: {exc}", digest)
-            write_reports(result, course, out / student, None, reference)
-        record(db, result, course)
+            cause = _cause("writing its reports failed", exc)
+            result = error_result(student, course, cause, digest)
+            try:
+                write_reports(result, course, out / student, None, reference)
+            except Exception as again:
+                result.warnings.append(_cause("its error report could not be written", again))
+        try:
+            record(db, result, course)
+        except Exception as exc:
+            ok = False
+            result.warnings.append(_cause("its gradebook row could not be written", exc))
         state.append(
             {
                 "student": student,
@@ -491,6 +493,11 @@ def grade_all(
     return outcome
 
 
+def _cause(what: str, exc: BaseException) -> str:
+    """An error row's cause: what failed and the exception, short (it reaches a report)."""
+    return f"{what} ({type(exc).__name__}: {str(exc)[:300]})"
+
+
 def _collect(
     job: _Running, work: Path, course: Course, timed_out: bool, timeout: float
 ) -> tuple[GradeResult, bool]:
@@ -500,7 +507,7 @@ def _collect(
     else:
         try:
             payload = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             code = job.process.exitcode
             how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
             msg = f"the grading process died ({how}) without a result; see grade.log"
@@ -509,7 +516,7 @@ def _collect(
                 try:
                     validate(payload["result"])
                     return GradeResult.from_dict(payload["result"]), True
-                except (ValueError, TypeError, KeyError) as exc:
+                except Exception as exc:  # off-schema: this submission's error row
                     msg = f"invalid result: {exc}"
             else:
                 msg = str(payload.get("error", "unknown error"))

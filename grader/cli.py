@@ -98,7 +98,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
         sandbox=not args.no_sandbox,
         course=course,
     )
-    _write_outputs(result, course, args)
+    failed = _write_outputs(result, course, args)
     print(_assignment_table(result.assignments))
     print(
         f"\ntotal {points(result.score, result.max_score)}  ({result.duration_s:.1f} s, "
@@ -107,41 +107,53 @@ def cmd_grade(args: argparse.Namespace) -> int:
     )
     for w in result.warnings:
         print(f"warning: {w}")
-    return 0
+    for what in failed:
+        print(f"error: could not write {what}", file=sys.stderr)
+    return 2 if failed else 0
 
 
-def _write_outputs(result, course, args: argparse.Namespace) -> None:
-    from grader import report
-
-    if args.json:
+def _write_outputs(result, course, args: argparse.Namespace) -> list[str]:
+    """Write each requested output; one that fails does not stop the others. Returns the failed."""
+    def write_json() -> None:
         from grader.results import validate
 
         validate(result.to_dict())
         result.write(args.json)
-    if args.markdown:
-        Path(args.markdown).write_text(report.markdown(result, course), encoding="utf-8")
-    if args.html:
-        metrics = _read_metrics(Path(args.submission) / "metrics.json")
-        from grader.batch import reference_m9_record
 
+    def write_html() -> None:
+        from grader.batch import reference_m9_record
+        from grader.core.jsonread import metrics_or_none
+
+        metrics = metrics_or_none(Path(args.submission) / "metrics.json")
         reference = reference_m9_record(course)
-        Path(args.html).write_text(report.html(result, course, metrics, reference), "utf-8")
-    if args.gradebook:
+        from grader.reports.html import html
+
+        Path(args.html).write_text(html(result, course, metrics, reference), "utf-8")
+
+    def write_gradebook() -> None:
         from grader.gradebook import record
 
         record(Path(args.gradebook), result, course)
 
+    def write_markdown() -> None:
+        from grader.reports.markdown import markdown
 
-def _read_metrics(path: Path) -> dict | None:
-    import json
+        Path(args.markdown).write_text(markdown(result, course), encoding="utf-8")
 
-    try:
-        if path.is_file() and path.stat().st_size < (1 << 20):
-            data = json.loads(path.read_text(encoding="utf-8"))
-            return data if isinstance(data, dict) else None
-    except (OSError, ValueError):
-        return None
-    return None
+    failed = []
+    for flag, target, write in (
+        ("--json", args.json, write_json),
+        ("--markdown", args.markdown, write_markdown),
+        ("--html", args.html, write_html),
+        ("--gradebook", args.gradebook, write_gradebook),
+    ):
+        if not target:
+            continue
+        try:
+            write()
+        except Exception as exc:  # named below and in the exit status, never silent
+            failed.append(f"{flag} {target} ({type(exc).__name__}: {str(exc)[:300]})")
+    return failed
 
 
 def cmd_grade_all(args: argparse.Namespace) -> int:

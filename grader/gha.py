@@ -340,10 +340,12 @@ def parse_pr_json(raw: bytes) -> PullRequest:
         raise ArtifactError("pr.json: missing (the student check writes it)")
     if len(raw) > MAX_PR_JSON_BYTES:
         raise ArtifactError(f"pr.json: larger than {MAX_PR_JSON_BYTES} bytes")
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise ArtifactError(f"pr.json: not valid JSON ({exc})") from None
+    from grader.core.jsonread import JsonLimits, JsonReadError, loads_bounded
+
+    try:  # the student check wrote it: bounded like every JSON a submission supplies
+        data = loads_bounded(raw, "pr.json", JsonLimits(MAX_PR_JSON_BYTES, 8, 1000))
+    except JsonReadError as exc:
+        raise ArtifactError(str(exc)) from None
     if not isinstance(data, dict):
         raise ArtifactError("pr.json: must be a JSON object")
     number = data.get("number")
@@ -439,14 +441,6 @@ def _grade(submission: Path, root: Path, student: str, timestamp: datetime):
     return grade_submission(submission, root=root, student=student, timestamp=timestamp)
 
 
-def _read_metrics(path: Path) -> dict | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
 def _copy_submission(artifact_dir: Path, dest: Path) -> None:
     """exercises/** and metrics.json only (pr.json is ours, not the student's code)."""
     src_ex = artifact_dir / EXERCISES
@@ -475,9 +469,9 @@ def grade_pr(
     grade: Callable[..., Any] | None = None,
 ) -> dict[str, Path]:
     """Grade the validated submission of one PR; write the comment, summary and reports to out."""
-    from grader import report
     from grader.course import find_root, load_course
     from grader.late import parse_timestamp
+    from grader.reports import write_reports
 
     artifact = Path(artifact)
     out = Path(out)
@@ -503,13 +497,15 @@ def grade_pr(
         except InfrastructureError as exc:
             _write_not_graded(out, not_graded_body(exc.headline, exc.detail), trailer)
             raise
-        metrics = _read_metrics(submission / "metrics.json")
+        from grader.core.jsonread import metrics_or_none
+
+        metrics = metrics_or_none(submission / "metrics.json")
 
     out.mkdir(parents=True, exist_ok=True)
-    paths = report.write_reports(result, course, out, metrics=metrics)
+    paths = write_reports(result, course, out, metrics=metrics)
     body = paths["markdown"].read_text(encoding="utf-8")
     comment = f"{MARKER}\n{body.rstrip()}\n\n{trailer}\n"
-    if len(comment) > MAX_COMMENT_CHARS:  # report.markdown keeps under 60 kB; belt and braces
+    if len(comment) > MAX_COMMENT_CHARS:  # reports.markdown keeps under 60 kB; belt and braces
         comment = comment[: MAX_COMMENT_CHARS - 40] + "\n\n✂️ truncated\n"
     paths["comment"] = out / "comment.md"
     paths["comment"].write_text(comment, encoding="utf-8")

@@ -38,11 +38,12 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader.core.jsonread import METRICS_LIMITS
 from grader.course import Course
+from grader.notebook import MAX_NOTEBOOK_BYTES
 
-MAX_NOTEBOOK_BYTES = 20 * 1024 * 1024
 MAX_FILE_BYTES = 20 * 1024 * 1024
-MAX_METRICS_BYTES = 1024 * 1024
+MAX_METRICS_BYTES = METRICS_LIMITS.max_bytes
 MAX_TOTAL_BYTES = 200 * 1024 * 1024
 MAX_FILES = 5000
 MAX_WARNINGS = 60
@@ -107,7 +108,16 @@ def _read_regular(path: Path, cap: int) -> bytes | str:
         os.close(fd)
 
 
+# Where a student's fork has the course's own copy (what the export ships): only there is an
+# unchanged file left unmentioned. Elsewhere (tests/hidden/, solutions/, ...) the course's copy is
+# private, so comparing would tell the student whether a guess equals the hidden suite.
+PUBLIC_TOP = ("tests/public/", "grader/", ".github/")
+
+
 def _same_as_course(root: Path, rel: Path, data: bytes | str) -> bool:
+    posix = rel.as_posix()
+    if len(rel.parts) > 1 and not posix.startswith(PUBLIC_TOP):
+        return False
     theirs = root / rel
     if isinstance(data, str) or theirs.is_symlink() or not theirs.is_file():
         return False
@@ -273,8 +283,8 @@ def prepare(
             if not _is_taken(rel):
                 if not _same_as_course(root, rel, data):
                     warnings.add(
-                        f"ignored {posix}: only exercises/ and metrics.json are graded; "
-                        "changes elsewhere (tests, grader, configuration) have no effect"
+                        f"ignored {posix}: it was changed or added outside exercises/ and "
+                        "metrics.json, which alone are graded, so it has no effect"
                     )
                 continue
             if isinstance(data, str):

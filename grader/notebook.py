@@ -3,14 +3,27 @@
 The graded module is every code cell in order except demos (tag ``demo``), nbgrader test cells
 (the inline self-checks) and IPython magics or shell lines, so grading neither re-runs plots and
 full-size timings nor stops at a self-check the student has not made pass yet.
+
+Reading is bounded before jupytext runs (`check_bounds`: cells, source size; an .ipynb through the
+bounded JSON reader first), because it runs in the trusted process before any sandbox or timeout.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
+from grader.core.jsonread import JsonLimits, JsonReadError, loads_bounded
+
 DEMO_TAG = "demo"
+# Bounds on a notebook before jupytext parses it (its cost grows faster than linearly in cells:
+# 50,000 empty cells took 31 s). The course's notebooks have under 100 cells and 100 kB of source.
+MAX_CELLS = 1000
+MAX_SOURCE_BYTES = 2 * 1024 * 1024
+MAX_NOTEBOOK_BYTES = 20 * 1024 * 1024  # the file, outputs included
+# An .ipynb is JSON the student supplies: read with the bounded reader first (outputs included).
+IPYNB_LIMITS = JsonLimits(max_bytes=MAX_NOTEBOOK_BYTES, max_depth=64, max_items=500_000)
 
 
 class NotebookError(ValueError):
@@ -42,24 +55,74 @@ def _jupytext():
 _CONTENTS_MANAGERS = ("jupytext.sync_contentsmanager", "jupytext.async_contentsmanager")
 
 
+_RESTORE = "restore it from the release or re-download it from Colab"
+
+
+def _ipynb_source_size(p: Path, data: bytes) -> tuple[int, int]:
+    """(cells, source bytes) of an .ipynb, read with the bounded JSON reader."""
+    try:
+        nb = loads_bounded(data, p.name, IPYNB_LIMITS)
+    except JsonReadError as exc:
+        raise NotebookError(f"{p}: not a readable notebook ({exc}); {_RESTORE}") from exc
+    cells = nb.get("cells") if isinstance(nb, dict) else None
+    if not isinstance(cells, list):
+        raise NotebookError(f"{p}: not a readable notebook (no list of cells); {_RESTORE}")
+    size = 0
+    for cell in cells:
+        src = cell.get("source", "") if isinstance(cell, dict) else ""
+        size += len(json.dumps(src)) if not isinstance(src, str) else len(src)
+    return len(cells), size
+
+
+def check_bounds(p: Path, text: str, data: bytes) -> None:
+    """Refuse, before parsing, a notebook over MAX_CELLS cells or MAX_SOURCE_BYTES of source."""
+    if p.suffix == ".ipynb":
+        cells, size = _ipynb_source_size(p, data)
+    else:
+        cells, size = text.count("\n# %%") + text.startswith("# %%"), len(data)
+    if cells > MAX_CELLS:
+        raise NotebookError(
+            f"{p}: {cells:,} cells, over the limit of {MAX_CELLS:,}; delete the cells you "
+            f"added (empty ones included) or {_RESTORE}"
+        )
+    if size > MAX_SOURCE_BYTES:
+        raise NotebookError(
+            f"{p}: {size / 1e6:.1f} MB of cell source, over the "
+            f"{MAX_SOURCE_BYTES / 1e6:.1f} MB limit; keep data out of the notebook's cells"
+        )
+
+
 def read_notebook(path: Path | str):
-    """Read a percent-format .py or an .ipynb with jupytext; NotebookError if unreadable."""
+    """Read a percent-format .py or an .ipynb with jupytext; NotebookError if unreadable.
+
+    Bounded before jupytext runs (`check_bounds`): at MAX_CELLS jupytext takes about 2 s on a
+    busy 2-core machine (50,000 cells took 31 s).
+    """
     jupytext = _jupytext()
 
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        data = p.read_bytes()
     except FileNotFoundError as exc:
         raise NotebookError(f"{p}: file not found") from exc
+    except OSError as exc:
+        raise NotebookError(f"{p}: unreadable ({exc.strerror})") from exc
+    if len(data) > IPYNB_LIMITS.max_bytes:
+        raise NotebookError(
+            f"{p}: {len(data) / 1e6:.1f} MB, over the {IPYNB_LIMITS.max_bytes / 1e6:.0f} MB "
+            f"limit; clear the outputs (Edit > Clear all outputs) or {_RESTORE}"
+        )
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise NotebookError(f"{p}: not UTF-8 text ({exc.reason}); save it as UTF-8") from exc
+    check_bounds(p, text, data)
     fmt = "ipynb" if p.suffix == ".ipynb" else "py:percent"
     try:
         return jupytext.reads(text, fmt=fmt)
     except Exception as exc:  # jupytext/nbformat raise many types for a broken file
         raise NotebookError(
-            f"{p}: not a readable notebook ({type(exc).__name__}: {str(exc)[:200]}); "
-            "restore it from the release or re-download it from Colab"
+            f"{p}: not a readable notebook ({type(exc).__name__}: {str(exc)[:200]}); {_RESTORE}"
         ) from exc
 
 

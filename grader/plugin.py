@@ -8,7 +8,6 @@ by `grader.suites`, never by a test.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +21,6 @@ from grader.results import TestResult
 POINTS_KEY = pytest.StashKey[float]()
 SESSION_KEY = pytest.StashKey["GraderSession"]()
 FEEDBACK_CHARS = 2000
-METRICS_MAX_BYTES = 1 << 20
 
 
 @dataclass
@@ -197,32 +195,21 @@ def reference(request: pytest.FixtureRequest):
 @pytest.fixture
 def metrics(request: pytest.FixtureRequest) -> dict:
     """The submission's metrics.json as data; a missing or broken file fails the test."""
+    from grader.core.jsonread import JsonMissing, JsonReadError, read_metrics
+
     path = session(request.config).metrics
-    if path is None or not path.is_file():
+    try:
+        if path is None:
+            raise JsonMissing("metrics.json not found")
+        return read_metrics(path)
+    except JsonMissing:
         pytest.fail(
             "metrics.json not found at the repository root: run the M9 notebook's "
             "last cell (it calls save_metric) and commit metrics.json",
             pytrace=False,
         )
-    size = path.stat().st_size
-    if size > METRICS_MAX_BYTES:
-        pytest.fail(
-            f"metrics.json is {size / 1e6:.1f} MB; it should hold a few small records",
-            pytrace=False,
-        )
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        pytest.fail(
-            f"metrics.json is not valid JSON ({exc}); delete it and rerun the M9 "
-            "notebook's last cell",
-            pytrace=False,
-        )
-    if not isinstance(data, dict):
-        pytest.fail(
-            "metrics.json must hold a JSON object ({...}) keyed by milestone", pytrace=False
-        )
-    return data
+    except JsonReadError as exc:
+        pytest.fail(str(exc), pytrace=False)
 
 
 @pytest.hookimpl(hookwrapper=True)

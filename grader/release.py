@@ -128,7 +128,6 @@ STUDENT_MODULES = frozenset(
         "results",
         "tables",
         "testing",
-        "report",
         "core",
         "reports",
         "grade",

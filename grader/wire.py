@@ -14,13 +14,20 @@ from __future__ import annotations
 import json
 import math
 import struct
+import time
 from typing import Any
 
 import numpy as np
 
+from grader.core.jsonread import count_values
+
 MAGIC = b"GW1\n"
 MAX_MESSAGE_BYTES = 1 << 30
 MAX_DEPTH = 64
+# Decoding is bounded in objects as well as bytes: 24 MB of "[]," is 8 million lists (1.2 GB).
+# Bulk data travels as array buffers, which these do not count.
+MAX_HEADER_BYTES = 64 << 20
+MAX_VALUES = 2_000_000
 _ALLOWED_KINDS = set("biufc")  # bool, int, uint, float, complex: no objects, strings or records
 
 
@@ -127,8 +134,14 @@ def _list(node: Any) -> list:
     return node
 
 
-def decode(data: bytes) -> Any:
-    """Parse a message from `encode`; raises NotPlainData on anything malformed."""
+def _in_time(deadline: float | None) -> None:
+    if deadline is not None and time.monotonic() > deadline:
+        raise TimeoutError("decoding the message ran past its deadline")
+
+
+def decode(data: bytes, deadline: float | None = None) -> Any:
+    """Parse a message from `encode`; raises NotPlainData on anything malformed or over the
+    bounds (bytes, values), and TimeoutError once time.monotonic() passes `deadline`."""
     view = memoryview(data)
     if len(view) > MAX_MESSAGE_BYTES:
         raise NotPlainData("message too large")
@@ -137,8 +150,21 @@ def decode(data: bytes) -> Any:
     (hlen,) = struct.unpack(">I", view[4:8])
     if 8 + hlen > len(view):
         raise NotPlainData("truncated message")
+    if hlen > MAX_HEADER_BYTES:
+        raise NotPlainData(
+            f"the value is {hlen / 1e6:.0f} MB of lists, dicts and scalars, over the "
+            f"{MAX_HEADER_BYTES >> 20} MiB limit; return bulk data as a numpy array"
+        )
+    raw = bytes(view[8 : 8 + hlen])
+    _in_time(deadline)
+    if count_values(raw, MAX_VALUES) > MAX_VALUES:
+        raise NotPlainData(
+            f"the value holds more than {MAX_VALUES:,} lists, dicts and scalars (the "
+            "limit); return bulk data as a numpy array"
+        )
+    _in_time(deadline)
     try:
-        header = json.loads(bytes(view[8 : 8 + hlen]))
+        header = json.loads(raw)
     except (ValueError, RecursionError) as exc:
         raise NotPlainData("malformed message header") from exc
     if not isinstance(header, dict) or set(header) != {"value", "buffers"}:
@@ -154,10 +180,13 @@ def decode(data: bytes) -> Any:
         pos += size
     if pos != len(view):
         raise NotPlainData("trailing bytes after message")
+    _in_time(deadline)
     try:
-        return _from_tree(header["value"], buffers, 0)
+        value = _from_tree(header["value"], buffers, 0)
     except RecursionError as exc:
         raise NotPlainData("message nested too deeply") from exc
+    _in_time(deadline)
+    return value
 
 
 def roundtrip(value: Any) -> Any:

@@ -1,1 +1,59 @@
-"""What a grading shows people: the PR comment, the HTML feedback page, the class report."""
+"""Reports of one grading: markdown (PR comment, job summary), an HTML page, the roofline plot.
+
+`write_reports` writes the set for one result; `markdown.markdown` and `html.html` render them.
+Student text is escaped once, in `escape`; what both share is in `common`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from grader.course import Course
+from grader.results import GradeResult, validate
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_reports(
+    result: GradeResult,
+    course: Course,
+    out_dir: Path | str,
+    metrics: dict | None = None,
+    reference: dict | None = None,
+) -> dict[str, Path]:
+    """Write result.json (validated against the schema), report.md and report.html atomically.
+
+    Returns {"json": ..., "markdown": ..., "html": ...}. Raises ValueError if the result does not
+    match the schema (nothing is written then).
+    """
+    data = result.to_dict()
+    validate(data)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {
+        "json": out / "result.json",
+        "markdown": out / "report.md",
+        "html": out / "report.html",
+    }
+    from grader.reports.html import html
+    from grader.reports.markdown import markdown
+
+    _atomic_write(paths["markdown"], markdown(result, course))
+    _atomic_write(paths["html"], html(result, course, metrics, reference))
+    # result.json last: its presence means the whole set is complete (batch resume relies on it)
+    _atomic_write(paths["json"], json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n")
+    return paths

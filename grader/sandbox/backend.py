@@ -419,9 +419,9 @@ class WorkerBackend:
             )
         payload = self._recv(proc, size, deadline)
         try:
-            reply = wire.decode(payload)
+            reply = wire.decode(payload, deadline)  # bounded in values and in this request's time
         except wire.NotPlainData as exc:
-            raise _Failure("WorkerCrashed", f"the worker sent a malformed reply ({exc})") from exc
+            raise _Failure("WorkerCrashed", f"the worker's reply was refused: {exc}") from exc
         if not _valid_reply(reply):
             raise _Failure("WorkerCrashed", "the worker sent a reply of the wrong shape")
         if not self._init_pids and "pid-namespace" in self._plan.layers:
@@ -454,7 +454,8 @@ class WorkerBackend:
             except (BrokenPipeError, OSError) as exc:
                 raise self._gone(proc) from exc
 
-    def _recv(self, proc: subprocess.Popen, n: int, deadline: float) -> bytes:
+    def _recv(self, proc: subprocess.Popen, n: int, deadline: float) -> bytearray:
+        """Exactly n bytes before `deadline`; returned without a copy (replies can be 256 MiB)."""
         fd = proc.stdout.fileno()
         buf = bytearray()
         while len(buf) < n:
@@ -470,4 +471,4 @@ class WorkerBackend:
             if not chunk:
                 raise self._gone(proc)
             buf += chunk
-        return bytes(buf)
+        return buf

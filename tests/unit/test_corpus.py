@@ -182,7 +182,7 @@ def grade_case(case: corpus.Case, ctx: corpus.Ctx, course, folder: Path, monkeyp
     c = course
     if case.expect.limits:
         c = dataclasses.replace(
-            course, limits=dataclasses.replace(course.limits, **case.expect.limits)
+            course, limits=dataclasses.replace(course.limits, **corpus.scaled(case.expect.limits))
         )
     t0 = time.perf_counter()
     result = grade_submission(
@@ -204,7 +204,8 @@ def test_corpus_case(case, ctx, course, server, tmp_path, monkeypatch):
     a = result.assignments[0]
     TIMES[case.name] = {
         "wall_s": round(wall, 2),
-        "max_s": case.expect.max_s,
+        "max_s": case.expect.max_s * corpus.SCALE,
+        "scale": corpus.SCALE,
         "assignment": a.id,
         "score": f"{a.score:g}/{a.max_score:g}",
         "outcomes": {
@@ -213,7 +214,8 @@ def test_corpus_case(case, ctx, course, server, tmp_path, monkeypatch):
         },
     }
     check(case, result, ctx)
-    assert wall < case.expect.max_s, f"{case.name} took {wall:.1f} s"
+    bound = case.expect.max_s * corpus.SCALE
+    assert wall < bound, f"{case.name} took {wall:.1f} s (bound {bound:.0f} s at {corpus.SCALE}x)"
     # Whatever the case, nothing reached the 127.0.0.1 server when the network layer is active.
     if "no-network" in result.environment.isolation:
         assert len(server.received) == before, server.received[before:]

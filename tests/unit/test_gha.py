@@ -342,7 +342,7 @@ def canned_result(student: str, timestamp: datetime):
 
 def test_grade_pr_writes_comment_summary_and_reports_offline(tmp_path, monkeypatch):
     """The real grade-pr path with the grading itself replaced by a canned result."""
-    pytest.importorskip("grader.report")
+    pytest.importorskip("grader.reports")
     calls = []
 
     def fake_grade(submission, root, student, timestamp):
@@ -381,7 +381,7 @@ def test_grade_pr_writes_comment_summary_and_reports_offline(tmp_path, monkeypat
     comment = (out / "comment.md").read_text()
     assert comment.startswith(gha.MARKER + "\n")
     assert "3.6 / 10" in comment
-    assert "vector&#95;add&#95;bounds" in comment or "vector_add_bounds" in comment
+    assert "vector\\_add\\_bounds" in comment or "vector_add_bounds" in comment
     assert "<script>" not in comment and "@maintainer" not in comment
     assert "PR #7" in comment and "/actions/runs/12744300001" in comment
     summary = (out / "summary.md").read_text()

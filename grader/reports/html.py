@@ -1,0 +1,157 @@
+"""The HTML feedback page: self-contained (inline CSS, the roofline as a data URI), no scripts.
+
+Student text reaches it only through `grader.reports.escape.html_text` (once). The test table
+keeps one row per test; identical feedback is shown once, in the first test's row, with the other
+tests listed there and pointing back to it.
+"""
+
+from __future__ import annotations
+
+import base64
+
+from grader.course import Course
+from grader.reports.common import (
+    EMOJI,
+    HTML_FEEDBACK_CHARS,
+    NAME_CHARS,
+    WARNING_CHARS,
+    env_line,
+    failing_first,
+    fold_feedback,
+    num,
+    pct,
+    pts,
+    title,
+)
+from grader.reports.escape import clip, html_text
+from grader.reports.plots import roofline_png
+from grader.results import AssignmentResult, GradeResult
+
+_CSS = """
+body{font:15px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:980px;
+margin:2em auto;padding:0 1em;color:#222}
+h1{font-size:1.6em}h2{font-size:1.25em;margin-top:1.8em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;width:100%;margin:.6em 0}
+table.tests{table-layout:fixed}td{overflow-wrap:anywhere}
+th,td{border:1px solid #ddd;padding:.35em .6em;text-align:left;vertical-align:top}
+th{background:#f6f6f6}td.n{text-align:right;white-space:nowrap}
+tr.passed td.o{color:#1a7f37}tr.failed td.o,tr.error td.o,tr.timeout td.o{color:#cf222e}
+tr.skipped td.o{color:#777}
+pre{white-space:pre-wrap;word-break:break-word;background:#f6f8fa;padding:.5em;margin:0;
+max-height:24em;overflow:auto;font-size:13px}
+.warn{background:#fff8c5;border:1px solid #d4a72c;padding:.5em 1em}
+.err{background:#ffebe9;border:1px solid #cf222e;padding:.5em 1em}
+.meta{color:#555;font-size:.9em}img{max-width:100%}
+.also{color:#555;font-size:.9em;margin:.3em 0 0}td.same{color:#555;font-size:.9em}
+"""
+
+
+_COLUMNS = (
+    '<colgroup><col style="width:2.2em"><col style="width:30%"><col style="width:6.5em">'
+    '<col style="width:6.5em"><col></colgroup>'
+)
+
+
+def _e(text: object) -> str:
+    return html_text(str(text))
+
+
+def _tests_table(a: AssignmentResult, anchors: list[int]) -> list[str]:
+    """The rows of one assignment's tests, identical feedback shown once (see module doc)."""
+    tests = failing_first(a.tests)
+    where: dict[str, tuple[str, str]] = {}  # feedback -> (anchor id, first test's name)
+    also = {fb.text: fb.tests[1:] for fb in fold_feedback(tests)}
+    rows = [f'<table class="tests">{_COLUMNS}<tr><th></th><th>Test</th><th>Points</th>'
+            "<th>Outcome</th><th>Feedback</th></tr>"]
+    for t in tests:
+        name = clip(t.name, NAME_CHARS)
+        if not t.feedback:
+            cell = "<td></td>"
+        elif t.feedback in where:
+            anchor, first = where[t.feedback]
+            cell = f'<td class="same">same feedback as <a href="#{anchor}">{_e(first)}</a></td>'
+        else:
+            anchors[0] += 1
+            anchor = f"fb{anchors[0]}"
+            where[t.feedback] = (anchor, name)
+            cell = f'<td id="{anchor}"><pre>{_e(clip(t.feedback, HTML_FEEDBACK_CHARS))}</pre>'
+            others = also.get(t.feedback, [])
+            if others:
+                listed = ", ".join(_e(clip(o.name, NAME_CHARS)) for o in others)
+                cell += (
+                    f'<p class="also">The same feedback for {len(others)} more '
+                    f"test{'s' if len(others) > 1 else ''}: {listed}</p>"
+                )
+            cell += "</td>"
+        rows.append(
+            f'<tr class="{_e(t.outcome)}"><td>{EMOJI.get(t.outcome, "?")}</td>'
+            f"<td>{_e(name)}<br><small>{_e(t.suite)}</small></td>"
+            f"<td class=n>{_e(pts(t.score, t.max_score))}</td>"
+            f"<td class=o>{_e(t.outcome)}</td>{cell}</tr>"
+        )
+    rows.append("</table>")
+    return rows
+
+
+def html(
+    result: GradeResult,
+    course: Course,
+    metrics: dict | None = None,
+    reference: dict | None = None,
+) -> str:
+    """A self-contained HTML feedback page (inline CSS, PNG as a data URI, nothing external)."""
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width,initial-scale=1">',
+        f"<title>{_e(course.title)}: {_e(result.student)}</title>",
+        f"<style>{_CSS}</style></head><body>",
+        f"<h1>{_e(course.title)}</h1>",
+        f"<p><strong>{_e(result.student)}</strong>: "
+        f"<strong>{_e(pts(result.score, result.max_score))}</strong> "
+        f"({_e(pct(result.score, result.max_score))})</p>",
+    ]
+    meta = env_line(result) + (f" · submitted {result.timestamp}" if result.timestamp else "")
+    parts.append(f'<p class="meta">{_e(meta)}</p>')
+    if result.warnings:
+        items = "".join(f"<li>{_e(clip(w, WARNING_CHARS))}</li>" for w in result.warnings[:200])
+        parts.append(f'<div class="warn"><strong>Warnings</strong><ul>{items}</ul></div>')
+
+    parts.append("<table><tr><th>Assignment</th><th>Score</th><th>Late penalty</th></tr>")
+    for a in result.assignments:
+        late = f"{a.late_penalty * 100:.0f}% of {num(a.raw_score)}" if a.late_penalty else "–"
+        parts.append(
+            f"<tr><td>{_e(title(course, a.id))}</td><td class=n>{_e(pts(a.score, a.max_score))}"
+            f"</td><td class=n>{_e(late)}</td></tr>"
+        )
+    parts.append("</table>")
+
+    anchors = [0]
+    for a in result.assignments:
+        parts.append(
+            f'<h2 id="{_e(a.id)}">{_e(title(course, a.id))}: {_e(pts(a.score, a.max_score))}</h2>'
+        )
+        if a.late_penalty:
+            parts.append(
+                f"<p>Late penalty: {a.late_penalty * 100:.0f}% of "
+                f"{_e(num(a.raw_score))} points.</p>"
+            )
+        if a.error:
+            parts.append(
+                f'<div class="err"><strong>Could not be graded:</strong>'
+                f"<pre>{_e(clip(a.error, HTML_FEEDBACK_CHARS))}</pre></div>"
+            )
+        if a.tests:
+            parts.extend(_tests_table(a, anchors))
+
+    parts.append("<h2>Your decode on the roofline (M9)</h2>")
+    try:
+        png, notes = roofline_png(course, metrics, reference)
+        uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+        parts.append(f'<img alt="roofline of the {_e(course.gpu.name)}" src="{uri}">')
+        if notes:
+            parts.append("<p>" + "; ".join(_e(n) for n in notes) + "</p>")
+    except Exception as exc:  # noqa: BLE001 - a broken plot must not cost the student the page
+        parts.append(f"<p>The roofline plot could not be drawn: {_e(type(exc).__name__)}</p>")
+    parts.append("</body></html>\n")
+    return "\n".join(parts)

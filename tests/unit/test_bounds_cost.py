@@ -1,0 +1,83 @@
+"""What each bounds case costs the trusted process, against the reference submission (issue 12).
+
+Each case of tests/corpus/cases_bounds.py and the reference are graded, one at a time, each in a
+fresh process (tests/corpus/measure.py): the trusted process's peak memory and CPU time must stay
+within 2x of the reference's. Wall times are printed; they include the sandboxed worker's own
+work (a worker that sent a refused reply is restarted), and are noisy on a shared machine.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "corpus"))
+import build  # noqa: E402, F401  (first: it imports the families)
+import cases_bounds  # noqa: E402
+
+MEASURE = REPO / "tests" / "corpus" / "measure.py"
+
+
+def _measure(name: str) -> dict:
+    run = subprocess.run([sys.executable, str(MEASURE), name], capture_output=True, text=True,
+                         timeout=900, cwd=REPO)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def reference() -> dict:
+    ref = _measure("reference")
+    assert ref["score"] == ref["max_score"], ref
+    return ref
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [c.name for c in cases_bounds.CASES])
+def test_trusted_cost_within_2x_of_reference(name, reference):
+    got = _measure(name)
+    print(f"\n{name}: {got} (reference {reference})")
+    assert got["trusted_peak_mb"] <= 2 * reference["trusted_peak_mb"], (got, reference)
+    # CPU time: 2x, plus 0.5 s for timer noise on a reference under a second
+    assert got["trusted_cpu_s"] <= 2 * reference["trusted_cpu_s"] + 0.5, (got, reference)
+
+
+@pytest.mark.slow
+def test_batch_over_the_bounds_family(tmp_path):
+    """grade-all over the bounds cases (and the reference): one row per submission, no failure,
+    every report written (the reports read each hostile metrics.json again)."""
+    import functools
+    import os
+    import sqlite3
+
+    from grader.batch import grade_all
+    from grader.course import load_course
+
+    root = build.make_corpus_root(REPO, tmp_path / "root")
+    ctx = build.make_ctx(root, REPO)
+    names = [c.name for c in cases_bounds.CASES]
+    subs = tmp_path / "class"
+    build.build_all(ctx, subs, names)
+    students = {n.replace("_", "-"): build.by_name()[n].expect.assignment for n in names}
+    grade_one = functools.partial(build.corpus_grade_one, root=str(root), assignments=students)
+    out = tmp_path / "out"
+    with open(os.devnull, "w") as quiet:
+        outcome = grade_all(subs, out, jobs=2, grade_one=grade_one, course=load_course(root),
+                            progress=quiet, summary=quiet)
+    assert not outcome.failed, outcome.failed
+    assert sorted(outcome.graded) == sorted(students)
+    con = sqlite3.connect(out / "gradebook.db")
+    try:
+        rows = con.execute("select s.id, count(*) from student s join submitted_assignment a "
+                           "on a.student_id = s.id group by s.id").fetchall()
+    finally:
+        con.close()
+    assert sorted(r[0] for r in rows) == sorted(students)
+    for s in students:
+        for name in ("result.json", "report.md", "report.html"):
+            assert (out / s / name).stat().st_size > 0, (s, name)

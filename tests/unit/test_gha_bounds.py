@@ -1,0 +1,38 @@
+"""`gha grade-pr` with a hostile metrics.json: the comment, summary and reports are all written
+(issue 12: it raised RecursionError after grading). The grading itself is the corpus's."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_gha import EVENT, ROOT, canned_result, make_artifact
+
+from grader import gha
+
+BOMBS = {
+    "nested": "[" * 100_000 + "]" * 100_000,
+    "wide": "[" + "[]," * 300_000 + "[]]",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BOMBS))
+def test_grade_pr_with_hostile_metrics(tmp_path, monkeypatch, kind):
+    monkeypatch.setattr(gha, "_grade", lambda sub, root, student, ts: canned_result(student, ts))
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    art = make_artifact(tmp_path)
+    (art / "metrics.json").write_text(BOMBS[kind])
+    out = tmp_path / "report"
+    rc = gha.main(["grade-pr", "--artifact", str(art), "--event", str(EVENT), "--out", str(out),
+                   "--root", str(ROOT)])
+    assert rc == 0
+    for name in ("comment.md", "summary.md", "report.md", "report.html", "result.json"):
+        assert (out / name).stat().st_size > 0, name
+    assert json.loads((out / "result.json").read_text())["student"] == "ada-student"
+    assert "no student M9 metrics" in (out / "report.html").read_text()
+
+
+@pytest.mark.parametrize("raw", [b"[" * 30_000 + b"]" * 30_000, b'{"number": ' * 3000 + b"1"])
+def test_hostile_pr_json_is_an_artifact_error(raw):
+    with pytest.raises(gha.ArtifactError, match="pr.json"):
+        gha.parse_pr_json(raw)
