@@ -56,7 +56,8 @@ class _GradingBackend:
 
     def _error(self, assignment: str) -> dict:
         return {
-            "error": {"type": "NotebookFailed", "message": self.errors[assignment], "traceback": ""}
+            "error": {"type": "NotebookFailed", "message": self.errors[assignment], "traceback": "",
+                      "origin": "grader"}
         }
 
     def request(self, req: dict, timeout: float) -> dict:
@@ -70,11 +71,13 @@ class _GradingBackend:
                     "type": "WorkerTimeout",
                     "traceback": "",
                     "message": f"not run: {self.timed_out[key]} in an earlier test",
+                    "origin": "grader",
                 }
             }
         reply = self.inner.request(req, timeout)
         error = reply.get("error") if isinstance(reply, dict) else None
-        if error and error.get("type") == "WorkerTimeout" and key[1]:
+        trusted = bool(error) and error.get("origin") == "grader"
+        if trusted and error.get("type") == "WorkerTimeout" and key[1]:
             self.timed_out[key] = error.get("message", "it timed out")
         return reply
 
@@ -83,6 +86,19 @@ class _GradingBackend:
         if assignment in self.errors:
             return self._error(assignment)
         return self.inner.ptx(assignment, name, signature, cc, timeout)
+
+    def kernel(self, req: dict, timeout: float, target: str = "run") -> dict:
+        self._wait(ptx=True)
+        return self.inner.kernel(req, timeout, target)
+
+    def graded_source(self, assignment: str) -> str:
+        return self.inner.graded_source(assignment)
+
+    def read_back(self, path: str, max_bytes: int) -> bytes | None:
+        return self.inner.read_back(path, max_bytes)
+
+    def list_back(self, path: str) -> list[str]:
+        return self.inner.list_back(path)
 
     def close(self) -> None:
         self._wait(ptx=True)
