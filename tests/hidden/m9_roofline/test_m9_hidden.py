@@ -2,8 +2,11 @@
 
 Model configs, contexts and hardware are drawn at grading time (hypothesis) and every answer is
 compared with the reference solution (the `reference` fixture, loaded in the trusted process).
-metrics.json['m9_roofline'] is recomputed from the config it records with the reference
-functions and the grader's own figures for the course GPU, so a hand-written record earns nothing.
+metrics.json['m9_roofline'] earns points only when the student's own m9_record, called in the
+sandbox with the model, GPU, context and dtype the record names, reproduces it, the reference
+functions recomputing it from the grader's own figures for the course GPU agree, and the model
+is a valid LLaMA-style config at least the course model's size: a hand-written record, or one
+for a toy config with stubbed functions, earns nothing.
 
 PYTEST_DONT_REWRITE: the assert messages are the student's feedback, so pytest's own
 introspection is not appended to them.
@@ -19,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
-from grader.testing import expect_value_error
+from grader.testing import expect_value_error, require_reproduced
 
 FAST = settings(
     max_examples=25,
@@ -315,6 +318,37 @@ def test_m9_record_random(student, reference, cfg, flops, bandwidth, context_len
 # metrics.json, recomputed from what it records
 
 
+SIZE_KEYS = ("dim", "n_layers", "n_heads", "vocab_size", "ffn_hidden_dim")
+
+
+@pytest.fixture(scope="session")
+def reproductions() -> dict:
+    """One m9_record call per distinct record, shared by the metrics tests of one grading."""
+    return {}
+
+
+def require_course_size(cfg: dict, reference) -> None:
+    """The recorded model is at least the course model's size (no toy config)."""
+    course_model = reference.COURSE_MODEL
+    small = [k for k in SIZE_KEYS if cfg[k] < course_model[k]]
+    if small or reference.num_params(cfg) < reference.num_params(course_model):
+        pytest.fail(
+            f"metrics.json['{RECORD}']['model'] is smaller than the course model "
+            f"({', '.join(f'{k}={cfg[k]} < {course_model[k]}' for k in small) or 'fewer params'}"
+            "); record the course model (COURSE_MODEL) or a larger LLaMA-style model",
+            pytrace=False,
+        )
+
+
+def checked_record(metrics, reference, course, student, reproductions):
+    """The record, its inputs checked, reproduced by the student's own m9_record."""
+    record = m9_entry(metrics)
+    cfg, context_len, nbytes, ridge = recorded_inputs(record, reference, course)
+    require_course_size(cfg, reference)
+    require_reproduced(student, record, reproductions, f"metrics.json['{RECORD}']")
+    return record, cfg, context_len, nbytes, ridge
+
+
 def m9_entry(metrics: dict) -> dict:
     record = metrics.get(RECORD)
     if not isinstance(record, dict):
@@ -367,9 +401,10 @@ def recorded_inputs(record: dict, reference, course) -> tuple[dict, int, int, fl
 
 
 @pytest.mark.points(1)
-def test_metrics_records_course_gpu_and_valid_inputs(metrics, reference, course):
-    record = m9_entry(metrics)
-    recorded_inputs(record, reference, course)
+def test_metrics_records_course_gpu_and_valid_inputs(
+    metrics, reference, course, student, reproductions
+):
+    record, *_ = checked_record(metrics, reference, course, student, reproductions)
     hw = course.hardware[course.course_gpu]
     gpu = record["gpu"]
     for key, want in (("peak_flops", hw.peak_flops), ("peak_bandwidth", hw.peak_bandwidth)):
@@ -383,9 +418,10 @@ def test_metrics_records_course_gpu_and_valid_inputs(metrics, reference, course)
 
 @pytest.mark.points(3)
 @pytest.mark.parametrize("key", ["params", *INTENSITY_KEYS, "crossover_batch"])
-def test_metrics_recomputed(metrics, reference, course, key):
-    record = m9_entry(metrics)
-    cfg, context_len, nbytes, ridge = recorded_inputs(record, reference, course)
+def test_metrics_recomputed(metrics, reference, course, key, student, reproductions):
+    record, cfg, context_len, nbytes, ridge = checked_record(
+        metrics, reference, course, student, reproductions
+    )
     if key == "params":
         want = reference.num_params(cfg)
     elif key == "crossover_batch":
@@ -424,9 +460,10 @@ def test_metrics_recomputed(metrics, reference, course, key):
 
 
 @pytest.mark.points(1)
-def test_metrics_conclusion(metrics, reference, course):
-    record = m9_entry(metrics)
-    cfg, context_len, nbytes, ridge = recorded_inputs(record, reference, course)
+def test_metrics_conclusion(metrics, reference, course, student, reproductions):
+    record, cfg, context_len, nbytes, ridge = checked_record(
+        metrics, reference, course, student, reproductions
+    )
     conclusion = record.get("conclusion")
     assert isinstance(conclusion, str) and conclusion.strip() and "\n" not in conclusion, (
         f"metrics.json['{RECORD}']['conclusion'] must be one non-empty line, got {conclusion!r}"
