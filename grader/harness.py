@@ -13,6 +13,7 @@ verdict: the trusted side checks every reply (`grader.student`, `grader.sandbox.
 
 from __future__ import annotations
 
+import contextlib
 import linecache
 import sys
 import traceback
@@ -315,8 +316,10 @@ class KernelHost:
         ns, _ = self._namespace(request)
         fn = ns[str(request["name"])]
         cc = request.get("cc", (7, 5))
+        cc = (int(cc[0]), int(cc[1]))
         try:
-            ptx, _ = cuda.compile_ptx(fn, str(request["signature"]), cc=(int(cc[0]), int(cc[1])))
+            with _course_device(cc):
+                ptx, _ = cuda.compile_ptx(fn, str(request["signature"]), cc=cc)
         except NumbaError as exc:
             raise KernelCompileError(str(exc)) from None
         except Exception as exc:
@@ -340,6 +343,21 @@ class KernelHost:
         block = _launch_dims(request["block"], "block (threads per block)")
         dev = [cuda.to_device(a) if isinstance(a, np.ndarray) else a for a in request["args"]]
         return kernel, grid, block, dev
+
+
+@contextlib.contextmanager
+def _course_device(cc: tuple[int, int]):
+    """Device functions called from a kernel compile for the *current* device's compute
+    capability (numba-cuda asks the driver), which fails without a GPU and is the wrong target
+    on a GPU that is not the course's: during a compile, that device is the course GPU."""
+    from numba.cuda import dispatcher
+
+    current = dispatcher.get_current_device
+    dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=cc)
+    try:
+        yield
+    finally:
+        dispatcher.get_current_device = current
 
 
 def _is_array(value: Any) -> bool:

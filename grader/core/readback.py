@@ -53,7 +53,9 @@ def read_file(base: Path, rel: str, max_bytes: int = READ_MAX_BYTES) -> bytes | 
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise ReadBackError(f"{rel}: a folder on the way is not a plain folder ({exc.strerror})")
+        raise ReadBackError(
+            f"{rel}: a folder on the way is not a plain folder ({exc.strerror})"
+        ) from None
     try:
         try:
             fd = os.open(parts[-1], _FILE_FLAGS, dir_fd=dfd)
