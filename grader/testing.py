@@ -102,3 +102,23 @@ def require_reproduced(student: Any, record: dict, cache: dict, where: str) -> N
             "reproduce it: rerun the notebook's last cell and commit metrics.json",
             pytrace=False,
         )
+
+
+def trusted_ms(op: Callable[[], Any], synchronize: Callable[[], Any], repeat: int = 10,
+               target_s: float = 0.25) -> float:
+    """Milliseconds per call of `op` in this (trusted) process, timed like a student kernel:
+    wall clock around R calls and one synchronize, R grown until that lasts `target_s`."""
+    import time
+
+    op()
+    synchronize()  # warm-up
+    r = max(1, repeat)
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(r):
+            op()
+        synchronize()
+        wall = time.perf_counter() - t0
+        if wall >= target_s or r >= 100_000:
+            return wall * 1e3 / r
+        r = min(100_000, max(r * 2, int(r * target_s / max(wall, 1e-6)) + 1))
