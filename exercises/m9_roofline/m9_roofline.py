@@ -674,6 +674,10 @@ plt.show()
 # * `metrics.json["m9_roofline"]` holds `intensity_b1`, `intensity_b8`, `intensity_b32`,
 #   `crossover_batch` (a number, or `null` when no batch reaches the ridge) and a one-line
 #   `conclusion` saying that batch-1 decode is deeply bandwidth-bound;
+# * the record is what your own `m9_record` returns: the grader calls your `m9_record` with the
+#   model, GPU, context and dtype the record names and credits the record only when it gets the
+#   same figures back (and the reference agrees); the model must be a valid config at least the
+#   course model's size;
 # * the self-check cells above all pass;
 # * the public tests pass: `pytest tests/public/m9_roofline` from the repository root.
 

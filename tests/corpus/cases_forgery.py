@@ -1,4 +1,6 @@
-"""Corpus cases: forged verdicts: code in the student's process pretending to be kernels, harness or results (issue 10).
+"""Corpus cases: forged verdicts (issue 10).
+
+Code in the student's process pretends to be a kernel, the grader's harness or the results.
 
 Imported by build.py after its own cases; uses build's helpers. Each case names, in `attacks`,
 what it forges; the README table says which mechanism defeats it.
