@@ -135,6 +135,22 @@ class WorkerCrashed(Exception):
 raise WorkerTimeout("m9_record took longer than 5 s; the worker was stopped")
 '''
 
+# Writes a frame of junk onto every pipe it can find, the worker's private reply channel
+# among them, then returns normally: the trusted side must read the junk as a malformed reply.
+FORGED_FRAME = '''
+import os as _os
+import stat as _stat
+import struct as _struct
+
+_junk = b"GW1\\n" + _struct.pack(">I", 5) + b"{nope"
+for _fd in range(3, 64):
+    try:
+        if _stat.S_ISFIFO(_os.fstat(_fd).st_mode):
+            _os.write(_fd, _struct.pack(">Q", len(_junk)) + _junk)
+    except OSError:
+        pass
+'''
+
 TOY_MODEL = {"name": "toy", "dim": 8, "n_layers": 1, "n_heads": 2, "n_kv_heads": 1,
              "vocab_size": 16, "ffn_hidden_dim": 8, "tied_embeddings": True}
 
@@ -173,6 +189,11 @@ def _numpy_scalars(src: str, ctx: Ctx) -> str:
             body = body.rstrip("\n") + ")\n"
         src = replace_region(src, grade_id, body.splitlines())
     return src
+
+
+def _forged_frame(src: str, ctx: Ctx) -> str:
+    body = FORGED_FRAME.strip("\n") + "\n" + _region(src, "save_metric")
+    return replace_region(src, "save_metric", body.splitlines())
 
 
 def _toy_record_with_stubs(dest: Path, ctx: Ctx) -> None:
@@ -221,11 +242,16 @@ CASES: list[Case] = [
     Case("readback_forged", "save_metric writes nothing and the notebook patches the "
          "grader's read-back (grader.core.readback, Student.read_file) in the worker",
          with_source(M9, _readback_forged),
-         Expect(M9, [Rule(_fn("save_metric"), BROKEN, ("did not create",))])),
+         # its invalid-argument cases fail too: it returns None instead of raising
+         Expect(M9, [Rule(_fn("save_metric"), BROKEN, ("did not create", "returned None"))])),
     Case("exception_named_like_grader", "m9_record raises the student's own class "
          "WorkerTimeout with a timeout-like message",
          with_source(M9, lambda s, c: patch(s, "m9_record", GRADER_NAMED_EXCEPTIONS)),
          Expect(M9, [Rule(M9_RECORD, ("failed", "error"), ("raised WorkerTimeout",))])),
+    Case("forged_reply_frame", "save_metric writes a junk frame onto every pipe, the worker's "
+         "private reply channel included",
+         with_source(M9, _forged_frame),
+         Expect(M9, [Rule(_fn("save_metric"), BROKEN, ("malformed reply",))])),
     Case("metrics_toy_config_stubs", "an untouched release (stubs) with a correct, hand-computed "
          "metrics.json record for a toy model (dim 8, one layer)",
          _toy_record_with_stubs,
