@@ -700,7 +700,8 @@ CASES: list[Case] = [
          "with a wrong num_params",
          with_source(M9, lambda s, c: patch(insert_cell_before(s, "validate_config", MONKEYPATCH),
                                             "num_params", "return 7")),
-         Expect(M9, [Rule(r"\[(decode_intensity|crossover_batch|m9_record|kv_bytes)|"
+         Expect(M9, [Rule(r"test_metrics_", BROKEN, ()),  # m9_record reproduces with num_params
+                     Rule(r"\[(decode_intensity|crossover_batch|m9_record|kv_bytes)|"
                           r"without_kv_cache|test_crossover_batch_(examples|none)", OK, ()),
                      Rule(_fn("num_params") + "|test_decode_intensity_random|"
                           "test_crossover_batch_random|test_m9_record_random|unknown_key_rejected"
