@@ -490,9 +490,10 @@ class Function:
         s = self._student
 
         def call(*args: Any, **kwargs: Any) -> Any:
+            for k in kernels:
+                s._source(k)  # refused kernels and unreadable notebooks raise here
             text = s._backend.graded_source(s._assignment_id)
             for k in kernels:
-                s._source(k)
                 if not kernel_source.launches(text, self.name, k):
                     raise grader_error(
                         "KernelRefused",
