@@ -95,7 +95,8 @@ class _GradingBackend:
                               "message": f"not run: {self.timed_out[key]} in an earlier test"}}
         reply = self.inner.kernel(req, timeout, target)
         error = reply.get("error") if isinstance(reply, dict) else None
-        if error and error.get("origin") == "grader" and error.get("type") == "WorkerTimeout":
+        timeout_ = error and error.get("origin") == "grader" and error["type"] == "WorkerTimeout"
+        if timeout_ and key[1]:
             self.timed_out[key] = error.get("message", "it timed out")
         return reply
 
