@@ -151,3 +151,26 @@ k = FakeCUDAKernel()
     with pytest.raises(KernelRefused, match="no top-level"):
         student.k[1, 4](a)
     assert not a.any()
+
+
+def test_timing_is_the_trusted_clock_and_checks_the_timed_outputs(tmp_path):
+    student = _student(tmp_path, HEADER + '''
+@cuda.jit
+def add(a, b, c):
+    i = cuda.grid(1)
+    if i < c.size:
+        c[i] = a[i] + b[i]
+
+
+@cuda.jit
+def accumulate(a, b, c):
+    i = cuda.grid(1)
+    if i < c.size:
+        c[i] += a[i] + b[i]
+''')
+    a = np.ones(32, np.float32)
+    ms = student.add[1, 32].time(a, a, np.zeros_like(a), repeat=2)
+    assert isinstance(ms, float) and 0 < ms < 250
+    # A kernel whose result depends on how often it ran cannot pass for the one that was timed.
+    with pytest.raises(KernelRefused, match="differs from a single launch"):
+        student.accumulate[1, 32].time(a, a, np.zeros_like(a), repeat=2)
