@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -68,13 +69,17 @@ def _agrees(got: Any, want: Any) -> bool:
     return type(got) is type(want) and got == want
 
 
-def require_reproduced(student: Any, record: dict, cache: dict, where: str) -> None:
+_REPRODUCED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def require_reproduced(student: Any, record: dict, where: str) -> None:
     """Fail unless the student's own m9_record, called in the sandbox with the model, GPU,
     context and dtype the record names, returns the record's figures (`REPRODUCED_KEYS`).
 
-    `cache` (a session-scoped dict) holds one call per distinct record, so the metrics tests
-    cost one call together and a hang costs one timeout.
+    One call per distinct record and grading (kept with the grading's backend), so the metrics
+    tests cost one call together and a hang costs one timeout.
     """
+    cache = _REPRODUCED.setdefault(student._backend, {})
     args = tuple(record.get(k) for k in ("model", "gpu", "context_len", "dtype_bytes"))
     key = json.dumps(args, sort_keys=True, default=repr)
     if key not in cache:

@@ -321,12 +321,6 @@ def test_m9_record_random(student, reference, cfg, flops, bandwidth, context_len
 SIZE_KEYS = ("dim", "n_layers", "n_heads", "vocab_size", "ffn_hidden_dim")
 
 
-@pytest.fixture(scope="session")
-def reproductions() -> dict:
-    """One m9_record call per distinct record, shared by the metrics tests of one grading."""
-    return {}
-
-
 def require_course_size(cfg: dict, reference) -> None:
     """The recorded model is at least the course model's size (no toy config)."""
     course_model = reference.COURSE_MODEL
@@ -340,12 +334,12 @@ def require_course_size(cfg: dict, reference) -> None:
         )
 
 
-def checked_record(metrics, reference, course, student, reproductions):
+def checked_record(metrics, reference, course, student):
     """The record, its inputs checked, reproduced by the student's own m9_record."""
     record = m9_entry(metrics)
     cfg, context_len, nbytes, ridge = recorded_inputs(record, reference, course)
     require_course_size(cfg, reference)
-    require_reproduced(student, record, reproductions, f"metrics.json['{RECORD}']")
+    require_reproduced(student, record, f"metrics.json['{RECORD}']")
     return record, cfg, context_len, nbytes, ridge
 
 
@@ -401,10 +395,8 @@ def recorded_inputs(record: dict, reference, course) -> tuple[dict, int, int, fl
 
 
 @pytest.mark.points(1)
-def test_metrics_records_course_gpu_and_valid_inputs(
-    metrics, reference, course, student, reproductions
-):
-    record, *_ = checked_record(metrics, reference, course, student, reproductions)
+def test_metrics_records_course_gpu_and_valid_inputs(metrics, reference, course, student):
+    record, *_ = checked_record(metrics, reference, course, student)
     hw = course.hardware[course.course_gpu]
     gpu = record["gpu"]
     for key, want in (("peak_flops", hw.peak_flops), ("peak_bandwidth", hw.peak_bandwidth)):
@@ -418,10 +410,8 @@ def test_metrics_records_course_gpu_and_valid_inputs(
 
 @pytest.mark.points(3)
 @pytest.mark.parametrize("key", ["params", *INTENSITY_KEYS, "crossover_batch"])
-def test_metrics_recomputed(metrics, reference, course, key, student, reproductions):
-    record, cfg, context_len, nbytes, ridge = checked_record(
-        metrics, reference, course, student, reproductions
-    )
+def test_metrics_recomputed(metrics, reference, course, key, student):
+    record, cfg, context_len, nbytes, ridge = checked_record(metrics, reference, course, student)
     if key == "params":
         want = reference.num_params(cfg)
     elif key == "crossover_batch":
@@ -460,10 +450,8 @@ def test_metrics_recomputed(metrics, reference, course, key, student, reproducti
 
 
 @pytest.mark.points(1)
-def test_metrics_conclusion(metrics, reference, course, student, reproductions):
-    record, cfg, context_len, nbytes, ridge = checked_record(
-        metrics, reference, course, student, reproductions
-    )
+def test_metrics_conclusion(metrics, reference, course, student):
+    record, cfg, context_len, nbytes, ridge = checked_record(metrics, reference, course, student)
     conclusion = record.get("conclusion")
     assert isinstance(conclusion, str) and conclusion.strip() and "\n" not in conclusion, (
         f"metrics.json['{RECORD}']['conclusion'] must be one non-empty line, got {conclusion!r}"

@@ -119,4 +119,4 @@ def test_metrics_json_has_m9_record(metrics, student):
         f"the conclusion must be one non-empty line of text, got {conclusion!r}"
     )
     # The record earns points only when your own m9_record reproduces it from what it records.
-    require_reproduced(student, record, {}, "metrics.json['m9_roofline']")
+    require_reproduced(student, record, "metrics.json['m9_roofline']")
