@@ -277,10 +277,24 @@ class WorkerBackend:
         for a in assignments:
             if a in self.notebooks and a not in self._loaded:
                 self.request({"assignment": a, "op": "load"}, timeout)
-        if any(a in self.notebooks for a in ptx_assignments):
-            for target in ("compile", "run"):
-                if self.budget_left > 0:
-                    self.kernel({"op": "ping"}, STARTUP_ALLOWANCE_S, target)
+        if any(a in self.notebooks for a in ptx_assignments) and self.budget_left > 0:
+            # Both kernel workers start at once: each is an interpreter importing numba.
+            starts = [
+                threading.Thread(
+                    target=self._sibling(target)._serve,
+                    args=({"op": "ping"}, STARTUP_ALLOWANCE_S, "starting a kernel worker"),
+                    daemon=True,
+                )
+                for target in ("compile", "run")
+            ]
+            t0 = time.monotonic()
+            for t in starts:
+                t.start()
+            for t in starts:
+                t.join()
+            self._spent += time.monotonic() - t0
+            for worker in self._siblings.values():
+                worker._spent = self._spent
 
     def close(self) -> None:
         for worker in self._siblings.values():
