@@ -1,17 +1,21 @@
-"""Trusted code that runs inside the process holding student code.
+"""Code the grader runs inside a sandboxed worker: untrusted like everything in that process.
 
-It answers requests (plain dicts from `grader.wire`) with replies of the same kind:
-``{"ok": value}`` or ``{"error": {"type", "message", "traceback"}}``. The in-process backend
-and the sandboxed worker both use it, so a test behaves the same in both. Nothing here trusts
-the student's module: every value it returns goes through `wire.encode`, which refuses
-anything that is not plain data.
+`Harness` serves the notebook worker: it loads the graded cells and answers ``call`` and
+``has`` with plain-data replies (``{"ok": value}`` or ``{"error": {"type", "message",
+"traceback"}}``); a ``call`` with ``record`` also logs the launches a host wrapper made.
+`KernelHost` serves the kernel workers, which load no notebook: it builds a kernel from the
+source the trusted side extracted (`grader.core.kernel_source`) and compiles it to PTX,
+launches it, or launches it many times for the trusted side's clock.
+
+Student cells can import and patch this module in their own process, so nothing it says is a
+verdict: the trusted side checks every reply (`grader.student`, `grader.sandbox.backend`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import linecache
 import sys
-import time
 import traceback
 import types
 from pathlib import Path
@@ -68,18 +72,6 @@ def load_module(path: Path, name: str) -> types.ModuleType:
     code = compile(source, filename, "exec")
     exec(code, module.__dict__)  # noqa: S102 - this is the student's code, in the student process
     return module
-
-
-def is_kernel(obj: Any) -> bool:
-    """A Numba CUDA kernel (real dispatcher or simulator FakeCUDAKernel)."""
-    cls = type(obj)
-    return cls.__name__ in ("CUDADispatcher", "FakeCUDAKernel") and cls.__module__.startswith(
-        "numba"
-    )
-
-
-def python_function(kernel: Any):
-    return getattr(kernel, "py_func", None) or getattr(kernel, "fn", None)
 
 
 def _launch_dims(value: Any, what: str) -> int | tuple[int, ...]:
@@ -142,18 +134,7 @@ class Harness:
             if op == "has":
                 return {"ok": hasattr(self.module, request["name"])}
             if op == "call":
-                fn = self._get(request["name"])
-                return {"ok": fn(*request.get("args", []), **request.get("kwargs", {}))}
-            if op == "launch":
-                return {"ok": self._launch(request)}
-            if op == "time":
-                return {"ok": self._time(request)}
-            if op == "ptx":
-                return {"ok": self._ptx(request)}
-            if op == "read_text":
-                return {"ok": _read_text(request["path"])}
-            if op == "list_dir":
-                return {"ok": sorted(p.name for p in Path(request.get("path", ".")).iterdir())}
+                return {"ok": self._call(request)}
             return {
                 "error": {"type": "ProtocolError", "message": f"unknown op {op!r}", "traceback": ""}
             }
@@ -168,138 +149,244 @@ class Harness:
             )
         return getattr(self.module, name)
 
-    def _kernel(self, name: str) -> Any:
-        kernel = self._get(name)
-        if not is_kernel(kernel):
-            raise TypeError(f"{name} is not a @cuda.jit kernel (got {type(kernel).__name__})")
-        return kernel
+    def _call(self, request: dict) -> Any:
+        """Call a function; with ``record``, also return the launches of those kernels it made.
 
-    def _launch(self, request: dict) -> list:
-        import numpy as np
-        from numba import cuda
-
-        kernel = self._kernel(request["name"])
-        grid = _launch_dims(request["grid"], "grid (blocks)")
-        block = _launch_dims(request["block"], "block (threads per block)")
-        args = request.get("args", [])
-        dev = [cuda.to_device(a) if isinstance(a, np.ndarray) else a for a in args]
-        kernel[grid, block](*dev)
-        cuda.synchronize()
-        return [d.copy_to_host() if hasattr(d, "copy_to_host") else None for d in dev]
-
-    def _ptx(self, request: dict) -> str:
-        """PTX of a kernel; only meaningful in a process started with GRADER_PTX_ONLY=1."""
-        from numba import cuda
-
-        kernel = self._kernel(request["name"])
-        if type(kernel).__name__ == "FakeCUDAKernel":
-            raise RuntimeError("PTX requested from a process running the CUDA simulator")
-        fn = python_function(kernel)
-        cc = request.get("cc", (7, 5))
+        The record is evidence, not a verdict: the trusted side replays every recorded launch
+        with the kernel it compiled from the source and compares the outputs.
+        """
+        fn = self._get(request["name"])
+        args, kwargs = request.get("args", []), request.get("kwargs", {})
+        record = request.get("record")
+        if record is None:
+            return fn(*args, **kwargs)
+        log: list[dict] = []
+        names = [str(k) for k in record]
+        saved = {k: self.module.__dict__.get(k) for k in names}
+        for k in names:
+            self.module.__dict__[k] = _Recorder(saved[k], k, log)
         try:
-            ptx, _ = cuda.compile_ptx(fn, request["signature"], cc=(int(cc[0]), int(cc[1])))
-        except Exception as exc:
-            if type(exc).__name__ != "CudaSupportError":
-                raise
-            # numba-cuda reaches for a driver when the kernel calls something it cannot type on
-            # its own (str(), float() of a non-number...): name the cause, not the driver.
-            raise TypeError(
-                f"{request['name']} uses something Numba cannot compile for a GPU (it tried to "
-                "consult a CUDA driver to type it, e.g. str() or float() of a non-number); "
-                "keep kernels to numbers, array indexing and math"
-            ) from None
-        return ptx
+            value = fn(*args, **kwargs)
+        finally:
+            self.module.__dict__.update(saved)
+        return {"value": value, "launches": log}
 
-    def _time(self, request: dict) -> float:
-        """Milliseconds per launch: CUDA events on a GPU, perf_counter in the simulator."""
-        import numpy as np
+
+MAX_RECORDED_LAUNCHES = 8
+
+
+def _host_copy(value: Any) -> Any:
+    import numpy as np
+
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if hasattr(value, "copy_to_host"):
+        return value.copy_to_host()
+    return value
+
+
+class _Recorder:
+    """Stands for a kernel while a host wrapper runs: launches it and logs inputs and outputs."""
+
+    def __init__(self, kernel: Any, name: str, log: list[dict]):
+        self._kernel, self._name, self._log = kernel, name, log
+
+    def __getitem__(self, dims: Any):
         from numba import cuda
 
-        kernel = self._kernel(request["name"])
-        grid = _launch_dims(request["grid"], "grid (blocks)")
-        block = _launch_dims(request["block"], "block (threads per block)")
-        repeat = max(1, int(request.get("repeat", 10)))
-        dev = [cuda.to_device(a) if isinstance(a, np.ndarray) else a for a in request["args"]]
-        kernel[grid, block](*dev)  # warm-up: compiles on first launch
-        cuda.synchronize()
-        if device.simulator_active():
-            t0 = time.perf_counter()
-            for _ in range(repeat):
-                kernel[grid, block](*dev)
-            return (time.perf_counter() - t0) * 1e3 / repeat
-        start, end = cuda.event(), cuda.event()
-        start.record()
-        for _ in range(repeat):
-            kernel[grid, block](*dev)
-        end.record()
-        end.synchronize()
-        return cuda.event_elapsed_time(start, end) / repeat
+        if not (isinstance(dims, tuple) and len(dims) == 2):
+            raise TypeError(f"launch {self._name} as {self._name}[blocks, threads](...)")
+
+        def launch(*args: Any) -> None:
+            if len(self._log) >= MAX_RECORDED_LAUNCHES:
+                raise RuntimeError(
+                    f"{self._name} was launched more than {MAX_RECORDED_LAUNCHES} times in one call"
+                )
+            inputs = [_host_copy(a) for a in args]
+            self._kernel[dims](*args)
+            cuda.synchronize()
+            self._log.append(
+                {
+                    "kernel": self._name,
+                    "grid": dims[0],
+                    "block": dims[1],
+                    "inputs": inputs,
+                    "outputs": [_host_copy(a) for a in args],
+                }
+            )
+
+        return launch
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._kernel, name)
 
 
-READ_MAX_BYTES = 1 << 20
-
-
-def _read_text(path: str) -> str | None:
-    """A small text file the student's code wrote (None when absent), for tests to check."""
-    p = Path(path)
-    if p.is_absolute() or ".." in p.parts:
-        raise ValueError(f"{path}: only relative paths inside the working directory")
-    if not p.is_file():
-        return None
-    with p.open("rb") as f:
-        data = f.read(READ_MAX_BYTES + 1)
-    if len(data) > READ_MAX_BYTES:
-        raise ValueError(f"{path} is larger than {READ_MAX_BYTES} bytes")
-    return data.decode("utf-8", errors="replace")
+class KernelCompileError(Exception):
+    """Numba's CUDA compiler rejected the kernel (its message says why)."""
 
 
 class MissingName(AttributeError):
     """The notebook does not define a graded name."""
 
 
-def compile_ptx(
-    path: Path | str, assignment_id: str, name: str, signature: str, cc: tuple[int, int]
-) -> dict:
-    """Compile a kernel of the notebook to PTX with the real CUDA target (no simulator).
 
-    Run in a process of its own: numba.cuda is imported before the student's cells execute, so
-    a notebook that asks for the simulator cannot switch this process to it.
+
+class KernelHost:
+    """Serves ``kernel_*`` requests from source the trusted side extracted; loads no notebook.
+
+    The source (`grader.core.kernel_source`) defines only imports, literal constants and plain
+    functions, so building it runs no student code; the grader's own ``cuda.jit`` turns them
+    into device functions and the kernel. In the simulator a kernel body runs as Python, which is
+    why the trusted side launches here only what its compile worker compiled for the GPU first.
     """
-    import os
 
-    os.environ.pop("NUMBA_ENABLE_CUDASIM", None)
+    def __init__(self) -> None:
+        self._built: dict[tuple[str, str, tuple[str, ...]], Any] = {}
+        self._staged: tuple[Any, Any, Any, list] | None = None
+
+    def handle(self, request: dict) -> dict:
+        try:
+            op = request.get("op")
+            if op == "kernel_compile":
+                return {"ok": self._compile(request)}
+            if op == "kernel_launch":
+                kernel, grid, block, dev = self._prepare(request)
+                kernel[grid, block](*dev)
+                _synchronize()
+                return {"ok": [_host_copy(d) if _is_array(d) else None for d in dev]}
+            if op == "kernel_stage":
+                self._staged = None
+                kernel, grid, block, dev = self._prepare(request)
+                kernel[grid, block](*dev)  # warm-up: the first launch compiles
+                _synchronize()
+                self._staged = (kernel, grid, block, dev)
+                return {"ok": None}
+            if op == "kernel_run":
+                if self._staged is None:
+                    raise RuntimeError("kernel_run before kernel_stage")
+                kernel, grid, block, dev = self._staged
+                for _ in range(max(1, int(request.get("repeat", 1)))):
+                    kernel[grid, block](*dev)
+                _synchronize()
+                return {"ok": None}
+            if op == "kernel_fetch":
+                if self._staged is None:
+                    raise RuntimeError("kernel_fetch before kernel_stage")
+                return {"ok": [_host_copy(d) if _is_array(d) else None for d in self._staged[3]]}
+            return {
+                "error": {"type": "ProtocolError", "message": f"unknown op {op!r}", "traceback": ""}
+            }
+        except BaseException as exc:  # noqa: BLE001 - a kernel's failure is data
+            return error_reply(exc)
+
+    def _namespace(self, request: dict) -> tuple[dict, Any]:
+        import ast
+        import builtins
+
+        from grader.core.kernel_source import ALLOWED_BUILTINS
+
+        device.prepare_numba()
+        from numba import cuda
+
+        source, name = str(request["source"]), str(request["name"])
+        devices = tuple(str(d) for d in request.get("devices", []))
+        key = (source, name, devices)
+        if key not in self._built:
+            tree = ast.parse(source)
+            ns: dict[str, Any] = {"__name__": "graded_kernel"}
+            imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+            rest = [n for n in tree.body if not isinstance(n, (ast.Import, ast.ImportFrom))]
+            exec(compile(ast.Module(imports, []), "<graded kernel>", "exec"), ns)  # noqa: S102
+            # Functions capture their builtins when defined: give them numba's few only.
+            ns["__builtins__"] = {k: getattr(builtins, k) for k in ALLOWED_BUILTINS
+                                  if hasattr(builtins, k)}
+            exec(compile(ast.Module(rest, []), "<graded kernel>", "exec"), ns)  # noqa: S102
+            for d in devices:
+                ns[d] = cuda.jit(device=True)(ns[d])
+            self._built[key] = (ns, cuda.jit(ns[name]))
+        return self._built[key]
+
+    def _compile(self, request: dict) -> str:
+        from numba import cuda
+
+        if device.simulator_active():
+            raise RuntimeError("PTX requested from a process running the CUDA simulator")
+        from numba.core.errors import NumbaError
+
+        ns, _ = self._namespace(request)
+        fn = ns[str(request["name"])]
+        cc = request.get("cc", (7, 5))
+        cc = (int(cc[0]), int(cc[1]))
+        try:
+            with _course_device(cc):
+                ptx, _ = cuda.compile_ptx(fn, str(request["signature"]), cc=cc)
+        except NumbaError as exc:
+            raise KernelCompileError(str(exc)) from None
+        except Exception as exc:
+            if type(exc).__name__ != "CudaSupportError":
+                raise
+            # numba-cuda reaches for a driver when the kernel calls something it cannot type on
+            # its own (str(), float() of a non-number...): name the cause, not the driver.
+            raise KernelCompileError(
+                f"{request['name']} uses something Numba cannot compile for a GPU (it tried to "
+                "consult a CUDA driver to type it, e.g. str() or float() of a non-number); "
+                "keep kernels to numbers, array indexing and math"
+            ) from None
+        return ptx
+
+    def _prepare(self, request: dict) -> tuple[Any, Any, Any, list]:
+        import numpy as np
+        from numba import cuda
+
+        _, kernel = self._namespace(request)
+        grid = _launch_dims(request["grid"], "grid (blocks)")
+        block = _launch_dims(request["block"], "block (threads per block)")
+        dev = [cuda.to_device(a) if isinstance(a, np.ndarray) else a for a in request["args"]]
+        return kernel, grid, block, dev
+
+
+@contextlib.contextmanager
+def _course_device(cc: tuple[int, int]):
+    """Device functions called from a kernel compile for the *current* device's compute
+    capability (numba-cuda asks the driver), which fails without a GPU and is the wrong target
+    on a GPU that is not the course's: during a compile, that device is the course GPU."""
+    from numba.cuda import dispatcher
+
+    current = dispatcher.get_current_device
+    dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=cc)
+    try:
+        yield
+    finally:
+        dispatcher.get_current_device = current
+
+
+def _is_array(value: Any) -> bool:
+    return hasattr(value, "copy_to_host")
+
+
+def _synchronize() -> None:
     from numba import cuda
 
-    try:
-        module = load_module(Path(path), MODULE_PREFIX + assignment_id)
-    except BaseException as exc:  # noqa: BLE001
-        return error_reply(exc, graded_filename(path))
-    try:
-        kernel = getattr(module, name, None)
-        if kernel is None:
-            raise MissingName(f"{name} is not defined in {Path(path).name}")
-        fn = python_function(kernel) if is_kernel(kernel) else None
-        if fn is None:
-            raise TypeError(f"{name} is not a @cuda.jit kernel")
-        ptx, _ = cuda.compile_ptx(fn, signature, cc=tuple(cc))
-        return {"ok": ptx}
-    except BaseException as exc:  # noqa: BLE001
-        reply = error_reply(exc, graded_filename(path))
-        reply["error"]["message"] = reply["error"]["message"][-1500:]
-        return reply
+    cuda.synchronize()
 
 
-def _ptx_main(argv: list[str]) -> int:
-    """`python -m grader.harness ptx PATH ID NAME SIGNATURE MAJOR MINOR`: reply on stdout."""
+def _compile_main() -> int:
+    """``python -m grader.harness``: one ``kernel_compile`` request on stdin, its reply on stdout.
+
+    The in-process backend's compile worker: a fresh process with the real CUDA target that
+    runs nothing of the notebook (the request carries the extracted kernel source).
+    """
     import os
 
     from grader import wire
 
-    _, path, assignment_id, name, signature, major, minor = argv
+    os.environ[device.PTX_ENV] = "1"
     reply_fd = os.dup(1)
-    os.dup2(2, 1)  # whatever the notebook prints goes to stderr, not into the reply
-    reply = compile_ptx(path, assignment_id, name, signature, (int(major), int(minor)))
+    os.dup2(2, 1)  # whatever numba prints goes to stderr, not into the reply
     try:
+        req = wire.decode(sys.stdin.buffer.read())
+        reply = KernelHost().handle(req) if isinstance(req, dict) else error_reply(
+            TypeError("a request is a dict"))
         data = wire.encode(reply)
     except wire.NotPlainData as exc:
         data = wire.encode(error_reply(exc))
@@ -310,4 +397,4 @@ def _ptx_main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(_ptx_main(sys.argv[1:]))
+    raise SystemExit(_compile_main())

@@ -5,7 +5,9 @@ Shipped to students with the public suites; nothing here knows an answer.
 
 from __future__ import annotations
 
+import json
 import math
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -52,3 +54,79 @@ def launch(kernel: Any, blocks: Any, tpb: Any, *args: Any, n: int, name: str) ->
             "needed: threads whose global index is >= the array size must do nothing (a bounds "
             "check such as `if i < c.size:` around the body)"
         )
+
+
+REPRODUCED_KEYS = (
+    "params",
+    "intensity_b1",
+    "intensity_b8",
+    "intensity_b32",
+    "crossover_batch",
+    "conclusion",
+)
+
+
+def _agrees(got: Any, want: Any) -> bool:
+    if type(got) is float and type(want) is float:
+        return math.isclose(got, want, rel_tol=1e-9)
+    return type(got) is type(want) and got == want
+
+
+_REPRODUCED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def require_reproduced(student: Any, record: dict, where: str) -> None:
+    """Fail unless the student's own m9_record, called in the sandbox with the model, GPU,
+    context and dtype the record names, returns the record's figures (`REPRODUCED_KEYS`).
+
+    One call per distinct record and grading (kept with the grading's backend), so the metrics
+    tests cost one call together and a hang costs one timeout.
+    """
+    cache = _REPRODUCED.setdefault(student._backend, {})
+    args = tuple(record.get(k) for k in ("model", "gpu", "context_len", "dtype_bytes"))
+    key = json.dumps(args, sort_keys=True, default=repr)
+    if key not in cache:
+        try:
+            cache[key] = ("ok", student.m9_record(*args))
+        except StudentError as exc:
+            cache[key] = ("error", exc.feedback())
+    kind, got = cache[key]
+    call = "m9_record(record['model'], record['gpu'], record['context_len'], record['dtype_bytes'])"
+    if kind == "error":
+        pytest.fail(
+            f"{where} earns points only when your own {call} reproduces it, and that call "
+            f"failed: {got}",
+            pytrace=False,
+        )
+    if not isinstance(got, dict):
+        pytest.fail(f"{where}: your {call} returned {type(got).__name__}, not a dict",
+                    pytrace=False)
+    differ = [k for k in REPRODUCED_KEYS if not _agrees(record.get(k), got.get(k))]
+    if differ:
+        k = differ[0]
+        pytest.fail(
+            f"{where}['{k}'] is {record.get(k)!r} but your own {call} gives {got.get(k)!r} "
+            f"(differing keys: {differ}); the record earns points only when your functions "
+            "reproduce it: rerun the notebook's last cell and commit metrics.json",
+            pytrace=False,
+        )
+
+
+def trusted_ms(op: Callable[[], Any], synchronize: Callable[[], Any], repeat: int = 10,
+               target_s: float = 0.25) -> float:
+    """Milliseconds per call of `op` in this (trusted) process, timed like a student kernel:
+    wall clock around R calls and one synchronize, R grown until that lasts `target_s`."""
+    import time
+
+    op()
+    synchronize()  # warm-up
+    r = max(1, repeat)
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(r):
+            op()
+        synchronize()
+        wall = time.perf_counter() - t0
+        if wall >= target_s or r >= 100_000:
+            return wall * 1e3 / r
+        r = min(100_000, max(r * 2, int(r * target_s / max(wall, 1e-6)) + 1))

@@ -3,7 +3,8 @@
 A message is ``MAGIC | u32 header length | JSON header | raw array buffers``. The JSON tree holds
 None, bool, int, float, str and lists; everything else is a tagged object:
 ``{"__tuple__": [...]}``, ``{"__dict__": {...}}``, ``{"__float__": "nan"}`` and
-``{"__ndarray__": index, "dtype": "<f4", "shape": [...]}`` where index points into the buffers.
+``{"__ndarray__": index, "dtype": "<f4", "shape": [...]}`` where index points into the buffers,
+and ``{"__scalar__": "<f8", "value": ...}`` for a numpy scalar, which arrives as that numpy type.
 Decoding runs json.loads and np.frombuffer on validated dtypes: no code of the sender runs in the
 receiver. Encoding checks exact types, so a student's subclass with a lying ``__eq__`` is refused
 instead of being trusted.
@@ -67,12 +68,42 @@ def _to_tree(value: Any, buffers: list[bytes], depth: int) -> Any:
         buffers.append(arr.tobytes())
         return {"__ndarray__": len(buffers) - 1, "dtype": arr.dtype.str, "shape": list(arr.shape)}
     if isinstance(value, np.generic) and t.__module__ == "numpy":
-        if value.dtype.kind not in _ALLOWED_KINDS:
-            raise NotPlainData(f"numpy scalar of dtype {value.dtype}")
-        if value.dtype.kind == "c":
-            return _to_tree(np.asarray(value), buffers, depth)
-        return _to_tree(value.item(), buffers, depth)
+        return _scalar_tree(value, buffers, depth)
     raise NotPlainData(f"a {describe(value)} is not plain data")
+
+
+def _scalar_tree(value: np.generic, buffers: list[bytes], depth: int) -> dict:
+    """A numpy scalar travels as itself (its dtype beside its value), so that a test's
+    ``type(x) is bool`` sees the ``numpy.bool_`` the student returned."""
+    dt = value.dtype
+    if dt.kind not in _ALLOWED_KINDS or dt.fields is not None or type(value) is not dt.type:
+        raise NotPlainData(f"numpy scalar of dtype {dt}")
+    item = value.item()
+    plain = [item.real, item.imag] if dt.kind == "c" else item
+    return {"__scalar__": dt.str, "value": _to_tree(plain, buffers, depth + 1)}
+
+
+def _scalar_from(node: dict, buffers: list[memoryview], depth: int) -> np.generic:
+    try:
+        dt = np.dtype(node["__scalar__"])
+    except (TypeError, ValueError) as exc:
+        raise NotPlainData("bad scalar dtype") from exc
+    if dt.kind not in _ALLOWED_KINDS or dt.fields is not None or len(node) != 2:
+        raise NotPlainData("malformed numpy scalar")
+    if "value" not in node:
+        raise NotPlainData("malformed numpy scalar")
+    value = _from_tree(node["value"], buffers, depth + 1)
+    want = {"b": (bool,), "i": (int,), "u": (int,), "f": (float,)}.get(dt.kind)
+    if want is None:
+        ok = isinstance(value, list) and len(value) == 2 and all(type(v) is float for v in value)
+        value = complex(*value) if ok else None
+    elif type(value) not in want:
+        raise NotPlainData("numpy scalar value of the wrong type")
+    if value is None:
+        raise NotPlainData("malformed complex scalar")
+    if dt.kind in "iu" and not np.iinfo(dt).min <= value <= np.iinfo(dt).max:
+        raise NotPlainData("numpy integer out of its dtype's range")
+    return dt.type(value)
 
 
 def encode(value: Any) -> bytes:
@@ -95,6 +126,8 @@ def _from_tree(node: Any, buffers: list[memoryview], depth: int) -> Any:
         return node
     if isinstance(node, list):
         return [_from_tree(v, buffers, depth + 1) for v in node]
+    if isinstance(node, dict) and "__scalar__" in node:
+        return _scalar_from(node, buffers, depth)
     if not isinstance(node, dict) or len(node) not in (1, 3):
         raise NotPlainData("malformed message")
     if "__tuple__" in node:

@@ -7,7 +7,9 @@ Started by `grader.sandbox.WorkerBackend` as ``python -P -m grader.worker [optio
   channels to private descriptors, points fd 0 at /dev/null and fd 1 at stderr, so whatever
   student code prints or reads can neither corrupt nor consume the channel;
 * one `grader.harness.Harness` per assignment (``--notebook ID=PATH``, keyed by
-  ``req["assignment"]``), and every reply is `grader.student.encode_reply` output, so replies are
+  ``req["assignment"]``); with ``--kernels`` (and no notebook) one `grader.harness.KernelHost`
+  that builds kernels only from the source the trusted side sends; and every reply is
+  `grader.student.encode_reply` output, so replies are
   byte-for-byte what the in-process backend produces;
 * before reading a request it applies its own resource limits (idempotent when the launcher
   already set them) and ``no_new_privs``; with ``--pid-namespace`` (the launcher unshared a PID
@@ -42,6 +44,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--open-files", type=int, default=0)
     p.add_argument("--processes", type=int, default=0)
     p.add_argument("--pid-namespace", action="store_true")
+    p.add_argument("--kernels", action="store_true", help="serve kernel_* requests only")
     return p.parse_args(argv)
 
 
@@ -117,13 +120,14 @@ def _become_namespace_init() -> None:
     os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 70)
 
 
-def serve(request_fd: int, reply_fd: int, notebooks: dict[str, str]) -> int:
+def serve(request_fd: int, reply_fd: int, notebooks: dict[str, str], kernels: bool = False) -> int:
     """Answer framed requests until EOF on `request_fd`."""
     from grader import wire
-    from grader.harness import Harness
+    from grader.harness import Harness, KernelHost
     from grader.student import encode_reply
 
     harnesses: dict[str, Harness] = {}
+    host = KernelHost() if kernels else None
     while True:
         head = _read_exact(request_fd, FRAME.size)
         if head is None:
@@ -139,6 +143,14 @@ def serve(request_fd: int, reply_fd: int, notebooks: dict[str, str]) -> int:
             req = wire.decode(payload)
             if isinstance(req, dict) and req.get("op") == "ping":  # start-up handshake
                 data = encode_reply({"ok": "pong"})
+                _write_all(reply_fd, FRAME.pack(len(data)) + data)
+                continue
+            if host is not None:
+                if not isinstance(req, dict):
+                    raise wire.NotPlainData("a request is a dict")
+                reply = host.handle(req)
+                data = encode_reply(reply, str(req.get("name", "")))
+                sys.stdout.flush()
                 _write_all(reply_fd, FRAME.pack(len(data)) + data)
                 continue
             if not isinstance(req, dict) or not isinstance(req.get("assignment"), str):
@@ -179,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     for item in args.notebook:
         key, _, path = item.partition("=")
         notebooks[key] = path
-    return serve(request_fd, reply_fd, notebooks)
+    return serve(request_fd, reply_fd, notebooks, kernels=args.kernels)
 
 
 if __name__ == "__main__":

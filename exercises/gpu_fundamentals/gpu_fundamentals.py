@@ -822,6 +822,12 @@ plt.show()
 # (signature `void(float32[:], float32[:], float32[:])`). On a GPU runner, at 2^24 float32
 # elements and 256 threads per block, your kernel must reach at least **60% of the bandwidth of
 # PyTorch's own `a + b`**, timed in the same run on the same GPU.
+# How kernels are graded: the grader reads each kernel from your notebook's source, compiles it
+# for the course GPU (a T4, compute capability 7.5) and only then launches it, in the simulator or
+# on a GPU. A kernel that does not compile for the GPU earns none of its points, even if the
+# simulator runs it. Keep a kernel a plain `@cuda.jit` function at the top level of its cell; it
+# may use its arguments, module-level number constants (such as `TILE = 32`),
+# `@cuda.jit(device=True)` helpers and `cuda`, `numba`, `math` and `numpy`, nothing else.
 
 # %% deletable=false nbgrader={"grade": false, "grade_id": "vector_add", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "2a21c568508ec1d3d673720de3fa7842", "cell_type": "code"}
 @cuda.jit
@@ -865,6 +871,9 @@ print("vector_add: self-checks passed")
 # The kernel indexes 1-D arrays, so flatten multi-dimensional inputs (`np.ascontiguousarray(x).ravel()`)
 # and reshape the result. The output has the inputs' dtype (NumPy's common dtype if they differ),
 # and an empty input gives an empty output. Inputs that do not hold numbers raise `TypeError`.
+# and an empty input gives an empty output. It earns its points only by launching your own
+# `vector_add` (`vector_add[blocks, threads](...)` in its body): the grader records each launch
+# and repeats it with your kernel; a result computed on the host earns nothing.
 
 # %% deletable=false nbgrader={"grade": false, "grade_id": "gpu_vector_add", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "921b294306dcdce0aa99efc8939f8482", "cell_type": "code"}
 def gpu_vector_add(a, b, threads_per_block=256):

@@ -911,10 +911,12 @@ plt.show()
 #
 # * `metrics.json["m9_roofline"]` holds `intensity_b1`, `intensity_b8`, `intensity_b32`,
 #   `crossover_batch` (a number, or `null` when no batch reaches the ridge) and a one-line
-#   `conclusion` saying that batch-1 decode is deeply bandwidth-bound. It earns points only if
-#   your own functions reproduce it from the `model`, `context_len` and `dtype_bytes` it records,
-#   and its `gpu` must be the course GPU as `load_hardware()` reads it (the grader checks the
-#   figures against its own `course.toml`);
+#   `conclusion` saying that batch-1 decode is deeply bandwidth-bound;
+# * the record is what your own `m9_record` returns: the grader calls your `m9_record` with the
+#   model, GPU, context and dtype the record names and credits the record only when it gets the
+#   same figures back (and the reference agrees); the model must be a valid config at least the
+#   course model's size, and its `gpu` must be the course GPU as `load_hardware()` reads it (the
+#   grader checks the figures against its own `course.toml`);
 # * the self-check cells above all pass;
 # * the public tests pass: from the root of your repository (the folder holding `course.toml`),
 #   run `pytest tests/public/m9_roofline`. It grades your `exercises/m9_roofline` notebook and

@@ -60,7 +60,9 @@ class _Failure(Exception):
 
 
 def _error(kind: str, message: str) -> dict:
-    return {"error": {"type": kind, "message": message, "traceback": ""}}
+    """An error decided here, in the trusted process: the only kind that may name an
+    infrastructure outcome (a worker's reply cannot carry ``origin``; see `_valid_reply`)."""
+    return {"error": {"type": kind, "message": message, "traceback": "", "origin": "grader"}}
 
 
 def _valid_reply(reply: object) -> bool:
@@ -93,6 +95,7 @@ class WorkerBackend:
         course_root: Path | None = None,
         pid_namespace: bool = True,
         ptx_only: bool = False,
+        kernels: bool = False,
     ):
         self.workdir = Path(workdir).resolve()
         self.notebooks = {k: Path(v).resolve() for k, v in notebooks.items()}
@@ -116,8 +119,9 @@ class WorkerBackend:
         if ptx_only:  # a sibling worker that compiles kernels with the real CUDA target
             self.env.pop("NUMBA_ENABLE_CUDASIM", None)
             self.env[device.PTX_ENV] = "1"
-        self._ptx_args = (notebooks, limits, gpu, hide, course_root, pid_namespace)
-        self._ptx_worker: WorkerBackend | None = None
+        self._kernels = kernels  # a kernel worker: no notebook, builds kernels from source only
+        self._sibling_args = (limits, gpu, hide, course_root, pid_namespace)
+        self._siblings: dict[str, WorkerBackend] = {}
         layers = list(plan.layers)
         if gpu:
             layers.append("rss-watchdog")
@@ -185,67 +189,117 @@ class WorkerBackend:
         finally:
             self._spent += time.monotonic() - t0
 
+    def kernel(self, req: dict, timeout: float, target: str = "run") -> dict:
+        """A ``kernel_*`` request to a kernel worker that loads no notebook: ``compile`` (the
+        real CUDA target, never the simulator) or ``run`` (the device kernels run on)."""
+        if self.budget_left <= 0:
+            return self._budget_spent()
+        worker = self._sibling(target)
+        t0 = time.monotonic()
+        try:
+            return worker._serve(req, min(timeout, self.budget_left), str(req.get("op")))
+        finally:
+            self._spent += time.monotonic() - t0
+            worker._spent = self._spent
+
+    def graded_source(self, assignment: str) -> str:
+        """The graded cells of the submission's notebook, read here (the worker cannot write
+        the submission's files: they stay the grader's and read-only to it)."""
+        from grader.notebook import graded_source, read_notebook
+
+        return graded_source(read_notebook(self.notebooks[assignment]))
+
+    def read_back(self, path: str, max_bytes: int) -> bytes | None:
+        """A file the student's code wrote in its working directory, read by this process."""
+        from grader.core.readback import read_file
+
+        return read_file(Path(self._plan.cwd), path, max_bytes)
+
+    def list_back(self, path: str) -> list[str]:
+        from grader.core.readback import list_dir
+
+        return list_dir(Path(self._plan.cwd), path)
+
     def ptx(
         self, assignment: str, name: str, signature: str, cc: tuple[int, int], timeout: float
     ) -> dict:
-        """Compile in a sibling sandboxed worker without the simulator, started once."""
+        """PTX of a kernel of the notebook, compiled from its extracted source."""
+        from grader.core.kernel_source import KernelSourceError, extract
+
         if assignment not in self.notebooks:
             return _error("ProtocolError", f"no notebook for assignment {assignment!r}")
-        if self.budget_left <= 0:
-            return self._budget_spent()
-        self._ptx_sibling()
-        req = {
-            "assignment": assignment,
-            "op": "ptx",
-            "name": name,
-            "signature": signature,
-            "cc": list(cc),
-        }
-        t0 = time.monotonic()
         try:
-            return self._ptx_worker.request(req, min(timeout, self.budget_left))
-        finally:
-            self._spent += time.monotonic() - t0
-            self._ptx_worker._spent = self._spent
+            ks = extract(self.graded_source(assignment), name, self.notebooks[assignment].name)
+        except KernelSourceError as exc:
+            return _error("KernelSourceError", str(exc))
+        req = {"op": "kernel_compile", "source": ks.text, "name": name,
+               "devices": list(ks.device_functions), "signature": signature, "cc": list(cc)}
+        return self.kernel(req, timeout, "compile")
 
-    def _ptx_sibling(self) -> WorkerBackend:
-        if self._ptx_worker is None:
-            notebooks, limits, gpu, hide, course_root, pid_namespace = self._ptx_args
-            self._ptx_worker = WorkerBackend(
-                self.workdir,
-                notebooks,
-                limits,
-                gpu,
-                hide,
-                course_root,
-                pid_namespace,
-                ptx_only=True,
+    def _sibling(self, target: str) -> WorkerBackend:
+        if target not in ("compile", "run"):
+            raise ValueError(f"unknown kernel target {target!r}")
+        if target not in self._siblings:
+            limits, gpu, hide, course_root, pid_namespace = self._sibling_args
+            worker = WorkerBackend(
+                self.workdir, {}, limits, gpu, hide, course_root, pid_namespace,
+                ptx_only=target == "compile", kernels=True,
             )
-            self._ptx_worker._spent = self._spent
-        return self._ptx_worker
+            worker._spent = self._spent
+            self._siblings[target] = worker
+        return self._siblings[target]
+
+    def _serve(self, req: dict, timeout: float, what: str) -> dict:
+        """One request to this worker, started (and pinged) first when needed."""
+        t0 = time.monotonic()
+        budget_end = t0 + self.budget_left
+        if self._proc is None:
+            try:
+                self._start()
+            except _Failure as exc:
+                return _error(exc.kind, exc.message)
+            reply = self._timed({"op": "ping"}, STARTUP_ALLOWANCE_S, "starting the worker",
+                                budget_end)
+            if "error" in reply:
+                return reply
+        t1 = time.monotonic()
+        reply = self._timed(req, timeout, what, budget_end)
+        if "ok" in reply and req.get("op") == "kernel_run":
+            reply["wall_s"] = time.monotonic() - t1  # the trusted clock, around one exchange
+        return reply
 
     def warm(self, assignments: list[str], ptx_assignments: list[str] = ()) -> None:
-        """Start the worker and run these notebooks now (and in the PTX sibling, for those in
-        `ptx_assignments`), exactly as the first request would; failures are kept for the
-        requests to report. Not thread-safe: `grader.grade` runs it in a background thread and
-        joins it before any other request, so the workers start while pytest starts up."""
+        """Start the worker and run these notebooks now, and start the kernel workers when an
+        assignment in `ptx_assignments` has kernels, exactly as the first request would;
+        failures are kept for the requests to report. Not thread-safe: `grader.grade` runs it
+        in a background thread and joins it before any other request, so the workers start
+        while pytest starts up."""
         timeout = self.limits.import_timeout_s + STARTUP_ALLOWANCE_S
         for a in assignments:
             if a in self.notebooks and a not in self._loaded:
                 self.request({"assignment": a, "op": "load"}, timeout)
-        for a in ptx_assignments:
-            if a in self.notebooks and a not in self._load_failed and self.budget_left > 0:
-                sibling = self._ptx_sibling()
-                t0 = time.monotonic()
-                try:
-                    sibling.request({"assignment": a, "op": "load"}, timeout)
-                finally:
-                    self._spent += time.monotonic() - t0
-                    sibling._spent = self._spent
+        if any(a in self.notebooks for a in ptx_assignments) and self.budget_left > 0:
+            # Both kernel workers start at once: each is an interpreter importing numba.
+            starts = [
+                threading.Thread(
+                    target=self._sibling(target)._serve,
+                    args=({"op": "ping"}, STARTUP_ALLOWANCE_S, "starting a kernel worker"),
+                    daemon=True,
+                )
+                for target in ("compile", "run")
+            ]
+            t0 = time.monotonic()
+            for t in starts:
+                t.start()
+            for t in starts:
+                t.join()
+            self._spent += time.monotonic() - t0
+            for worker in self._siblings.values():
+                worker._spent = self._spent
 
     def close(self) -> None:
-        if self._ptx_worker is not None:
-            self._ptx_worker.close()
+        for worker in self._siblings.values():
+            worker.close()
         if self._proc is not None:
             self._kill()
 
@@ -290,6 +344,8 @@ class WorkerBackend:
         ]
         if "pid-namespace" in self._plan.layers:
             cmd.append("--pid-namespace")
+        if self._kernels:
+            cmd.append("--kernels")
         return cmd
 
     def _start(self) -> None:
@@ -421,7 +477,7 @@ class WorkerBackend:
         try:
             reply = wire.decode(payload, deadline)  # bounded in values and in this request's time
         except wire.NotPlainData as exc:
-            raise _Failure("WorkerCrashed", f"the worker's reply was refused: {exc}") from exc
+            raise _Failure("WorkerCrashed", f"the worker sent a malformed reply ({exc})") from None
         if not _valid_reply(reply):
             raise _Failure("WorkerCrashed", "the worker sent a reply of the wrong shape")
         if not self._init_pids and "pid-namespace" in self._plan.layers:

@@ -30,6 +30,14 @@ def raises_assertion():
 
 def returns_object():
     return object()
+
+
+class WorkerTimeout(Exception):  # the student's own class, named like the grader's timeout
+    pass
+
+
+def raises_grader_named():
+    raise WorkerTimeout("took longer than 5 s; the worker was stopped")
 """
 
 SUITE = """\
@@ -67,6 +75,11 @@ def test_wrong(student):
 def test_student_assertion_is_not_expected(student):
     with pytest.raises(AssertionError):
         student.raises_assertion()
+
+
+@pytest.mark.points(1)
+def test_grader_named_exception(student):
+    student.raises_grader_named()
 
 
 @pytest.mark.gpu
@@ -134,7 +147,26 @@ def test_gpu_tests_skip_with_a_reason_on_cpu(results):
         assert "GPU" in t.feedback
 
 
+def test_student_exception_named_like_a_grader_error_stays_the_students(results):
+    t = results[0]["test_grader_named_exception"]
+    assert t.outcome == "error" and t.score == 0  # not "timeout": only the grader decides that
+    assert "raises_grader_named raised WorkerTimeout" in t.feedback
+
+
+def test_only_the_trusted_side_makes_infrastructure_outcomes():
+    from grader.student import StudentError, WorkerCrashed, WorkerTimeout, make_error
+
+    forged = make_error({"type": "WorkerTimeout", "message": "x", "traceback": ""}, "f")
+    assert type(forged) is StudentError and not forged.grader
+    real = make_error({"type": "WorkerTimeout", "message": "x", "origin": "grader"}, "f")
+    assert isinstance(real, WorkerTimeout) and real.grader
+    # the trusted side's own verdicts are never a builtin a test may expect
+    assert not isinstance(make_error({"type": "ValueError", "origin": "grader"}), ValueError)
+    crashed = make_error({"type": "WorkerCrashed", "message": "m", "origin": "grader"})
+    assert isinstance(crashed, WorkerCrashed) and crashed.feedback() == "m"
+
+
 def test_totals(results):
     tests, result = results
     assert result.max_score == pytest.approx(sum(t.max_score for t in tests.values()))
-    assert result.max_score == pytest.approx(10.0)
+    assert result.max_score == pytest.approx(11.0)

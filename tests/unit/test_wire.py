@@ -44,7 +44,37 @@ def test_arrays_keep_dtype_shape_and_bytes(dtype):
 def test_special_floats_and_numpy_scalars():
     out = roundtrip([float("nan"), float("inf"), np.float32(1.5), np.int64(7), np.bool_(True)])
     assert np.isnan(out[0]) and out[1] == float("inf")
-    assert out[2:] == [1.5, 7, True] and type(out[4]) is bool
+    assert out[2:] == [1.5, 7, True]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [np.bool_(False), np.int8(-128), np.uint64(2**64 - 1), np.float32(1.5), np.float64("nan"),
+     np.float16(-np.inf), np.complex64(1 - 2j), np.int64(7)],
+)
+def test_numpy_scalars_arrive_as_their_own_type(value):
+    """`type(x) is bool` must be able to fail: a numpy scalar is not turned into a Python one."""
+    out = roundtrip(value)
+    assert type(out) is type(value)
+    assert out == value or (np.isnan(out) and np.isnan(value))
+    assert type(roundtrip(True)) is bool and type(roundtrip(7)) is int
+
+
+@pytest.mark.parametrize(
+    "node",
+    [
+        {"__scalar__": "<i1", "value": 1000},  # out of the dtype's range
+        {"__scalar__": "|O", "value": 1},  # object dtype
+        {"__scalar__": "<f8", "value": "1.0"},  # a string where a float belongs
+        {"__scalar__": "|b1", "value": 1},  # an int where a bool belongs
+        {"__scalar__": "<c8", "value": [1.0]},  # a complex needs two parts
+        {"__scalar__": "<f8"},  # no value
+    ],
+)
+def test_malformed_numpy_scalars_are_refused(node):
+    header = json.dumps({"value": node, "buffers": []}).encode()
+    with pytest.raises(NotPlainData):
+        decode(MAGIC + struct.pack(">I", len(header)) + header)
 
 
 class AlwaysEqual:

@@ -2,8 +2,11 @@
 
 Model configs, contexts and hardware are drawn at grading time (hypothesis) and every answer is
 compared with the reference solution (the `reference` fixture, loaded in the trusted process).
-metrics.json['m9_roofline'] is recomputed from the config it records with the reference
-functions and the grader's own figures for the course GPU, so a hand-written record earns nothing.
+metrics.json['m9_roofline'] earns points only when the student's own m9_record, called in the
+sandbox with the model, GPU, context and dtype the record names, reproduces it, the reference
+functions recomputing it from the grader's own figures for the course GPU agree, and the model
+is a valid LLaMA-style config at least the course model's size: a hand-written record, or one
+for a toy config with stubbed functions, earns nothing.
 
 Stated rules (grader verify checks that every test here is listed, with a sentence that appears
 word for word in the released notebook):
@@ -23,8 +26,8 @@ word for word in the released notebook):
   floats), crossover_batch (int or None, against the ridge peak_flops / peak_bandwidth)"
 - test_metrics_records_course_gpu_and_valid_inputs: "its `gpu` must be the course GPU as
   `load_hardware()` reads it (the grader checks the figures against its own `course.toml`)"
-- test_metrics_recomputed: "It earns points only if your own functions reproduce it from the
-  `model`, `context_len` and `dtype_bytes` it records"
+- test_metrics_recomputed: "the grader calls your `m9_record` with the model, GPU, context and
+  dtype the record names and credits the record only when it gets the same figures back"
 - test_metrics_conclusion: "when batch 1 is below the ridge it must say so with the word
   `bandwidth` or `memory`"
 - test_save_metric_keeps_other_keys: "**take the path as a `str` or a `pathlib.Path`** (the
@@ -44,7 +47,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
-from grader.testing import expect_value_error
+from grader.testing import expect_value_error, require_reproduced
 
 FAST = settings(
     max_examples=25,
@@ -340,6 +343,31 @@ def test_m9_record_random(student, reference, cfg, flops, bandwidth, context_len
 # metrics.json, recomputed from what it records
 
 
+SIZE_KEYS = ("dim", "n_layers", "n_heads", "vocab_size", "ffn_hidden_dim")
+
+
+def require_course_size(cfg: dict, reference) -> None:
+    """The recorded model is at least the course model's size (no toy config)."""
+    course_model = reference.COURSE_MODEL
+    small = [k for k in SIZE_KEYS if cfg[k] < course_model[k]]
+    if small or reference.num_params(cfg) < reference.num_params(course_model):
+        pytest.fail(
+            f"metrics.json['{RECORD}']['model'] is smaller than the course model "
+            f"({', '.join(f'{k}={cfg[k]} < {course_model[k]}' for k in small) or 'fewer params'}"
+            "); record the course model (COURSE_MODEL) or a larger LLaMA-style model",
+            pytrace=False,
+        )
+
+
+def checked_record(metrics, reference, course, student):
+    """The record, its inputs checked, reproduced by the student's own m9_record."""
+    record = m9_entry(metrics)
+    cfg, context_len, nbytes, ridge = recorded_inputs(record, reference, course)
+    require_course_size(cfg, reference)
+    require_reproduced(student, record, f"metrics.json['{RECORD}']")
+    return record, cfg, context_len, nbytes, ridge
+
+
 def m9_entry(metrics: dict) -> dict:
     record = metrics.get(RECORD)
     if not isinstance(record, dict):
@@ -392,9 +420,8 @@ def recorded_inputs(record: dict, reference, course) -> tuple[dict, int, int, fl
 
 
 @pytest.mark.points(1)
-def test_metrics_records_course_gpu_and_valid_inputs(metrics, reference, course):
-    record = m9_entry(metrics)
-    recorded_inputs(record, reference, course)
+def test_metrics_records_course_gpu_and_valid_inputs(metrics, reference, course, student):
+    record, *_ = checked_record(metrics, reference, course, student)
     hw = course.hardware[course.course_gpu]
     gpu = record["gpu"]
     for key, want in (("peak_flops", hw.peak_flops), ("peak_bandwidth", hw.peak_bandwidth)):
@@ -408,9 +435,8 @@ def test_metrics_records_course_gpu_and_valid_inputs(metrics, reference, course)
 
 @pytest.mark.points(3)
 @pytest.mark.parametrize("key", ["params", *INTENSITY_KEYS, "crossover_batch"])
-def test_metrics_recomputed(metrics, reference, course, key):
-    record = m9_entry(metrics)
-    cfg, context_len, nbytes, ridge = recorded_inputs(record, reference, course)
+def test_metrics_recomputed(metrics, reference, course, key, student):
+    record, cfg, context_len, nbytes, ridge = checked_record(metrics, reference, course, student)
     if key == "params":
         want = reference.num_params(cfg)
     elif key == "crossover_batch":
@@ -449,9 +475,8 @@ def test_metrics_recomputed(metrics, reference, course, key):
 
 
 @pytest.mark.points(1)
-def test_metrics_conclusion(metrics, reference, course):
-    record = m9_entry(metrics)
-    cfg, context_len, nbytes, ridge = recorded_inputs(record, reference, course)
+def test_metrics_conclusion(metrics, reference, course, student):
+    record, cfg, context_len, nbytes, ridge = checked_record(metrics, reference, course, student)
     conclusion = record.get("conclusion")
     assert isinstance(conclusion, str) and conclusion.strip() and "\n" not in conclusion, (
         f"metrics.json['{RECORD}']['conclusion'] must be one non-empty line, got {conclusion!r}"

@@ -130,7 +130,7 @@ def test_vector_add_small(student):
 def test_gpu_vector_add_small(student):
     a = np.arange(700, dtype=np.float32)
     b = np.full(700, 0.5, dtype=np.float32)
-    got = student.gpu_vector_add(a, b, 128)
+    got = student.gpu_vector_add.launching("vector_add")(a, b, 128)
     assert isinstance(got, np.ndarray) and got.shape == (700,) and got.dtype == np.float32, (
         f"gpu_vector_add of two float32 arrays of shape (700,) must return a float32 array of "
         f"shape (700,), got {type(got).__name__} {getattr(got, 'dtype', '')} "

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from grader.testing import expect_value_error
+from grader.testing import expect_value_error, require_reproduced
 
 # The course model shipped in the notebook (written out here so the test does not depend on it).
 COURSE_MODEL = {
@@ -105,7 +105,7 @@ def test_config_with_unknown_key_rejected(student):
 
 
 @pytest.mark.points(2)
-def test_metrics_json_has_m9_record(metrics):
+def test_metrics_json_has_m9_record(metrics, student):
     assert "m9_roofline" in metrics, (
         f"metrics.json has no 'm9_roofline' key (it has {sorted(metrics)}); run the notebook's "
         "last cell, which calls save_metric, and commit metrics.json"
@@ -118,3 +118,5 @@ def test_metrics_json_has_m9_record(metrics):
     assert isinstance(conclusion, str) and conclusion.strip() and "\n" not in conclusion, (
         f"the conclusion must be one non-empty line of text, got {conclusion!r}"
     )
+    # The record earns points only when your own m9_record reproduces it from what it records.
+    require_reproduced(student, record, "metrics.json['m9_roofline']")
