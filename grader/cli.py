@@ -88,14 +88,21 @@ def cmd_grade(args: argparse.Namespace) -> int:
         from grader.late import parse_timestamp
 
         timestamp = parse_timestamp(args.timestamp)
-    result = grade_submission(
-        Path(args.submission),
-        student=args.student,
-        assignments=args.assignment,
-        timestamp=timestamp,
-        sandbox=not args.no_sandbox,
-        course=course,
-    )
+    from grader.sandbox.isolation import IsolationRefused
+
+    try:
+        result = grade_submission(
+            Path(args.submission),
+            student=args.student,
+            assignments=args.assignment,
+            timestamp=timestamp,
+            sandbox=not args.no_sandbox,
+            course=course,
+            allow_incomplete_isolation=args.allow_incomplete_isolation,
+        )
+    except IsolationRefused as exc:
+        print(exc, file=sys.stderr)
+        return 3
     _write_outputs(result, course, args)
     print(_assignment_table(result.assignments))
     print(
@@ -144,10 +151,20 @@ def _read_metrics(path: Path) -> dict | None:
 
 def cmd_grade_all(args: argparse.Namespace) -> int:
     from grader.batch import run_class
+    from grader.sandbox.isolation import IsolationRefused
 
-    return run_class(
-        Path(args.dir), Path(args.out), jobs=args.jobs, shard=args.shard, root=_root(args)
-    )
+    try:
+        return run_class(
+            Path(args.dir),
+            Path(args.out),
+            jobs=args.jobs,
+            shard=args.shard,
+            root=_root(args),
+            allow_incomplete_isolation=args.allow_incomplete_isolation,
+        )
+    except IsolationRefused as exc:
+        print(exc, file=sys.stderr)
+        return 3
 
 
 def cmd_release(args: argparse.Namespace) -> int:
@@ -180,6 +197,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(_root(args), Path(args.out), execute=not args.no_execute, jobs=args.jobs)
 
 
+def _isolation_override(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--allow-incomplete-isolation",
+        action="store_true",
+        help="grade even when a sandbox layer is missing (local experiments only): every "
+        "output is marked not authoritative",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="grader", description=__doc__.splitlines()[0])
     p.add_argument("--root", help="course repository (default: found from the cwd)")
@@ -202,6 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run student code in this process (trusted code only)",
     )
+    _isolation_override(g)
     g.set_defaults(func=cmd_grade)
 
     b = sub.add_parser("grade-all", help="grade every submission of a class")
@@ -209,6 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("-j", "--jobs", type=int, default=1)
     b.add_argument("--shard", help="i/N: grade only this shard (1-based) of the class")
     b.add_argument("--out", default="grading-output")
+    _isolation_override(b)
     b.set_defaults(func=cmd_grade_all)
 
     r = sub.add_parser("release", help="build exercises/ from solutions/ with nbgrader")

@@ -117,16 +117,25 @@ def grade_submission(
     timestamp: datetime | None = None,
     sandbox: bool = True,
     course: Course | None = None,
+    allow_incomplete_isolation: bool = False,
 ) -> GradeResult:
     """Grade a fork-shaped directory (`exercises/**`, `metrics.json`) against the course at root.
 
     `timestamp` is the trusted submission time for the late policy (from CI, never from a
     commit). `sandbox=False` runs student code in this process: only for a student's own check.
+    With the sandbox, grading fails closed (`IsolationRefused`) unless every required isolation
+    layer holds; `allow_incomplete_isolation` grades anyway and marks the result not
+    authoritative.
     """
     from grader.intake import prepare
     from grader.suites import run_assignment
 
     started = time.perf_counter()
+    note = ""
+    if sandbox:
+        from grader.sandbox.isolation import require_isolation
+
+        note = require_isolation(allow_incomplete_isolation)
     course = course or load_course(root)
     root = course.root
     ids = list(assignments or course.assignment_ids)
@@ -176,6 +185,7 @@ def grade_submission(
             isolation=isolation,
             grader_version=__version__,
             python=platform.python_version(),
+            not_authoritative=note,
         ),
         assignments=results,
         warnings=list(intake.warnings),

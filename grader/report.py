@@ -208,6 +208,8 @@ def markdown(result: GradeResult, course: Course, limit: int = BODY_BYTES) -> st
             f"| {md_inline(a.id)} | {_pts(a.score, a.max_score)} | {late} | {md_inline(status)} |"
         )
     header.append("\n".join(summary))
+    if result.environment.not_authoritative:
+        header.insert(1, f"> **⚠️ {md_inline(result.environment.not_authoritative, 600)}**")
     if result.warnings:
         shown = result.warnings[:MAX_WARNINGS]
         lines = ["**⚠️ Warnings**", ""] + [f"- {md_inline(w, WARNING_CHARS)}" for w in shown]
@@ -397,6 +399,9 @@ def html(
     ]
     meta = _env_line(result) + (f" · submitted {result.timestamp}" if result.timestamp else "")
     parts.append(f'<p class="meta">{_e(meta)}</p>')
+    if result.environment.not_authoritative:
+        note = _e(result.environment.not_authoritative)
+        parts.append(f'<div class="err"><strong>⚠️ {note}</strong></div>')
     if result.warnings:
         items = "".join(f"<li>{_e(_clip(w, WARNING_CHARS))}</li>" for w in result.warnings[:200])
         parts.append(f'<div class="warn"><strong>Warnings</strong><ul>{items}</ul></div>')

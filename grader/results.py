@@ -42,6 +42,8 @@ class Environment:
     isolation: list[str] = field(default_factory=list)
     grader_version: str = ""
     python: str = ""
+    # "" when graded with every required isolation layer; else the "not authoritative: ..." mark
+    not_authoritative: str = ""
 
 
 @dataclass
