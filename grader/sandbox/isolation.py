@@ -96,12 +96,17 @@ BWRAP_LAYERS = ALL_LAYERS[2:]
 
 INSTALL_HINT = "install bubblewrap: `sudo apt-get install bubblewrap` (Debian, Ubuntu)"
 USERNS_HINT = (
-    "let bubblewrap create user namespaces: on Ubuntu 24.04 "
-    "`sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0` or install bwrap's AppArmor "
-    "profile (`sudo cp /usr/share/apparmor/extra-profiles/bwrap-userns-restrict "
-    "/etc/apparmor.d/ && sudo systemctl reload apparmor`); elsewhere "
-    "`sudo sysctl -w kernel.unprivileged_userns_clone=1` / `user.max_user_namespaces=15000`; "
+    "let bubblewrap create user namespaces: on Ubuntu 24.04 grant them to bwrap alone with an "
+    "AppArmor profile (`profile bwrap /usr/bin/bwrap flags=(unconfined) { userns, }` in "
+    "/etc/apparmor.d/bwrap, then `sudo apparmor_parser -r /etc/apparmor.d/bwrap`) or "
+    "`sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`; on other kernels "
+    "`sudo sysctl -w kernel.unprivileged_userns_clone=1` and `user.max_user_namespaces=15000`; "
     "or run the grader as root"
+)
+ROOT_HINT = (
+    "bubblewrap needs namespaces even as root: in a container allow them (`docker run "
+    "--security-opt seccomp=unconfined --security-opt apparmor=unconfined`, or a VM), and "
+    "install util-linux (setpriv)"
 )
 OVERRIDE_HINT = (
     "--allow-incomplete-isolation grades anyway and marks every output "
@@ -516,7 +521,7 @@ def refusal_message(p: Probe) -> str:
     elif p.mode != "root":
         lines.append(f"  fix: {USERNS_HINT}")
     else:
-        lines.append("  fix: install bubblewrap 0.8 or later and util-linux (setpriv)")
+        lines.append(f"  fix: {ROOT_HINT}")
     lines.append(f"  or: {OVERRIDE_HINT}")
     return "\n".join(lines)
 
