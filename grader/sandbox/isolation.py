@@ -196,8 +196,8 @@ def _protected(course_root: Path | None, hide: tuple[Path, ...]) -> list[Path]:
 
 
 def _interpreter_paths(course_root: Path | None = None, hide: tuple[Path, ...] = ()) -> list[Path]:
-    """Directories the interpreter needs, never one that holds the course checkout or a hidden
-    directory, nor one inside those (the grader package is bound on its own)."""
+    """Real directories the interpreter needs (outermost only), never one that holds the course
+    checkout or a hidden directory, nor one inside those (the grader package is bound alone)."""
     paths = {Path(sys.base_prefix), Path(sys.prefix), Path(sys.exec_prefix)}
     paths.add(Path(sys.executable).parent)
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
@@ -209,17 +209,26 @@ def _interpreter_paths(course_root: Path | None = None, hide: tuple[Path, ...] =
     protected = _protected(course_root, hide)
     out = set()
     for p in paths:
-        for q in (p, p.resolve()):
-            if not q.is_dir() or q == Path("/"):
-                continue
-            if course_root is not None and _inside(course_root, q) and q != course_root:
-                continue  # an ancestor of the checkout would show all of it
-            if course_root is not None and q == course_root:
-                continue
-            if any(_inside(q, x) or _inside(x, q) for x in protected):
-                continue
-            out.add(q)
-    return sorted(out)
+        q = p.resolve()
+        if not q.is_dir() or q == Path("/"):
+            continue
+        if course_root is not None and _inside(course_root, q):
+            continue  # the checkout itself or an ancestor would show all of it
+        if any(_inside(q, x) or _inside(x, q) for x in protected):
+            continue
+        out.add(q)
+    return sorted(q for q in out if not any(_inside(q, o) and q != o for o in out))
+
+
+def _links(binds: list[Path]) -> list[str]:
+    """``--symlink`` for interpreter paths that are links outside every bind (a venv's
+    site-packages linked elsewhere, a prefix reached through a link), so they resolve inside."""
+    out: list[str] = []
+    for p in sorted({Path(sys.prefix), Path(sys.executable).parent, *map(Path, sys.path)}):
+        if p.is_absolute() and p.is_symlink() and p.resolve() in binds:
+            if not any(_inside(p, b) for b in binds):
+                out += ["--symlink", os.readlink(p), str(p)]
+    return out
 
 
 def _grader_dir() -> Path:
@@ -281,6 +290,7 @@ def bwrap_args(box: Sandbox, bwrap: str) -> list[str]:
     args += _dirs_for([*binds, work])
     for p in binds:
         args += ["--ro-bind", str(p), str(p)]
+    args += _links(binds)
     args += ["--ro-bind", str(work), str(work)]
     scratch_bytes = box.limits.scratch_mb << 20
     args += ["--perms", "1777", "--size", str(scratch_bytes), "--tmpfs", str(home)]
