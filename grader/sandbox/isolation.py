@@ -41,6 +41,7 @@ named with the command that provides it.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import fcntl
 import functools
@@ -65,6 +66,7 @@ BWRAP_ENV = "GRADER_BWRAP"  # the bwrap to run instead of the one on PATH (tests
 UID_BASE = 1_700_000_000  # root mode: worker uids UID_BASE .. UID_BASE + UID_SLOTS - 1
 UID_SLOTS = 4096
 SHM_MB = 16
+SITE_DIR_NAMES = ("site-packages", "dist-packages")
 ETC_KEEP = (
     "alternatives",
     "fonts",
@@ -205,7 +207,11 @@ def _interpreter_paths(course_root: Path | None = None, hide: tuple[Path, ...] =
             paths.add(Path(sysconfig.get_paths()[key]))
     with contextlib.suppress(AttributeError):
         paths.update(Path(p) for p in site.getsitepackages())
-    paths.update(Path(p) for p in sys.path if p and os.path.isabs(p))
+    # Of sys.path only site directories (added by .pth files): never the script's folder, the
+    # cwd or $PYTHONPATH, which could be /tmp, a home directory or the course checkout.
+    paths.update(
+        Path(p) for p in sys.path if os.path.isabs(p) and Path(p).name in SITE_DIR_NAMES
+    )
     protected = _protected(course_root, hide)
     out = set()
     for p in paths:
@@ -275,6 +281,7 @@ def bwrap_args(box: Sandbox, bwrap: str) -> list[str]:
             args += ["--ro-bind", str(p), str(p)]
     args += ["--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev"]
     args += ["--perms", "1777", "--size", str(SHM_MB << 20), "--tmpfs", "/dev/shm"]
+    args += ["--perms", "0755", "--dir", "/etc"]
     for name in ETC_KEEP:
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
     if box.gpu:  # the driver's device nodes and what CUDA reads of /sys
@@ -346,14 +353,22 @@ def spawn(
         raise OSError(f"bubblewrap (bwrap) is not installed; {INSTALL_HINT}")
     inner = _setpriv(box.uid) if box.uid is not None else []
     argv = [*bwrap_args(box, bwrap), "--", *inner, *command]
-    return subprocess.Popen(
+    # --die-with-parent is the kernel's parent-death signal, which fires when the *thread* that
+    # forked bwrap ends: fork from one thread that lives as long as this process.
+    return _spawner().submit(
+        subprocess.Popen,
         argv,
         env=env,
         close_fds=True,
         start_new_session=True,
         preexec_fn=functools.partial(_set_rlimits, box.limits, address_space),
         **popen,
-    )
+    ).result()
+
+
+@functools.cache
+def _spawner() -> concurrent.futures.ThreadPoolExecutor:
+    return concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox")
 
 
 # --------------------------------------------------------------------------- the probe
@@ -378,6 +393,7 @@ def readable(p):
         return False
 out["secret"] = readable(sys.argv[1])
 out["course"] = os.path.exists(sys.argv[2])
+out["siblings"] = sorted(os.listdir(os.path.dirname(os.path.dirname(sys.argv[3]))))
 try:
     open(sys.argv[3], "w").write("x")
     out["workdir_writable"] = True
@@ -439,6 +455,8 @@ def _judge(seen: dict, uid: int | None, limit_bytes: int) -> dict[str, str]:
         bad["private-mount"] = "the worker can write outside its scratch directory"
     if not 0 < seen.get("scratch_bytes", 0) <= limit_bytes + (1 << 20):
         bad["scratch-tmpfs"] = f"the scratch directory holds {seen.get('scratch_bytes')} bytes"
+    if seen.get("siblings") != ["work"]:
+        bad["private-mount"] = f"the worker sees host files beside its own: {seen.get('siblings')}"
     if seen.get("secret") or seen.get("course"):
         bad["hidden-tests-unreadable"] = "the worker could read a directory it must not see"
     return bad

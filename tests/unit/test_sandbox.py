@@ -717,3 +717,20 @@ def test_override_marks_the_result_and_both_reports(fresh_probe):
     assert json.loads(result.to_json())["environment"]["not_authoritative"] == note
     assert report.md_inline(note, 600) in report.markdown(result, course)
     assert html_lib.escape(note) in report.html(result, course)
+
+
+def test_a_worker_started_from_a_thread_outlives_that_thread(world):
+    """--die-with-parent follows the forking thread: grading warms workers in threads."""
+    import threading
+
+    work = world["work"]
+    with sandbox_backend.WorkerBackend(
+        work, {"a": work / "exercises/a/a.py"}, LIMITS, course_root=world["course"]
+    ) as b:
+        t = threading.Thread(target=b.warm, args=(["a"],))
+        t.start()
+        t.join()
+        time.sleep(0.5)
+        assert b._proc is not None and b._proc.poll() is None
+        assert Student(b, "a").add(2, 2) == 4
+        assert b.starts == 1
