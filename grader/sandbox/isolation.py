@@ -209,9 +209,7 @@ def _interpreter_paths(course_root: Path | None = None, hide: tuple[Path, ...] =
         paths.update(Path(p) for p in site.getsitepackages())
     # Of sys.path only site directories (added by .pth files): never the script's folder, the
     # cwd or $PYTHONPATH, which could be /tmp, a home directory or the course checkout.
-    paths.update(
-        Path(p) for p in sys.path if os.path.isabs(p) and Path(p).name in SITE_DIR_NAMES
-    )
+    paths.update(Path(p) for p in sys.path if os.path.isabs(p) and Path(p).name in SITE_DIR_NAMES)
     protected = _protected(course_root, hide)
     out = set()
     for p in paths:
@@ -288,10 +286,14 @@ def bwrap_args(box: Sandbox, bwrap: str) -> list[str]:
         for dev in sorted(Path("/dev").glob("nvidia*")):
             args += ["--dev-bind", str(dev), str(dev)]
         args += ["--ro-bind-try", "/sys", "/sys"]
-        for p in os.environ.get("LD_LIBRARY_PATH", "").split(":"):
-            if p and os.path.isabs(p) and os.path.isdir(p):
+        cuda = [os.environ.get(k, "") for k in ("CUDA_HOME", "CUDA_PATH")]
+        for p in [*os.environ.get("LD_LIBRARY_PATH", "").split(":"), *cuda]:
+            if p and os.path.isabs(p) and os.path.isdir(p) and not _inside(Path(p), Path("/usr")):
                 args += ["--ro-bind-try", p, p]
-    binds = [*_interpreter_paths(box.course_root, box.hide), _grader_dir()]
+    binds = [
+        p for p in _interpreter_paths(box.course_root, box.hide) if not _inside(p, Path("/usr"))
+    ]
+    binds.append(_grader_dir())
     work = box.workdir
     home = work / SANDBOX_DIR
     args += _dirs_for([*binds, work])
@@ -355,15 +357,19 @@ def spawn(
     argv = [*bwrap_args(box, bwrap), "--", *inner, *command]
     # --die-with-parent is the kernel's parent-death signal, which fires when the *thread* that
     # forked bwrap ends: fork from one thread that lives as long as this process.
-    return _spawner().submit(
-        subprocess.Popen,
-        argv,
-        env=env,
-        close_fds=True,
-        start_new_session=True,
-        preexec_fn=functools.partial(_set_rlimits, box.limits, address_space),
-        **popen,
-    ).result()
+    return (
+        _spawner()
+        .submit(
+            subprocess.Popen,
+            argv,
+            env=env,
+            close_fds=True,
+            start_new_session=True,
+            preexec_fn=functools.partial(_set_rlimits, box.limits, address_space),
+            **popen,
+        )
+        .result()
+    )
 
 
 @functools.cache

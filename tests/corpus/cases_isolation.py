@@ -50,7 +50,7 @@ def _json(result) -> str:
 
 # ----------------------------------------------------------------------------- the host
 
-PROC_AND_HOME = r'''
+PROC_AND_HOME = r"""
 import glob, os, time
 from pathlib import Path
 found = []
@@ -81,7 +81,7 @@ for home in filter(None, homes):
             for f in filenames:
                 grab(os.path.join(dirpath, f))
 return "\n".join(found)
-'''
+"""
 
 
 def _start_sleeper(dest: Path, ctx: Ctx) -> None:
@@ -93,7 +93,7 @@ def _start_sleeper(dest: Path, ctx: Ctx) -> None:
     write_fork(dest, {M9: patch(ctx.solutions[M9], "m9_record", CMDLINES)}, ctx=ctx)
 
 
-CMDLINES = r'''
+CMDLINES = r"""
 import glob
 seen = []
 for p in glob.glob("/proc/[0-9]*/cmdline"):
@@ -102,7 +102,7 @@ for p in glob.glob("/proc/[0-9]*/cmdline"):
     except OSError:
         pass
 return " | ".join(seen)
-'''
+"""
 
 
 def _no_cmdline(result, ctx: Ctx) -> None:
@@ -167,7 +167,7 @@ def _victim_untouched(name: str):
     return check
 
 
-NEIGHBOUR_FILES = r'''
+NEIGHBOUR_FILES = r"""
 import glob, os, signal, threading, time
 from pathlib import Path
 _found = []
@@ -201,18 +201,19 @@ def _scan():
                     pass
         time.sleep(0.2)
 threading.Thread(target=_scan, daemon=True).start()
-'''
+"""
 
 
 def _neighbour_files(dest: Path, ctx: Ctx) -> None:
     _start_victim("neighbour_files", dest, ctx)
-    src = insert_cell_before(ctx.solutions[M9], "validate_config",
-                             NEIGHBOUR_FILES.format(pwned=PWNED))
+    src = insert_cell_before(
+        ctx.solutions[M9], "validate_config", NEIGHBOUR_FILES.format(pwned=PWNED)
+    )
     src = patch(src, "m9_record", 'return "\\n".join(_found)')
     write_fork(dest, {M9: src}, ctx=ctx)
 
 
-PROCESS_HOG = r'''
+PROCESS_HOG = r"""
 import threading, time
 _held = []
 while True:
@@ -223,7 +224,7 @@ while True:
     except RuntimeError:
         break
 assert len(_held) > 8, len(_held)
-'''
+"""
 
 
 def _neighbour_processes(dest: Path, ctx: Ctx) -> None:
@@ -234,7 +235,7 @@ def _neighbour_processes(dest: Path, ctx: Ctx) -> None:
 
 # ----------------------------------------------------------------------------- leftovers
 
-IPC = rf'''
+IPC = rf"""
 import ctypes, os
 _libc = ctypes.CDLL(None, use_errno=True)
 assert _libc.shmget({IPC_KEY}, 1 << 20, 0o1666) >= 0, "shmget"
@@ -242,7 +243,7 @@ assert _libc.msgget({IPC_KEY}, 0o1666) >= 0, "msgget"
 assert _libc.semget({IPC_KEY}, 1, 0o1666) >= 0, "semget"
 with open("/dev/shm/corpus-ipc-canary", "wb") as _f:
     _f.write(b"x" * 4096)
-'''
+"""
 
 
 def _no_ipc_left(result, ctx: Ctx) -> None:
@@ -278,8 +279,9 @@ os.wait()
 
 
 def _daemon(dest: Path, ctx: Ctx) -> None:
-    src = insert_cell_before(ctx.solutions[M9], "validate_config",
-                             DAEMON_CODE.format(daemon=DAEMON, root=str(ctx.root)))
+    src = insert_cell_before(
+        ctx.solutions[M9], "validate_config", DAEMON_CODE.format(daemon=DAEMON, root=str(ctx.root))
+    )
     write_fork(dest, {M9: src}, ctx=ctx)
 
 
@@ -291,7 +293,7 @@ def _daemon_gone(result, ctx: Ctx) -> None:
     assert "PWNED" not in (ctx.root / "course.toml").read_text()
 
 
-FILL_SCRATCH = '''
+FILL_SCRATCH = """
 import os
 home = os.environ["HOME"]
 n = 0
@@ -299,38 +301,70 @@ while True:
     with open(os.path.join(home, f"fill{n}.bin"), "wb") as fh:
         fh.write(b"x" * (32 << 20))
     n += 1
-'''
+"""
 
 
 CASES: list[Case] = [
-    Case("proc_cwd_root_and_home", "m9_record reads the course checkout through /proc/*/cwd, "
-         "/proc/*/root, /proc/*/environ and the runner's home paths, and returns it",
-         with_source(M9, lambda s, c: patch(s, "m9_record", PROC_AND_HOME.format(
-             root=str(c.root)))),
-         Expect(M9, [Rule(_fn("m9_record"), BROKEN, ("got str", "returned"))],
-                check=lambda r, c: (_no_canary(r, c), _no_token(r, c))),
-         env={"GITHUB_TOKEN": FAKE_TOKEN}),
-    Case("cmdline_of_other_processes", "m9_record returns every /proc/*/cmdline it can read "
-         "(a runner's command lines can carry tokens)", _start_sleeper,
-         Expect(M9, [Rule(_fn("m9_record"), BROKEN, ("got str", "returned"))],
-                check=_no_cmdline)),
-    Case("neighbour_files", "reads and rewrites a concurrent submission's notebook, results and "
-         "scratch directory (/proc/*/root, /tmp/grade-*) and SIGSTOPs every pid it can",
-         _neighbour_files,
-         Expect(M9, [Rule(_fn("m9_record"), BROKEN, ("got str", "returned"))],
-                check=_victim_untouched("neighbour_files"), max_s=60)),
-    Case("neighbour_process_limit", "holds every thread its process limit allows while a "
-         "concurrent submission is graded", _neighbour_processes,
-         Expect(M9, [Rule(".", ("passed", "failed", "error"), (), required=False)],
-                check=_victim_untouched("neighbour_process_limit"), max_s=60)),
-    Case("ipc_left_behind", "creates SysV shared memory, a message queue, a semaphore set and a "
-         "POSIX shm file at import, then grades as the reference",
-         with_source(M9, lambda s, c: insert_cell_before(s, "validate_config", IPC)),
-         Expect(M9, [], check=_no_ipc_left)),
-    Case("fills_scratch_disk", "save_metric writes 32 MB files into its home until the disk is "
-         "full", patched(M9, "save_metric", FILL_SCRATCH),
-         Expect(M9, [Rule(_fn("save_metric"), BROKEN, ("No space left", "Errno 28"))])),
-    Case("daemon_rewrites_results", "a double-forked setsid daemon started at import rewrites "
-         "result files, the hidden tests and course.toml for a minute",
-         _daemon, Expect(M9, [], check=_daemon_gone)),
+    Case(
+        "proc_cwd_root_and_home",
+        "m9_record reads the course checkout through /proc/*/cwd, "
+        "/proc/*/root, /proc/*/environ and the runner's home paths, and returns it",
+        with_source(M9, lambda s, c: patch(s, "m9_record", PROC_AND_HOME.format(root=str(c.root)))),
+        Expect(
+            M9,
+            [Rule(_fn("m9_record"), BROKEN, ("got str", "returned"))],
+            check=lambda r, c: (_no_canary(r, c), _no_token(r, c)),
+        ),
+        env={"GITHUB_TOKEN": FAKE_TOKEN},
+    ),
+    Case(
+        "cmdline_of_other_processes",
+        "m9_record returns every /proc/*/cmdline it can read "
+        "(a runner's command lines can carry tokens)",
+        _start_sleeper,
+        Expect(M9, [Rule(_fn("m9_record"), BROKEN, ("got str", "returned"))], check=_no_cmdline),
+    ),
+    Case(
+        "neighbour_files",
+        "reads and rewrites a concurrent submission's notebook, results and "
+        "scratch directory (/proc/*/root, /tmp/grade-*) and SIGSTOPs every pid it can",
+        _neighbour_files,
+        Expect(
+            M9,
+            [Rule(_fn("m9_record"), BROKEN, ("got str", "returned"))],
+            check=_victim_untouched("neighbour_files"),
+            max_s=60,
+        ),
+    ),
+    Case(
+        "neighbour_process_limit",
+        "holds every thread its process limit allows while a concurrent submission is graded",
+        _neighbour_processes,
+        Expect(
+            M9,
+            [Rule(".", ("passed", "failed", "error"), (), required=False)],
+            check=_victim_untouched("neighbour_process_limit"),
+            max_s=60,
+        ),
+    ),
+    Case(
+        "ipc_left_behind",
+        "creates SysV shared memory, a message queue, a semaphore set and a "
+        "POSIX shm file at import, then grades as the reference",
+        with_source(M9, lambda s, c: insert_cell_before(s, "validate_config", IPC)),
+        Expect(M9, [], check=_no_ipc_left),
+    ),
+    Case(
+        "fills_scratch_disk",
+        "save_metric writes 32 MB files into its home until the disk is full",
+        patched(M9, "save_metric", FILL_SCRATCH),
+        Expect(M9, [Rule(_fn("save_metric"), BROKEN, ("No space left", "Errno 28"))]),
+    ),
+    Case(
+        "daemon_rewrites_results",
+        "a double-forked setsid daemon started at import rewrites "
+        "result files, the hidden tests and course.toml for a minute",
+        _daemon,
+        Expect(M9, [], check=_daemon_gone),
+    ),
 ]

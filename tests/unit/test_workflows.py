@@ -365,3 +365,14 @@ def test_exported_student_workflows_lint_clean(tmp_path, actionlint, zizmor):
     assert proc.returncode == 0, proc.stdout
     proc = run_zizmor(zizmor, flows, "regular")
     assert json.loads(proc.stdout or "[]") == [] and proc.returncode == 0, proc.stdout
+
+
+def test_grade_prepares_bubblewrap_before_grading_without_student_code():
+    job = grade_wf()["jobs"]["grade"]
+    runs = [s.get("run", "") for s in job["steps"]]
+    prep = next(i for i, r in enumerate(runs) if "bwrap" in r)
+    grade = next(i for i, r in enumerate(runs) if "grader.gha grade-pr" in r)
+    assert prep < grade
+    assert "apt-get install -y -q bubblewrap" in runs[prep]
+    assert "userns," in runs[prep] and "/usr/bin/bwrap" in runs[prep]
+    assert "grader" not in runs[prep] and "submission" not in runs[prep]  # no student code
