@@ -147,7 +147,13 @@ def grade_submission(
         if sandbox:
             from grader.sandbox import WorkerBackend
 
-            inner = WorkerBackend(work, intake.notebooks, course.limits, gpu=device.has_gpu())
+            inner = WorkerBackend(
+                work,
+                intake.notebooks,
+                course.limits,
+                gpu=device.has_gpu(),
+                allow_incomplete=allow_incomplete_isolation,
+            )
         else:
             from grader.student import InProcessBackend
 

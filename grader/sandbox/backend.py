@@ -29,7 +29,6 @@ from grader.course import Limits
 from grader.sandbox.isolation import (
     ALL_LAYERS,
     SANDBOX_DIR,
-    Sandbox,
     UidLease,
     _children,
     _course_root_default,
@@ -40,6 +39,7 @@ from grader.sandbox.isolation import (
     _scrubbed_env,
     describe_exit,
     probe,
+    sandbox_for,
     spawn,
 )
 
@@ -90,6 +90,7 @@ class WorkerBackend:
         course_root: Path | None = None,
         pid_namespace: bool = True,
         ptx_only: bool = False,
+        allow_incomplete: bool = False,
     ):
         self.workdir = Path(workdir).resolve()
         self.notebooks = {k: Path(v).resolve() for k, v in notebooks.items()}
@@ -104,13 +105,16 @@ class WorkerBackend:
         self.hide = [Path(h) for h in (hide or [])]
         verified = probe().layers
         _prepare_workdir(self.workdir)
-        self._box = Sandbox(
+        # Refuses here unless every layer holds, or the caller chose a non-authoritative grading.
+        self._box = sandbox_for(
             self.workdir,
             limits,
+            allow_incomplete,
             gpu=gpu,
             course_root=self.course_root,
             hide=tuple(self.hide),
         )
+        self._allow_incomplete = allow_incomplete
         self._lease: UidLease | None = None
         self._scratch_fd: int | None = None
         self.env = _scrubbed_env(self.workdir, gpu)
@@ -221,6 +225,7 @@ class WorkerBackend:
                 course_root,
                 pid_namespace,
                 ptx_only=True,
+                allow_incomplete=self._allow_incomplete,
             )
             self._ptx_worker._spent = self._spent
         return self._ptx_worker
@@ -258,6 +263,8 @@ class WorkerBackend:
         student's code wrote (open files in it with O_NOFOLLOW, regular files only): a
         directory descriptor taken through bubblewrap's init, valid until the worker stops.
         None when no worker runs."""
+        if self._box.bare and self._proc is not None:
+            return self.workdir / SANDBOX_DIR
         if self._scratch_fd is None and self._proc is not None:
             target = f"{self.workdir / SANDBOX_DIR}"
             for pid in self._init_pids or _children(self._proc.pid):
@@ -322,7 +329,7 @@ class WorkerBackend:
         self._init_pids = []
         box = self._box
         try:
-            if os.geteuid() == 0:  # a uid no other live worker has: its own process count
+            if os.geteuid() == 0 and not box.bare:  # a uid of its own: its own process count
                 self._lease = self._lease or UidLease()
                 box = replace(box, uid=self._lease.uid)
             proc = spawn(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import html
 import json
 import os
 import re
@@ -668,3 +669,66 @@ def test_ordinary_user_without_user_namespaces_is_refused(user_world):
     assert "pid-namespace" in out and "private-mount" in out
     assert "apparmor_restrict_unprivileged_userns=0" in out  # the fix on Ubuntu 24.04
     assert "1 failed" in out
+
+
+# ----------------------------------------------------------------------------- fail closed
+
+
+@pytest.fixture
+def no_bwrap(monkeypatch):
+    from grader.sandbox import isolation
+
+    isolation.probe.cache_clear()
+    monkeypatch.setenv(isolation.BWRAP_ENV, "")
+    yield monkeypatch
+    monkeypatch.undo()
+    isolation.probe.cache_clear()
+
+
+def _grader_cli(*args: str, env: dict) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "grader", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False)
+
+
+def test_grade_and_grade_all_refuse_without_bwrap(ctx, tmp_path):
+    from grader.sandbox import isolation
+
+    corpus.by_name()["function_missing"].build(tmp_path / "class" / "ada", ctx)
+    env = {**os.environ, isolation.BWRAP_ENV: ""}
+    out = tmp_path / "result.json"
+    root = ["--root", str(ctx.root)]
+    sub = str(tmp_path / "class" / "ada")
+    grade = _grader_cli(*root, "grade", sub, "--json", str(out), env=env)
+    assert grade.returncode == 3, grade.stderr[-2000:]
+    assert "grading refused: isolation incomplete" in grade.stderr
+    assert "sudo apt-get install bubblewrap" in grade.stderr and not out.exists()
+    batch = _grader_cli(
+        *root, "grade-all", str(tmp_path / "class"), "--out", str(tmp_path / "o"), env=env
+    )
+    assert batch.returncode == 3 and "grading refused" in batch.stderr, batch.stderr[-2000:]
+    assert not (tmp_path / "o" / "ada").exists()
+
+
+def test_override_grades_and_marks_every_output(ctx, course, tmp_path, no_bwrap):
+    from grader import report
+    from grader.grade import grade_submission
+    from grader.results import GradeResult, validate
+
+    case = corpus.by_name()["function_missing"]
+    case.build(tmp_path / "s", ctx)
+    result = grade_submission(
+        tmp_path / "s",
+        assignments=[case.expect.assignment],
+        course=course,
+        allow_incomplete_isolation=True,
+    )
+    note = result.environment.not_authoritative
+    assert note.startswith("not authoritative: isolation incomplete (missing: ")
+    assert "pid-namespace" in note and "no-network" not in result.environment.isolation
+    check(case, result, ctx)  # graded anyway: the same outcomes as in the sandbox
+    validate(result.to_dict())
+    assert GradeResult.from_dict(json.loads(result.to_json())).environment.not_authoritative == note
+    paths = report.write_reports(result, course, tmp_path / "out")
+    assert report.md_inline(note, 600) in paths["markdown"].read_text()
+    assert html.escape(note) in paths["html"].read_text()
+    assert json.loads(paths["json"].read_text())["environment"]["not_authoritative"] == note
