@@ -193,8 +193,13 @@ def cmd_export_student(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from grader.demo import run_demo
+    from grader.sandbox.isolation import IsolationRefused
 
-    return run_demo(_root(args), Path(args.out), execute=not args.no_execute, jobs=args.jobs)
+    try:
+        return run_demo(_root(args), Path(args.out), execute=not args.no_execute, jobs=args.jobs)
+    except IsolationRefused as exc:
+        print(exc, file=sys.stderr)
+        return 3
 
 
 def _isolation_override(p: argparse.ArgumentParser) -> None:
