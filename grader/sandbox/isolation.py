@@ -519,11 +519,12 @@ def probe() -> Probe:
             p.chmod(0o755)
         (hidden / "secret.txt").chmod(0o644)
         _prepare_workdir(work)
-        lease = UidLease() if mode == "root" else None
-        box = Sandbox(work, limits, uid=lease.uid if lease else None, course_root=course)
         argv = [sys.executable, "-P", "-s", "-c", _PROBE]
         argv += [str(hidden / "secret.txt"), str(course), str(work / "file.txt")]
+        lease = None
         try:
+            lease = UidLease() if mode == "root" else None
+            box = Sandbox(work, limits, uid=lease.uid if lease else None, course_root=course)
             proc = spawn(
                 argv,
                 box,
@@ -547,7 +548,7 @@ def probe() -> Probe:
         reason = f"bubblewrap could not create the sandbox (exit {proc.returncode})"
         missing = dict.fromkeys(BWRAP_LAYERS, reason)
         return Probe(("scrubbed-env", "rlimits"), missing, mode, bwrap, text)
-    missing = _judge(seen, box.uid, limits.scratch_mb << 20)
+    missing = _judge(seen, lease.uid if lease else None, limits.scratch_mb << 20)
     layers = tuple(x for x in ALL_LAYERS if x not in missing)
     return Probe(layers, missing, mode, bwrap, text)
 
