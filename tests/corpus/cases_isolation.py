@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -131,14 +132,15 @@ Path({out!r}).write_text(json.dumps({{"start": t0, "end": time.time(), "result":
 
 def _start_victim(name: str, dest: Path, ctx: Ctx) -> None:
     """The reference, with a canary and a 4 s pause at import, graded in a process of its own."""
-    victim = dest.parent / f"{dest.name}-victim"
+    # Outside dest's folder: a batch over the corpus must not take the victim for a student.
+    victim = Path(tempfile.mkdtemp(prefix="corpus-victim-")) / "fork"
     src = insert_cell_before(
         ctx.solutions[M9],
         "validate_config",
         f'import time as _t\n_CANARY = "{VICTIM_CANARY}"\n_t.sleep(4)\n',
     )
     write_fork(victim, {M9: src}, ctx=ctx)
-    out = dest.parent / f"{dest.name}-victim.json"
+    out = victim.parent / "victim.json"
     code = VICTIM.format(
         corpus=str(Path(__file__).parent), sub=str(victim), root=str(ctx.root), m9=M9, out=str(out)
     )
