@@ -9,6 +9,7 @@ Every case passes as root and as an ordinary user (tests/unit/test_corpus.py, .c
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -157,6 +158,7 @@ def _victim_untouched(name: str):
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err.decode()[-2000:]
         data = json.loads(proc.out.read_text())  # type: ignore[attr-defined]
+        shutil.rmtree(proc.out.parent, ignore_errors=True)  # type: ignore[attr-defined]
         # The two gradings really overlapped (the victim's worker sleeps 4 s at import).
         assert data["start"] < time.time() and data["end"] > _T0[name] + 2, data
         victim = data["result"]
