@@ -499,18 +499,61 @@ def _worker_env() -> dict:
     return env
 
 
+def spawn_cost(tmp: Path, runs: int) -> dict:
+    """What bubblewrap adds to each sandboxed process start: `python -c pass` started bare and
+    through `grader.sandbox.isolation.spawn` (namespaces, mounts, scratch tmpfs, setpriv)."""
+    from grader.course import load_course
+    from grader.sandbox.isolation import (
+        Sandbox,
+        UidLease,
+        _prepare_workdir,
+        _scrubbed_env,
+        spawn,
+    )
+
+    limits = load_course(ROOT).limits
+    work = tmp / "spawn" / "work"
+    work.mkdir(parents=True)
+    _prepare_workdir(work)
+    env = _scrubbed_env(work, gpu=False)
+    cmd = [sys.executable, "-P", "-s", "-c", "pass"]
+    bare, boxed = [], []
+    for _ in range(max(runs, 5)):
+        t0 = time.perf_counter()
+        subprocess.run(cmd, env=env, check=True)
+        bare.append((time.perf_counter() - t0) * 1e3)
+        lease = UidLease() if os.geteuid() == 0 else None
+        try:
+            box = Sandbox(work, limits, uid=lease.uid if lease else None)
+            t0 = time.perf_counter()
+            proc = spawn(cmd, box, env, address_space=True)
+            if proc.wait(timeout=60) != 0:
+                raise RuntimeError("the sandboxed `python -c pass` failed")
+            boxed.append((time.perf_counter() - t0) * 1e3)
+        finally:
+            if lease:
+                lease.close()
+    b, w = summary(bare), summary(boxed)
+    return {
+        "bare_ms": b,
+        "bubblewrap_ms": w,
+        "overhead_ms": round(w["median"] - b["median"], 1),
+        "as": "root" if os.geteuid() == 0 else "ordinary user",
+    }
+
+
 def worker_startup(tmp: Path, runs: int) -> dict:
     """The sandboxed worker's start-up + first notebook load, and the PTX worker's first compile."""
     from grader.core import device
     from grader.course import load_course
     from grader.intake import prepare
     from grader.sandbox.backend import WorkerBackend
-    from grader.sandbox.isolation import _verified_layers
+    from grader.sandbox.isolation import probe
 
     course = load_course(ROOT)
     submission = sample_class(tmp / "class") / "ada_reference"
     t0 = time.perf_counter()
-    layers = _verified_layers(True)
+    layers = probe().layers
     probe_s = time.perf_counter() - t0
     first, again, ptx, loads = [], [], [], []
     for i in range(runs):
@@ -554,6 +597,7 @@ def worker_startup(tmp: Path, runs: int) -> dict:
     return {
         "isolation": list(layers),
         "isolation_probe_s": round(probe_s, 3),
+        "spawn": spawn_cost(tmp, runs),
         "start_and_load_s": summary(first),
         "roundtrip_ms": summary(again),
         "ptx_worker_first_compile_s": summary(ptx),
@@ -591,6 +635,12 @@ def part_startup(tmp: Path, runs: int) -> dict:
         ["worker round trip (has)", spread(w["roundtrip_ms"], "ms"), ""],
         ["PTX worker start + load + compile", spread(w["ptx_worker_first_compile_s"]), ""],
         ["sandbox isolation probe (once per process)", f"{w['isolation_probe_s']:.2f} s", ""],
+        ["`python -c pass`, bare", spread(w["spawn"]["bare_ms"], "ms"), ""],
+        [
+            f"`python -c pass` in bubblewrap ({w['spawn']['as']})",
+            spread(w["spawn"]["bubblewrap_ms"], "ms"),
+            f"+{w['spawn']['overhead_ms']:.0f} ms per worker start",
+        ],
     ]
     print(table(["what", "wall median (min-max)", "top imports, cumulative ms"], rows))
     for key, label in (("help", "grader --help"), ("check", "grader check"), ("worker", "worker")):

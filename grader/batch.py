@@ -527,11 +527,18 @@ def _collect(
 # ----------------------------------------------------------------------------- CLI entry
 
 
-def grade_entry(submission: Path, student: str, work_dir: Path, root: str) -> GradeResult:
+def grade_entry(
+    submission: Path, student: str, work_dir: Path, root: str, allow_incomplete: bool = False
+) -> GradeResult:
     """The real `grade_one`: grade.grade_submission in the sandbox (top-level, so picklable)."""
     from grader.grade import grade_submission
 
-    return grade_submission(Path(submission), root=Path(root), student=student)
+    return grade_submission(
+        Path(submission),
+        root=Path(root),
+        student=student,
+        allow_incomplete_isolation=allow_incomplete,
+    )
 
 
 def reference_m9_record(course: Course) -> dict | None:
@@ -550,8 +557,13 @@ def run_class(
     shard: str | tuple[int, int] | None = None,
     root: Path | None = None,
     force: bool = False,
+    allow_incomplete_isolation: bool = False,
 ) -> int:
-    """`grader grade-all`: 0 when every submission was graded, 1 when some failed."""
+    """`grader grade-all`: 0 when every submission was graded, 1 when some failed. Refuses
+    (`IsolationRefused`) before grading anything when a sandbox layer is missing."""
+    from grader.sandbox.isolation import require_isolation
+
+    require_isolation(allow_incomplete_isolation)
     course = load_course(root)
     parsed = parse_shard(shard) if isinstance(shard, str) or shard is None else shard
     outcome = grade_all(
@@ -559,7 +571,9 @@ def run_class(
         Path(out_dir),
         jobs=jobs,
         shard=parsed,
-        grade_one=functools.partial(grade_entry, root=str(course.root)),
+        grade_one=functools.partial(
+            grade_entry, root=str(course.root), allow_incomplete=allow_incomplete_isolation
+        ),
         course=course,
         reference=reference_m9_record(course),
         force=force,

@@ -90,14 +90,21 @@ def cmd_grade(args: argparse.Namespace) -> int:
         from grader.late import parse_timestamp
 
         timestamp = parse_timestamp(args.timestamp)
-    result = grade_submission(
-        Path(args.submission),
-        student=args.student,
-        assignments=args.assignment,
-        timestamp=timestamp,
-        sandbox=not args.no_sandbox,
-        course=course,
-    )
+    from grader.sandbox.isolation import IsolationRefused
+
+    try:
+        result = grade_submission(
+            Path(args.submission),
+            student=args.student,
+            assignments=args.assignment,
+            timestamp=timestamp,
+            sandbox=not args.no_sandbox,
+            course=course,
+            allow_incomplete_isolation=args.allow_incomplete_isolation,
+        )
+    except IsolationRefused as exc:
+        print(exc, file=sys.stderr)
+        return 3
     failed = _write_outputs(result, course, args)
     print(_assignment_table(result.assignments))
     print(
@@ -160,13 +167,23 @@ def cmd_grade_all(args: argparse.Namespace) -> int:
     from grader.batch import run_class
     from grader.core import device
     from grader.core.preflight import gpu_preflight
+    from grader.sandbox.isolation import IsolationRefused
 
     if device.has_gpu():
         gpu_preflight()  # once for the class, before any submission (InfrastructureError: exit 3)
 
-    return run_class(
-        Path(args.dir), Path(args.out), jobs=args.jobs, shard=args.shard, root=_root(args)
-    )
+    try:
+        return run_class(
+            Path(args.dir),
+            Path(args.out),
+            jobs=args.jobs,
+            shard=args.shard,
+            root=_root(args),
+            allow_incomplete_isolation=args.allow_incomplete_isolation,
+        )
+    except IsolationRefused as exc:
+        print(exc, file=sys.stderr)
+        return 3
 
 
 def cmd_release(args: argparse.Namespace) -> int:
@@ -195,8 +212,22 @@ def cmd_export_student(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from grader.demo import run_demo
+    from grader.sandbox.isolation import IsolationRefused
 
-    return run_demo(_root(args), Path(args.out), execute=not args.no_execute, jobs=args.jobs)
+    try:
+        return run_demo(_root(args), Path(args.out), execute=not args.no_execute, jobs=args.jobs)
+    except IsolationRefused as exc:
+        print(exc, file=sys.stderr)
+        return 3
+
+
+def _isolation_override(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--allow-incomplete-isolation",
+        action="store_true",
+        help="grade even when a sandbox layer is missing (local experiments only): every "
+        "output is marked not authoritative",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -221,6 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run student code in this process (trusted code only)",
     )
+    _isolation_override(g)
     g.set_defaults(func=cmd_grade)
 
     b = sub.add_parser("grade-all", help="grade every submission of a class")
@@ -228,6 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("-j", "--jobs", type=int, default=1)
     b.add_argument("--shard", help="i/N: grade only this shard (1-based) of the class")
     b.add_argument("--out", default="grading-output")
+    _isolation_override(b)
     b.set_defaults(func=cmd_grade_all)
 
     r = sub.add_parser("release", help="build exercises/ from solutions/ with nbgrader")

@@ -99,6 +99,7 @@ class Limits:
     file_size_mb: int
     open_files: int
     processes: int
+    scratch_mb: int = 256  # the worker's scratch tmpfs (HOME, cwd, TMPDIR)
 
 
 @dataclass(frozen=True)

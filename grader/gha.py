@@ -759,6 +759,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"PR #{art.pr.number} at {art.pr.head_sha}"
             )
         elif args.cmd == "grade-pr":
+            from grader.sandbox.isolation import require_isolation
+
+            require_isolation()  # fails closed: no override on the authoritative path
             token = _stop_commands()
             try:
                 paths = grade_pr(args.artifact, args.event, args.out, args.root, args.timestamp)

@@ -146,6 +146,7 @@ def grade_submission(
     timestamp: datetime | None = None,
     sandbox: bool = True,
     course: Course | None = None,
+    allow_incomplete_isolation: bool = False,
 ) -> GradeResult:
     """Grade a fork-shaped directory (`exercises/**`, `metrics.json`) against the course at root.
 
@@ -153,11 +154,19 @@ def grade_submission(
     commit). `sandbox=False` runs student code in this process: only for a student's own check.
     Sandboxed on a GPU, the GPU preflight runs first and raises GpuUnavailable (an
     InfrastructureError) when the GPU does not work: nothing is graded, nothing recorded.
+    With the sandbox, grading fails closed (`IsolationRefused`) unless every required isolation
+    layer holds; `allow_incomplete_isolation` grades anyway and marks the result not
+    authoritative.
     """
     from grader.intake import prepare
     from grader.suites import run_assignment
 
     started = time.perf_counter()
+    note = ""
+    if sandbox:
+        from grader.sandbox.isolation import require_isolation
+
+        note = require_isolation(allow_incomplete_isolation)
     course = course or load_course(root)
     root = course.root
     ids = list(assignments or course.assignment_ids)
@@ -172,7 +181,13 @@ def grade_submission(
         if sandbox:
             from grader.sandbox import WorkerBackend
 
-            inner = WorkerBackend(work, intake.notebooks, course.limits, gpu=gpu)
+            inner = WorkerBackend(
+                work,
+                intake.notebooks,
+                course.limits,
+                gpu=gpu,
+                allow_incomplete=allow_incomplete_isolation,
+            )
         else:
             from grader.student import InProcessBackend
 
@@ -212,6 +227,7 @@ def grade_submission(
             python=platform.python_version(),
             driver=check.driver if check else "",
             cuda=check.cuda if check else "",
+            not_authoritative=note,
         ),
         assignments=results,
         warnings=list(intake.warnings),

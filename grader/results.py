@@ -44,6 +44,8 @@ class Environment:
     python: str = ""
     driver: str = ""  # NVIDIA driver version the GPU preflight saw ("" in the simulator)
     cuda: str = ""  # the CUDA version that driver runs
+    # "" when graded with every required isolation layer; else the "not authoritative: ..." mark
+    not_authoritative: str = ""
 
 
 @dataclass

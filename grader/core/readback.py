@@ -31,7 +31,9 @@ def _parts(rel: str) -> list[str]:
 
 
 def _open_dir(base: Path, parts: list[str]) -> int:
-    fd = os.open(base, _DIR_FLAGS)
+    # `base` is the grader's choice (it may be a /proc/self/fd link to the sandbox's scratch
+    # tmpfs), so it alone is followed; everything below it is the student's and is not.
+    fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         for part in parts:
             nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)

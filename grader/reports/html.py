@@ -113,6 +113,9 @@ def html(
     ]
     meta = env_line(result) + (f" · submitted {result.timestamp}" if result.timestamp else "")
     parts.append(f'<p class="meta">{_e(meta)}</p>')
+    if result.environment.not_authoritative:
+        note = _e(result.environment.not_authoritative)
+        parts.append(f'<div class="err"><strong>⚠️ {note}</strong></div>')
     if result.warnings:
         items = "".join(f"<li>{_e(clip(w, WARNING_CHARS))}</li>" for w in result.warnings[:200])
         parts.append(f'<div class="warn"><strong>Warnings</strong><ul>{items}</ul></div>')

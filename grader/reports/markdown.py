@@ -133,6 +133,8 @@ def markdown(result: GradeResult, course: Course, limit: int = BODY_BYTES) -> st
             f"| {_one(a.id)} | {pts(a.score, a.max_score)} | {late} | {_one(status)} |"
         )
     header.append("\n".join(summary))
+    if result.environment.not_authoritative:
+        header.insert(1, f"> **⚠️ {_one(result.environment.not_authoritative, 600)}**")
     if result.warnings:
         shown = result.warnings[:MAX_WARNINGS]
         lines = ["**⚠️ Warnings**", ""] + [f"- {_one(w, WARNING_CHARS)}" for w in shown]

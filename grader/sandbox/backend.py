@@ -13,7 +13,6 @@ once spent, requests answer ``WorkerTimeout`` at once.
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import select
 import signal
@@ -30,18 +29,19 @@ from grader.core import device
 from grader.course import Limits
 from grader.sandbox.isolation import (
     ALL_LAYERS,
+    SANDBOX_DIR,
+    UidLease,
     _children,
     _course_root_default,
     _descendants,
-    _enter,
-    _full_plan,
     _inside,
-    _nobody,
     _prepare_workdir,
     _rss_mb,
     _scrubbed_env,
-    _verified_layers,
     describe_exit,
+    probe,
+    sandbox_for,
+    spawn,
 )
 
 FRAME = struct.Struct(">Q")
@@ -49,8 +49,6 @@ MAX_REPLY_BYTES = 256 << 20
 OUTPUT_TAIL_BYTES = 64 << 10
 STARTUP_ALLOWANCE_S = 30.0  # interpreter start-up (a ping), before import_timeout_s starts
 WATCHDOG_PERIOD_S = 0.2
-
-
 
 
 class _Failure(Exception):
@@ -96,6 +94,7 @@ class WorkerBackend:
         pid_namespace: bool = True,
         ptx_only: bool = False,
         kernels: bool = False,
+        allow_incomplete: bool = False,
     ):
         self.workdir = Path(workdir).resolve()
         self.notebooks = {k: Path(v).resolve() for k, v in notebooks.items()}
@@ -108,13 +107,20 @@ class WorkerBackend:
             Path(course_root).resolve() if course_root is not None else _course_root_default()
         )
         self.hide = [Path(h) for h in (hide or [])]
-        verified = _verified_layers(pid_namespace)
-        ids = _nobody() if os.geteuid() == 0 and "unprivileged-user" in verified else None
-        _prepare_workdir(self.workdir, ids)  # before planning: the plan reads permissions
-        plan = _full_plan(self.workdir, limits, not gpu, self.course_root, self.hide, pid_namespace)
-        plan = plan.without(*[x for x in ALL_LAYERS if x not in verified])
-        self._plan = replace(plan, new_session=False)
-        self._owner = ids
+        verified = probe().layers
+        _prepare_workdir(self.workdir)
+        # Refuses here unless every layer holds, or the caller chose a non-authoritative grading.
+        self._box = sandbox_for(
+            self.workdir,
+            limits,
+            allow_incomplete,
+            gpu=gpu,
+            course_root=self.course_root,
+            hide=tuple(self.hide),
+        )
+        self._allow_incomplete = allow_incomplete
+        self._lease: UidLease | None = None
+        self._scratch_fd: int | None = None
         self.env = _scrubbed_env(self.workdir, gpu)
         if ptx_only:  # a sibling worker that compiles kernels with the real CUDA target
             self.env.pop("NUMBA_ENABLE_CUDASIM", None)
@@ -122,7 +128,7 @@ class WorkerBackend:
         self._kernels = kernels  # a kernel worker: no notebook, builds kernels from source only
         self._sibling_args = (limits, gpu, hide, course_root, pid_namespace)
         self._siblings: dict[str, WorkerBackend] = {}
-        layers = list(plan.layers)
+        layers = [x for x in ALL_LAYERS if x in verified]
         if gpu:
             layers.append("rss-watchdog")
         self.isolation: tuple[str, ...] = tuple(layers)
@@ -213,12 +219,14 @@ class WorkerBackend:
         """A file the student's code wrote in its working directory, read by this process."""
         from grader.core.readback import read_file
 
-        return read_file(Path(self._plan.cwd), path, max_bytes)
+        scratch = self.scratch_dir()
+        return None if scratch is None else read_file(scratch, path, max_bytes)
 
     def list_back(self, path: str) -> list[str]:
         from grader.core.readback import list_dir
 
-        return list_dir(Path(self._plan.cwd), path)
+        scratch = self.scratch_dir()
+        return [] if scratch is None else list_dir(scratch, path)
 
     def ptx(
         self, assignment: str, name: str, signature: str, cc: tuple[int, int], timeout: float
@@ -244,6 +252,7 @@ class WorkerBackend:
             worker = WorkerBackend(
                 self.workdir, {}, limits, gpu, hide, course_root, pid_namespace,
                 ptx_only=target == "compile", kernels=True,
+                allow_incomplete=self._allow_incomplete,
             )
             worker._spent = self._spent
             self._siblings[target] = worker
@@ -302,6 +311,31 @@ class WorkerBackend:
             worker.close()
         if self._proc is not None:
             self._kill()
+        if self._lease is not None:
+            self._lease.close()
+            self._lease = None
+
+    def scratch_dir(self) -> Path | None:
+        """The live worker's scratch tmpfs, for the trusted side to read back what the
+        student's code wrote (open files in it with O_NOFOLLOW, regular files only): a
+        directory descriptor taken through bubblewrap's init, valid until the worker stops.
+        None when no worker runs."""
+        if self._box.bare and self._proc is not None:
+            return self.workdir / SANDBOX_DIR
+        if self._scratch_fd is None and self._proc is not None:
+            target = f"{self.workdir / SANDBOX_DIR}"
+            for pid in self._init_pids or _children(self._proc.pid):
+                with contextlib.suppress(OSError):
+                    flags = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
+                    self._scratch_fd = os.open(f"/proc/{pid}/root{target}", flags)
+                    break
+        return None if self._scratch_fd is None else Path(f"/proc/self/fd/{self._scratch_fd}")
+
+    def _close_scratch(self) -> None:
+        if self._scratch_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._scratch_fd)
+            self._scratch_fd = None
 
     def output_tail(self) -> str:
         """The last bytes the worker printed (stdout and stderr), for diagnostics."""
@@ -328,6 +362,8 @@ class WorkerBackend:
         )
 
     def _command(self) -> list[str]:
+        """The worker's own command line; `spawn` puts it inside bubblewrap, whose init is PID 1
+        of the namespace (so the worker's own --pid-namespace fork is not needed)."""
         cmd = [sys.executable, "-P", "-s", "-m", "grader.worker"]
         for key, path in self.notebooks.items():
             cmd += ["--notebook", f"{key}={path}"]
@@ -342,8 +378,6 @@ class WorkerBackend:
             "--processes",
             str(lim.processes),
         ]
-        if "pid-namespace" in self._plan.layers:
-            cmd.append("--pid-namespace")
         if self._kernels:
             cmd.append("--kernels")
         return cmd
@@ -352,17 +386,19 @@ class WorkerBackend:
         self._memory_killed = False
         self._loaded.clear()
         self._init_pids = []
+        box = self._box
         try:
-            proc = subprocess.Popen(
+            if os.geteuid() == 0 and not box.bare:  # a uid of its own: its own process count
+                self._lease = self._lease or UidLease()
+                box = replace(box, uid=self._lease.uid)
+            proc = spawn(
                 self._command(),
+                box,
+                self.env,
+                address_space=not self.gpu,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                env=self.env,
-                cwd=None,
-                close_fds=True,
-                start_new_session=True,
-                preexec_fn=functools.partial(_enter, self._plan),
             )
         except (OSError, subprocess.SubprocessError) as exc:
             raise _Failure("WorkerCrashed", f"the worker could not start: {exc}") from exc
@@ -397,9 +433,9 @@ class WorkerBackend:
             time.sleep(WATCHDOG_PERIOD_S)
 
     def _signal_all(self, proc: subprocess.Popen, pids: list[int]) -> None:
-        """SIGKILL the worker's descendants first (so its launcher reaps the PID-namespace init
-        instead of leaving a zombie), then its process group and the launcher itself."""
-        for pid in dict.fromkeys([*self._init_pids, *pids]):
+        """SIGKILL bubblewrap's init (PID 1 of the worker's namespace: the kernel then kills
+        every process in it, a detached daemon too) and whatever else was seen, then bwrap."""
+        for pid in dict.fromkeys([*self._init_pids, *_children(proc.pid), *pids]):
             if pid != proc.pid:
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
@@ -413,6 +449,7 @@ class WorkerBackend:
     def _kill(self) -> int | None:
         proc, self._proc = self._proc, None
         self._loaded.clear()
+        self._close_scratch()
         if proc is None:
             return None
         self._signal_all(proc, _descendants(proc.pid))
@@ -421,6 +458,8 @@ class WorkerBackend:
             code = proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             code = None
+        if code is not None and 128 < code < 128 + signal.NSIG:
+            code = 128 - code  # bwrap reports its command's death by signal N as 128 + N
         for stream in (proc.stdin, proc.stdout, proc.stderr):
             with contextlib.suppress(OSError):
                 stream.close()
@@ -480,7 +519,7 @@ class WorkerBackend:
             raise _Failure("WorkerCrashed", f"the worker sent a malformed reply ({exc})") from None
         if not _valid_reply(reply):
             raise _Failure("WorkerCrashed", "the worker sent a reply of the wrong shape")
-        if not self._init_pids and "pid-namespace" in self._plan.layers:
+        if not self._init_pids:
             self._init_pids = _children(proc.pid)
         return reply
 

@@ -1,230 +1,181 @@
-"""How a worker is isolated: the layers, the plan that enters them, the probe that verifies them.
+"""How a worker is isolated: bubblewrap, the one spawn function, the probe that verifies it.
 
-Student code runs only in ``python -m grader.worker`` (see that module for the protocol); only
-`grader.wire` messages cross, and every verdict stays in this, the trusted, process.
-
-What a worker gets (each layer is named in ``WorkerBackend.isolation`` only when it is active):
+Every sandboxed process (the worker, the PTX sibling, any later kind) is started by `spawn`, which
+runs it under bubblewrap (``bwrap``, the system's: see docs/GITHUB_SETUP.md for why). Each layer
+is named in ``WorkerBackend.isolation`` only when the probe saw it hold on this machine:
 
 ``scrubbed-env``
     an allow-listed environment: no token or secret of the grader's environment reaches it.
 ``rlimits``
-    RLIMIT_AS (CPU only: CUDA reserves huge virtual ranges, so on a GPU a watchdog thread here
-    kills the worker when its resident memory passes the limit: ``rss-watchdog``), RLIMIT_FSIZE,
-    RLIMIT_NOFILE, RLIMIT_NPROC (effective only under an unprivileged user), RLIMIT_CORE=0, its own
-    session/process group, and ``no_new_privs``.
-``no-network``
-    a new network namespace: only a loopback interface that is down.
-``pid-namespace``
-    the serving process is PID 1 of a new PID namespace, so killing it kills every process
-    student code started, even one that left the process group.
-``private-mount``
-    a private mount namespace in which empty read-only tmpfs cover the course root, /tmp,
-    /var/tmp and any directory not traversable by the worker's user; what the worker needs
-    (the interpreter, site-packages, the ``grader`` package, the scratch copy) is bound back
-    read-only, and only ``<workdir>/.sandbox`` is writable. /dev/shm is a fresh small tmpfs.
-``hidden-tests-unreadable``
-    the course root (with ``tests/hidden``, ``solutions``, ``.git``) and every ``hide`` directory
-    are covered by empty tmpfs.
+    RLIMIT_AS (CPU only: CUDA reserves huge virtual ranges, so on a GPU a watchdog thread kills
+    the worker when its resident memory passes the limit: ``rss-watchdog``), RLIMIT_FSIZE,
+    RLIMIT_NOFILE, RLIMIT_CORE=0 and RLIMIT_NPROC. The process limit counts one worker only: as
+    root each concurrent worker has a uid of its own (`UidLease`); as an ordinary user the worker
+    sets it inside its own user namespace, where the kernel counts that namespace alone.
 ``unprivileged-user``
-    uid/gid of ``nobody``, no supplementary groups.
+    as root: a distinct uid per concurrent worker (``setpriv`` drops to it inside the sandbox,
+    before the interpreter starts); as an ordinary user: a user namespace of its own. No
+    supplementary groups, no capabilities, ``no_new_privs``.
+``pid-namespace``
+    a PID namespace with its own ``/proc``: the worker sees only its own processes (not the
+    grader, not another worker, not their command lines or ``/proc/*/cwd``), and bubblewrap's
+    init is PID 1, so killing it kills everything the worker started, a ``setsid`` daemon too.
+    ``--die-with-parent`` ties that init to the launcher, and ``--new-session`` detaches the tty.
+``no-network``, ``ipc-namespace``, ``uts-namespace``
+    new network (loopback only, down), SysV/POSIX IPC and hostname namespaces: a shared-memory
+    segment or a message queue dies with the worker.
+``private-mount``
+    an allow-list: a read-only view of /usr (and the /bin, /lib links), a few files of /etc, the
+    interpreter, site-packages and the ``grader`` package; the submission's scratch copy
+    read-only; a fresh ``/dev`` and a small ``/dev/shm``; the rest of the host does not exist.
+``scratch-tmpfs``
+    ``<workdir>/.sandbox`` (HOME, cwd, TMPDIR, caches) is a tmpfs of ``limits.scratch_mb``: the
+    only writable place, in memory, gone with the worker; the trusted side reads it back through
+    `WorkerBackend.scratch_dir`.
+``hidden-tests-unreadable``
+    the course checkout (hidden tests, solutions, .git) and every ``hide`` directory are absent.
 
-The submission's own files in the workdir stay owned by the grader and read-only to the worker,
-so it cannot swap ``metrics.json`` for a symlink or a FIFO that the trusted process would then
-follow; the worker's HOME, cwd, TMPDIR and caches live in ``<workdir>/.sandbox``.
-
-Timeouts: each request has its own deadline; on expiry the whole worker (process group and PID
-namespace) is killed with SIGKILL, the caller gets ``WorkerTimeout`` and the next request starts a
-fresh worker. A total budget per submission (``limits.submission_timeout_s``) bounds everything;
-once spent, requests answer ``WorkerTimeout`` at once.
+Authoritative grading requires every layer of `REQUIRED` (`require_isolation`); what is missing is
+named with the command that provides it.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
-import ctypes
+import fcntl
 import functools
 import json
 import os
-import pwd
 import resource
+import shutil
 import signal
 import site
-import stat
 import subprocess
 import sys
+import sysconfig
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import grader
 from grader.course import Limits
 
 SANDBOX_DIR = ".sandbox"
-
-CLONE_NEWNS = 0x00020000
-CLONE_NEWPID = 0x20000000
-CLONE_NEWNET = 0x40000000
-MS_RDONLY = 0x1
-MS_NOSUID = 0x2
-MS_NODEV = 0x4
-MS_REMOUNT = 0x20
-MS_BIND = 0x1000
-MS_REC = 0x4000
-MS_PRIVATE = 0x40000
-PR_SET_NO_NEW_PRIVS = 38
-
-# Loaded here, in the parent: between fork and exec the child only calls into it.
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.unshare.argtypes = [ctypes.c_int]
-_libc.mount.argtypes = [
-    ctypes.c_char_p,
-    ctypes.c_char_p,
-    ctypes.c_char_p,
-    ctypes.c_ulong,
-    ctypes.c_char_p,
-]
-_libc.prctl.argtypes = [
-    ctypes.c_int,
-    ctypes.c_ulong,
-    ctypes.c_ulong,
-    ctypes.c_ulong,
-    ctypes.c_ulong,
-]
-
-# Top-level directories the worker sees as they are; every other one is an empty tmpfs.
-SYSTEM_DIRS = frozenset(
-    {"bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "sbin", "sys", "usr"}
+BWRAP_ENV = "GRADER_BWRAP"  # the bwrap to run instead of the one on PATH (tests, odd installs)
+UID_BASE = 1_700_000_000  # root mode: worker uids UID_BASE .. UID_BASE + UID_SLOTS - 1
+UID_SLOTS = 4096
+SHM_MB = 16
+SITE_DIR_NAMES = ("site-packages", "dist-packages")
+ETC_KEEP = (
+    "alternatives",
+    "fonts",
+    "group",
+    "hosts",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "localtime",
+    "nsswitch.conf",
+    "passwd",
+    "ssl",
 )
 
 ALL_LAYERS = (
     "scrubbed-env",
     "rlimits",
-    "no-network",
-    "pid-namespace",
-    "private-mount",
-    "hidden-tests-unreadable",
     "unprivileged-user",
+    "pid-namespace",
+    "no-network",
+    "ipc-namespace",
+    "uts-namespace",
+    "private-mount",
+    "scratch-tmpfs",
+    "hidden-tests-unreadable",
+)
+REQUIRED = ALL_LAYERS
+BWRAP_LAYERS = ALL_LAYERS[2:]
+
+INSTALL_HINT = "install bubblewrap: `sudo apt-get install bubblewrap` (Debian, Ubuntu)"
+USERNS_HINT = (
+    "let bubblewrap create user namespaces: on Ubuntu 24.04 grant them to bwrap alone with an "
+    "AppArmor profile (`profile bwrap /usr/bin/bwrap flags=(unconfined) { userns, }` in "
+    "/etc/apparmor.d/bwrap, then `sudo apparmor_parser -r /etc/apparmor.d/bwrap`) or "
+    "`sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`; on other kernels "
+    "`sudo sysctl -w kernel.unprivileged_userns_clone=1` and `user.max_user_namespaces=15000`; "
+    "or run the grader as root"
+)
+ROOT_HINT = (
+    "bubblewrap needs namespaces even as root: in a container allow them (`docker run "
+    "--security-opt seccomp=unconfined --security-opt apparmor=unconfined`, or a VM), and "
+    "install util-linux (setpriv)"
+)
+OVERRIDE_HINT = (
+    "--allow-incomplete-isolation grades anyway and marks every output "
+    '"not authoritative" (for an instructor\'s local experiments only)'
 )
 
 
-def _check(ret: int, what: str) -> None:
-    if ret != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"{what}: {os.strerror(err)}")
+class IsolationRefused(RuntimeError):
+    """Authoritative grading refused: a required layer is missing. The message says which."""
 
 
-# --------------------------------------------------------------------------- the plan
+# --------------------------------------------------------------------------- uids (root)
+
+
+class UidLease:
+    """A uid no other live worker on this machine holds (root mode), by a lock file per slot.
+
+    The locks live in a root-only directory; a lease is released when closed or when its
+    holder dies (the kernel drops the flock), so a crashed grader leaks nothing."""
+
+    def __init__(self) -> None:
+        lock_dir = Path(tempfile.gettempdir()) / "grader-uids"
+        lock_dir.mkdir(mode=0o700, exist_ok=True)
+        st = lock_dir.lstat()
+        if st.st_uid != 0 or st.st_mode & 0o077 or lock_dir.is_symlink():
+            raise OSError(f"{lock_dir} must be a directory only root can write")
+        start = os.getpid() % UID_SLOTS
+        for k in range(UID_SLOTS):
+            slot = (start + k) % UID_SLOTS
+            fd = os.open(lock_dir / f"{slot}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                continue
+            self._fd: int | None = fd
+            self.uid = UID_BASE + slot
+            return
+        raise OSError(f"all {UID_SLOTS} worker uids are in use")
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+# --------------------------------------------------------------------------- the command
 
 
 @dataclass(frozen=True)
-class _Plan:
-    """Everything the child applies between fork and exec, computed in the parent."""
+class Sandbox:
+    """What one sandboxed process gets; `spawn` turns it into a bwrap command line."""
 
-    layers: tuple[str, ...]
-    rlimits: tuple[tuple[int, int], ...]
-    cwd: str
-    keeps: tuple[str, ...] = ()  # paths opened before masking, bound back afterwards
-    ops: tuple[tuple[str, str, bool], ...] = ()  # (mask|bind|shm, path, read_only)
-    shm_mb: int = 16
-    uid: int | None = None
-    gid: int | None = None
-    new_session: bool = False
-
-    def without(self, *names: str) -> _Plan:
-        layers = tuple(x for x in self.layers if x not in names)
-        plan = replace(self, layers=layers)
-        if "private-mount" not in layers:
-            plan = replace(
-                plan,
-                keeps=(),
-                ops=(),
-                layers=tuple(x for x in layers if x != "hidden-tests-unreadable"),
-            )
-        if "unprivileged-user" not in layers:
-            plan = replace(plan, uid=None, gid=None)
-        return plan
+    workdir: Path
+    limits: Limits
+    gpu: bool = False
+    uid: int | None = None  # root mode: the worker's own uid (from a UidLease)
+    course_root: Path | None = None
+    hide: tuple[Path, ...] = ()
+    bare: bool = False  # no bubblewrap at all: only for a grading marked not authoritative
 
 
-def _enter(plan: _Plan) -> None:
-    """Runs in the child between fork and exec (as preexec_fn): apply the plan or raise."""
-    os.umask(0o022)
-    if plan.new_session:
-        os.setsid()
-    for kind, value in plan.rlimits:
-        resource.setrlimit(kind, (value, value))
-    flags = 0
-    if "no-network" in plan.layers:
-        flags |= CLONE_NEWNET
-    if "private-mount" in plan.layers:
-        flags |= CLONE_NEWNS
-    if "pid-namespace" in plan.layers:
-        flags |= CLONE_NEWPID
-    if flags:
-        _check(_libc.unshare(flags), "unshare")
-    if "private-mount" in plan.layers:
-        _check(_libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
-        fds = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in plan.keeps}
-        masks = []
-        for kind, path, read_only in plan.ops:
-            target = path.encode()
-            if kind == "mask":
-                if not os.path.isdir(path):  # already invisible under an earlier mask
-                    continue
-                _check(
-                    _libc.mount(
-                        b"tmpfs", target, b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=0755,size=1m"
-                    ),
-                    f"mask {path}",
-                )
-                masks.append(target)
-            elif kind == "bind":
-                os.makedirs(path, exist_ok=True)
-                source = f"/proc/self/fd/{fds[path]}".encode()
-                _check(_libc.mount(source, target, None, MS_BIND | MS_REC, None), f"bind {path}")
-                if read_only:
-                    _check(
-                        _libc.mount(
-                            None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID, None
-                        ),
-                        f"read-only {path}",
-                    )
-            elif kind == "shm" and os.path.isdir(path):
-                _check(
-                    _libc.mount(
-                        b"tmpfs",
-                        target,
-                        b"tmpfs",
-                        MS_NOSUID | MS_NODEV,
-                        f"mode=1777,size={plan.shm_mb}m".encode(),
-                    ),
-                    f"tmpfs {path}",
-                )
-        for target in masks:
-            _check(
-                _libc.mount(
-                    None, target, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, None
-                ),
-                "read-only mask",
-            )
-        for fd in fds.values():
-            os.close(fd)
-    os.chdir(plan.cwd)
-    if plan.uid is not None and plan.gid is not None:
-        os.setgroups([])
-        os.setgid(plan.gid)
-        os.setuid(plan.uid)
-        if os.getuid() != plan.uid or os.geteuid() != plan.uid:
-            raise OSError("could not drop privileges")
-    _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-
-
-def _traversable(path: Path, uid: int, gid: int) -> bool:
-    st = path.stat()
-    if st.st_uid == uid:
-        return bool(st.st_mode & stat.S_IXUSR)
-    if st.st_gid == gid:
-        return bool(st.st_mode & stat.S_IXGRP)
-    return bool(st.st_mode & stat.S_IXOTH)
+def bwrap_path() -> str | None:
+    """The bwrap to use: $GRADER_BWRAP if set (empty: none), else the one on PATH."""
+    if BWRAP_ENV in os.environ:
+        return os.environ[BWRAP_ENV] or None
+    return shutil.which("bwrap")
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -240,155 +191,302 @@ def _course_root_default() -> Path | None:
         return None
 
 
-def _interpreter_paths() -> list[Path]:
-    paths = {
-        Path(sys.base_prefix),
-        Path(sys.prefix),
-        Path(sys.exec_prefix),
-        Path(sys.executable).parent,
-    }
+def _protected(course_root: Path | None, hide: tuple[Path, ...]) -> list[Path]:
+    out = [Path(h).resolve() for h in hide]
+    if course_root is not None:
+        out += [course_root / "tests", course_root / "solutions", course_root / ".git"]
+    return out
+
+
+def _interpreter_paths(course_root: Path | None = None, hide: tuple[Path, ...] = ()) -> list[Path]:
+    """Real directories the interpreter needs (outermost only), never one that holds the course
+    checkout or a hidden directory, nor one inside those (the grader package is bound alone)."""
+    paths = {Path(sys.base_prefix), Path(sys.prefix), Path(sys.exec_prefix)}
+    paths.add(Path(sys.executable).parent)
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        with contextlib.suppress(KeyError):
+            paths.add(Path(sysconfig.get_paths()[key]))
     with contextlib.suppress(AttributeError):
         paths.update(Path(p) for p in site.getsitepackages())
-    paths.add(Path(grader.__file__).resolve().parent)
+    # Of sys.path only site directories (added by .pth files): never the script's folder, the
+    # cwd or $PYTHONPATH, which could be /tmp, a home directory or the course checkout.
+    paths.update(Path(p) for p in sys.path if os.path.isabs(p) and Path(p).name in SITE_DIR_NAMES)
+    protected = _protected(course_root, hide)
     out = set()
     for p in paths:
-        for q in (p, p.resolve()):
-            if q.is_dir():
-                out.add(q)
-    return sorted(out)
+        q = p.resolve()
+        if not q.is_dir() or q == Path("/"):
+            continue
+        if course_root is not None and _inside(course_root, q):
+            continue  # the checkout itself or an ancestor would show all of it
+        if any(_inside(q, x) or _inside(x, q) for x in protected):
+            continue
+        out.add(q)
+    return sorted(q for q in out if not any(_inside(q, o) and q != o for o in out))
 
 
-def _mount_ops(
-    keeps_ro: list[Path], keeps_rw: list[Path], masks: list[Path], uid: int, gid: int
-) -> tuple[tuple[str, ...], tuple[tuple[str, str, bool], ...]]:
-    """Masks (tmpfs) and binds, ordered so that each target exists when it is mounted."""
-    keeps = [(p, True) for p in keeps_ro] + [(p, False) for p in keeps_rw]
-    mask_set = set(masks)
-    for p, _ in keeps:  # the topmost ancestor the worker's user could not traverse
-        for a in reversed(p.parents):
-            if a != Path("/") and not _traversable(a, uid, gid):
-                mask_set.add(a)
-                break
-    ops: list[tuple[str, str, bool]] = [("mask", str(m), True) for m in mask_set]
-    bound: list[str] = []
-    for p, ro in keeps:
-        covered = any(_inside(p, m) for m in mask_set)
-        inside_ro_keep = any(_inside(p, q) and q != p and qro == ro for q, qro in keeps)
-        if covered and not inside_ro_keep:
-            ops.append(("bind", str(p), ro))
-            bound.append(str(p))
-    ops.sort(key=lambda op: (len(Path(op[1]).parts), op[0] != "mask"))
-    return tuple(dict.fromkeys(bound)), tuple(ops)
+def _links(binds: list[Path]) -> list[str]:
+    """``--symlink`` for interpreter paths that are links outside every bind (a venv's
+    site-packages linked elsewhere, a prefix reached through a link), so they resolve inside."""
+    out: list[str] = []
+    for p in sorted({Path(sys.prefix), Path(sys.executable).parent, *map(Path, sys.path)}):
+        if p.is_absolute() and p.is_symlink() and p.resolve() in binds:
+            if not any(_inside(p, b) for b in binds):
+                out += ["--symlink", os.readlink(p), str(p)]
+    return out
 
 
-def _nobody() -> tuple[int, int] | None:
-    try:
-        pw = pwd.getpwnam("nobody")
-    except KeyError:
-        return None
-    return pw.pw_uid, pw.pw_gid
+def _grader_dir() -> Path:
+    return Path(grader.__file__).resolve().parent
 
 
-def _rlimits(limits: Limits, address_space: bool) -> tuple[tuple[int, int], ...]:
+def _dirs_for(dests: list[Path]) -> list[str]:
+    """``--dir`` for every ancestor of the bind targets, world-traversable (bwrap would copy the
+    host's mode, and /root's 0700 would lock the worker's uid out of the interpreter)."""
+    made: dict[str, None] = {}
+    for d in dests:
+        for a in reversed(d.parents):
+            if a != Path("/"):
+                made[str(a)] = None
+    out: list[str] = []
+    for a in sorted(made, key=lambda s: s.count("/")):
+        out += ["--perms", "0755", "--dir", a]
+    return out
+
+
+def bwrap_args(box: Sandbox, bwrap: str) -> list[str]:
+    """The bwrap command line up to ``--`` for one sandboxed process."""
+    args = [
+        bwrap,
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--hostname",
+        "grader-worker",
+        "--die-with-parent",
+        "--new-session",
+    ]
+    if box.uid is None:  # an ordinary user: a user namespace, no way to make another
+        args += ["--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
+    else:  # root: keep only what setpriv needs to drop to the worker's uid
+        args += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        p = Path("/") / top
+        if p.is_symlink():
+            args += ["--symlink", os.readlink(p), str(p)]
+        elif p.is_dir():
+            args += ["--ro-bind", str(p), str(p)]
+    args += ["--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev"]
+    args += ["--perms", "1777", "--size", str(SHM_MB << 20), "--tmpfs", "/dev/shm"]
+    args += ["--perms", "0755", "--dir", "/etc"]
+    for name in ETC_KEEP:
+        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    if box.gpu:  # the driver's device nodes and what CUDA reads of /sys
+        for dev in sorted(Path("/dev").glob("nvidia*")):
+            args += ["--dev-bind", str(dev), str(dev)]
+        args += ["--ro-bind-try", "/sys", "/sys"]
+        cuda = [os.environ.get(k, "") for k in ("CUDA_HOME", "CUDA_PATH")]
+        for p in [*os.environ.get("LD_LIBRARY_PATH", "").split(":"), *cuda]:
+            if p and os.path.isabs(p) and os.path.isdir(p) and not _inside(Path(p), Path("/usr")):
+                args += ["--ro-bind-try", p, p]
+    binds = [
+        p for p in _interpreter_paths(box.course_root, box.hide) if not _inside(p, Path("/usr"))
+    ]
+    binds.append(_grader_dir())
+    work = box.workdir
+    home = work / SANDBOX_DIR
+    args += _dirs_for([*binds, work])
+    for p in binds:
+        args += ["--ro-bind", str(p), str(p)]
+    args += _links(binds)
+    args += ["--ro-bind", str(work), str(work)]
+    scratch_bytes = box.limits.scratch_mb << 20
+    args += ["--perms", "1777", "--size", str(scratch_bytes), "--tmpfs", str(home)]
+    for sub in ("tmp", "numba", "matplotlib"):
+        args += ["--perms", "1777", "--dir", str(home / sub)]
+    args += ["--remount-ro", "/", "--chdir", str(home)]
+    return args
+
+
+def _setpriv(uid: int) -> list[str]:
+    setpriv = shutil.which("setpriv", path="/usr/bin:/bin:/usr/sbin:/sbin")
+    if setpriv is None:
+        raise OSError("setpriv (util-linux) is not installed")
+    return [
+        setpriv,
+        f"--reuid={uid}",
+        f"--regid={uid}",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--no-new-privs",
+        "--",
+    ]
+
+
+def _set_rlimits(limits: Limits, address_space: bool) -> None:
+    """In the launcher, before exec (no ctypes: the standard library's setrlimit). RLIMIT_NPROC
+    is not set here: on bwrap, before its user namespace exists, it would count every process
+    of the grader's user; the worker sets it itself (``--processes``), inside."""
     mb = 1024 * 1024
-    out = [
+    limits_set = [
         (resource.RLIMIT_FSIZE, limits.file_size_mb * mb),
         (resource.RLIMIT_NOFILE, limits.open_files),
-        (resource.RLIMIT_NPROC, limits.processes),
         (resource.RLIMIT_CORE, 0),
     ]
     if address_space:
-        out.append((resource.RLIMIT_AS, limits.memory_mb * mb))
-    return tuple(out)
+        limits_set.append((resource.RLIMIT_AS, limits.memory_mb * mb))
+    for kind, value in limits_set:
+        resource.setrlimit(kind, (value, value))
 
 
-def _full_plan(
-    workdir: Path,
-    limits: Limits,
+def spawn(
+    command: list[str],
+    box: Sandbox,
+    env: dict[str, str],
     address_space: bool,
-    course_root: Path | None,
-    hide: list[Path],
-    pid_namespace: bool,
-) -> _Plan:
-    home = workdir / SANDBOX_DIR
-    layers = ["scrubbed-env", "rlimits"]
-    ops: tuple = ()
-    keeps: tuple = ()
-    ids = _nobody()
-    if os.geteuid() == 0:
-        layers += ["no-network", "private-mount", "hidden-tests-unreadable"]
-        if pid_namespace:
-            layers.append("pid-namespace")
-        if ids is not None:
-            layers.append("unprivileged-user")
-        uid, gid = ids or (0, 0)
-        masks = [Path("/tmp"), Path("/var/tmp")]
-        if course_root is not None:
-            masks += [
-                course_root,
-                course_root / "tests" / "hidden",
-                course_root / "solutions",
-                course_root / ".git",
-            ]
-        masks += [Path(h).resolve() for h in hide]
-        # Allow-list the file system: every top-level directory but the system ones is masked
-        # (home directories, /work, /srv, other checkouts of the course...), and only the
-        # interpreter, the grader and the workdir are bound back below.
-        masks += [
-            p
-            for p in sorted(Path("/").iterdir())
-            if p.name not in SYSTEM_DIRS and p.is_dir() and not p.is_symlink()
-        ]
-        masks = [m for m in masks if m.is_dir()]
-        keeps, ops = _mount_ops(_interpreter_paths() + [workdir], [home], masks, uid, gid)
-        ops = (*ops, ("shm", "/dev/shm", False))
-    return _Plan(
-        layers=tuple(layers),
-        rlimits=_rlimits(limits, address_space),
-        cwd=str(home),
-        keeps=keeps,
-        ops=ops,
-        shm_mb=max(1, limits.file_size_mb),
-        uid=ids[0] if "unprivileged-user" in layers and ids else None,
-        gid=ids[1] if "unprivileged-user" in layers and ids else None,
+    **popen: object,
+) -> subprocess.Popen:
+    """Start `command` in a sandbox: the one way every sandboxed process kind is started.
+
+    Raises OSError when bwrap (or, as root, setpriv) is missing. A `bare` box runs `command`
+    with the environment and rlimits alone (an override's grading, marked not authoritative)."""
+    if box.bare:
+        return (
+            _spawner()
+            .submit(
+                subprocess.Popen,
+                command,
+                env=env,
+                close_fds=True,
+                start_new_session=True,
+                cwd=str(box.workdir / SANDBOX_DIR),
+                preexec_fn=functools.partial(_set_rlimits, box.limits, address_space),
+                **popen,
+            )
+            .result()
+        )
+    bwrap = bwrap_path()
+    if bwrap is None:
+        raise OSError(f"bubblewrap (bwrap) is not installed; {INSTALL_HINT}")
+    inner = _setpriv(box.uid) if box.uid is not None else []
+    argv = [*bwrap_args(box, bwrap), "--", *inner, *command]
+    # --die-with-parent is the kernel's parent-death signal, which fires when the *thread* that
+    # forked bwrap ends: fork from one thread that lives as long as this process.
+    return (
+        _spawner()
+        .submit(
+            subprocess.Popen,
+            argv,
+            env=env,
+            close_fds=True,
+            start_new_session=True,
+            preexec_fn=functools.partial(_set_rlimits, box.limits, address_space),
+            **popen,
+        )
+        .result()
     )
 
 
-_PROBE = """
-import json, os, socket
+@functools.cache
+def _spawner() -> concurrent.futures.ThreadPoolExecutor:
+    return concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox")
+
+
+# --------------------------------------------------------------------------- the probe
+
+
+_PROBE = r"""
+import json, os, socket, sys
+out = {"uid": os.getuid(), "pid": os.getpid(), "nets": [n for _, n in socket.if_nameindex()]}
 import numpy, grader.worker, grader.harness
-nets = [n for _, n in socket.if_nameindex()]
+st = open("/proc/self/status").read().split("\n")
+field = lambda k: [x.split(":", 1)[1].strip() for x in st if x.startswith(k + ":")][0]
+out["cap_eff"] = int(field("CapEff"), 16)
+out["no_new_privs"] = field("NoNewPrivs")
+out["procs"] = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+NS = ("user", "pid", "net", "ipc", "uts", "mnt")
+out["ns"] = {k: os.readlink(f"/proc/self/ns/{k}") for k in NS}
+def readable(p):
+    try:
+        open(p).read()
+        return True
+    except OSError:
+        return False
+out["secret"] = readable(sys.argv[1])
+out["course"] = os.path.exists(sys.argv[2])
+out["siblings"] = sorted(os.listdir(os.path.dirname(os.path.dirname(sys.argv[3]))))
 try:
-    open(os.environ["GRADER_PROBE_SECRET"]).read()
-    secret = "readable"
+    open(sys.argv[3], "w").write("x")
+    out["workdir_writable"] = True
 except OSError:
-    secret = "hidden"
-print(json.dumps({"uid": os.getuid(), "nets": nets, "secret": secret, "pid": os.getpid()}))
+    out["workdir_writable"] = False
+home = os.getcwd()
+vfs = os.statvfs(home)
+out["scratch_bytes"] = vfs.f_blocks * vfs.f_frsize
+open(os.path.join(home, "probe.txt"), "w").write("ok")
+try:
+    open("/probe-root.txt", "w")
+    out["root_writable"] = True
+except OSError:
+    out["root_writable"] = False
+print(json.dumps(out))
 """
 
 
-def _probe(plan: _Plan, env: dict, secret: Path) -> dict | None:
-    env = {**env, "GRADER_PROBE_SECRET": str(secret)}
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-P", "-s", "-c", _PROBE],
-            env=env,
-            preexec_fn=functools.partial(_enter, plan),
-            capture_output=True,
-            timeout=60,
-            check=False,
-        )
-        if proc.returncode != 0:
-            return None
-        return json.loads(proc.stdout.decode().strip().splitlines()[-1])
-    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
-        return None
+@dataclass(frozen=True)
+class Probe:
+    """What this machine provides: the layers seen to hold, and for each missing one why."""
+
+    layers: tuple[str, ...]
+    missing: dict[str, str]
+    mode: str  # "root" or "ordinary user"
+    bwrap: str | None
+    detail: str = ""  # bwrap's own words when it could not start
+
+    @property
+    def complete(self) -> bool:
+        return all(x in self.layers for x in REQUIRED)
 
 
-@functools.cache
-def _verified_layers(pid_namespace: bool = True) -> tuple[str, ...]:
-    """Layers this machine really provides, verified once by running a probe under them."""
-    limits = Limits(
+def _host_ns() -> dict[str, str]:
+    return {
+        k: os.readlink(f"/proc/self/ns/{k}") for k in ("user", "pid", "net", "ipc", "uts", "mnt")
+    }
+
+
+def _judge(seen: dict, uid: int | None, limit_bytes: int) -> dict[str, str]:
+    """Which layers the probe's report shows missing, each with what was seen."""
+    host = _host_ns()
+    ns = seen.get("ns", {})
+    bad: dict[str, str] = {}
+    if uid is not None and seen.get("uid") != uid:
+        bad["unprivileged-user"] = f"the worker ran as uid {seen.get('uid')}, not {uid}"
+    if uid is None and ns.get("user") == host["user"]:
+        bad["unprivileged-user"] = "the worker shares the grader's user namespace"
+    if seen.get("cap_eff") != 0 or seen.get("no_new_privs") != "1":
+        bad["unprivileged-user"] = "the worker kept capabilities or can gain privileges"
+    if ns.get("pid") == host["pid"] or len(seen.get("procs", ())) > 8:
+        bad["pid-namespace"] = f"the worker sees {len(seen.get('procs', ()))} processes"
+    if ns.get("net") == host["net"] or seen.get("nets") not in (["lo"], []):
+        bad["no-network"] = f"the worker sees interfaces {seen.get('nets')}"
+    for layer, key in (("ipc-namespace", "ipc"), ("uts-namespace", "uts")):
+        if ns.get(key) == host[key]:
+            bad[layer] = f"the worker shares the grader's {key} namespace"
+    if ns.get("mnt") == host["mnt"] or seen.get("workdir_writable") or seen.get("root_writable"):
+        bad["private-mount"] = "the worker can write outside its scratch directory"
+    if not 0 < seen.get("scratch_bytes", 0) <= limit_bytes + (1 << 20):
+        bad["scratch-tmpfs"] = f"the scratch directory holds {seen.get('scratch_bytes')} bytes"
+    if seen.get("siblings") != ["work"]:
+        bad["private-mount"] = f"the worker sees host files beside its own: {seen.get('siblings')}"
+    if seen.get("secret") or seen.get("course"):
+        bad["hidden-tests-unreadable"] = "the worker could read a directory it must not see"
+    return bad
+
+
+def _probe_limits() -> Limits:
+    return Limits(
         call_timeout_s=30,
         kernel_timeout_s=30,
         import_timeout_s=30,
@@ -396,73 +494,136 @@ def _verified_layers(pid_namespace: bool = True) -> tuple[str, ...]:
         memory_mb=4096,
         file_size_mb=16,
         open_files=256,
-        processes=4096,
+        processes=64,
+        scratch_mb=8,
     )
+
+
+@functools.cache
+def probe() -> Probe:
+    """Run a probe through `spawn` once per process and judge what it saw."""
+    mode = "root" if os.geteuid() == 0 else "ordinary user"
+    bwrap = bwrap_path()
+    if bwrap is None or not os.access(bwrap, os.X_OK):
+        missing = dict.fromkeys(BWRAP_LAYERS, "bubblewrap (bwrap) is not installed")
+        return Probe(("scrubbed-env", "rlimits"), missing, mode, None)
+    limits = _probe_limits()
     with tempfile.TemporaryDirectory(prefix="grader-probe-") as tmp:
         base = Path(tmp)
-        work, hidden = base / "work", base / "hidden"
-        work.mkdir()
-        hidden.mkdir()
+        work, hidden, course = base / "work", base / "hidden", base / "course"
+        for d in (work, hidden, course):
+            d.mkdir()
         (hidden / "secret.txt").write_text("secret")
-        os.chmod(base, 0o755)
-        os.chmod(hidden, 0o755)
-        os.chmod(hidden / "secret.txt", 0o644)
-        _prepare_workdir(work, _nobody() if os.geteuid() == 0 else None)
-        plan = _full_plan(work, limits, False, None, [hidden], pid_namespace)
-        env = _scrubbed_env(work, gpu=True)
-        attempts = [
-            plan,
-            plan.without("unprivileged-user"),
-            plan.without("pid-namespace"),
-            plan.without("private-mount", "unprivileged-user", "pid-namespace"),
-            plan.without("private-mount", "unprivileged-user", "pid-namespace", "no-network"),
-        ]
-        for attempt in attempts:
-            seen = _probe(attempt, env, hidden / "secret.txt")
-            if seen is None:
-                continue
-            layers = list(attempt.layers)
-            if "unprivileged-user" in layers and seen["uid"] != attempt.uid:
-                layers.remove("unprivileged-user")
-            if "no-network" in layers and seen["nets"] not in (["lo"], []):
-                layers.remove("no-network")
-            if "hidden-tests-unreadable" in layers and seen["secret"] != "hidden":
-                layers.remove("hidden-tests-unreadable")
-            return tuple(layers)
-    return ("scrubbed-env",)
+        (work / "file.txt").write_text("submission")
+        for p in (base, work, hidden, course):
+            p.chmod(0o755)
+        (hidden / "secret.txt").chmod(0o644)
+        _prepare_workdir(work)
+        argv = [sys.executable, "-P", "-s", "-c", _PROBE]
+        argv += [str(hidden / "secret.txt"), str(course), str(work / "file.txt")]
+        lease = None
+        try:
+            lease = UidLease() if mode == "root" else None
+            box = Sandbox(work, limits, uid=lease.uid if lease else None, course_root=course)
+            proc = spawn(
+                argv,
+                box,
+                _scrubbed_env(work, gpu=False),
+                address_space=False,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+            out, err = proc.communicate(timeout=60)
+        except (OSError, subprocess.SubprocessError) as exc:
+            missing = dict.fromkeys(BWRAP_LAYERS, f"bubblewrap could not start: {exc}")
+            return Probe(("scrubbed-env", "rlimits"), missing, mode, bwrap, str(exc))
+        finally:
+            if lease:
+                lease.close()
+    text = err.decode(errors="replace").strip()[-600:]
+    try:
+        seen = json.loads(out.decode().strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        reason = f"bubblewrap could not create the sandbox (exit {proc.returncode})"
+        missing = dict.fromkeys(BWRAP_LAYERS, reason)
+        return Probe(("scrubbed-env", "rlimits"), missing, mode, bwrap, text)
+    missing = _judge(seen, lease.uid if lease else None, limits.scratch_mb << 20)
+    layers = tuple(x for x in ALL_LAYERS if x not in missing)
+    return Probe(layers, missing, mode, bwrap, text)
 
 
 def isolation_available() -> list[str]:
     """The isolation layers a worker gets on this machine (verified once per process)."""
-    return list(_verified_layers(True))
+    return list(probe().layers)
+
+
+def refusal_message(p: Probe) -> str:
+    """What is missing, why, and the command that provides it."""
+    lines = [
+        f"grading refused: isolation incomplete, running as {p.mode}; missing layers: "
+        + ", ".join(x for x in REQUIRED if x in p.missing)
+    ]
+    reasons = dict.fromkeys(p.missing[x] for x in REQUIRED if x in p.missing)
+    lines += [f"  - {r}" for r in reasons]
+    if p.detail:
+        lines.append(f"  bubblewrap said: {p.detail}")
+    if p.bwrap is None:
+        lines.append(f"  fix: {INSTALL_HINT}")
+    elif p.mode != "root":
+        lines.append(f"  fix: {USERNS_HINT}")
+    else:
+        lines.append(f"  fix: {ROOT_HINT}")
+    lines.append(f"  or: {OVERRIDE_HINT}")
+    return "\n".join(lines)
+
+
+def incomplete_note(p: Probe) -> str:
+    """The mark every output of a non-authoritative grading carries."""
+    missing = ", ".join(x for x in REQUIRED if x in p.missing)
+    return f"not authoritative: isolation incomplete (missing: {missing})"
+
+
+def sandbox_for(workdir: Path, limits: Limits, allow_incomplete: bool = False, **kw) -> Sandbox:
+    """The `Sandbox` a worker gets here; refuses (`IsolationRefused`) when a layer is missing,
+    unless `allow_incomplete`, and then without bubblewrap if bwrap cannot run at all."""
+    require_isolation(allow_incomplete)
+    p = probe()
+    bare = all(x in p.missing for x in BWRAP_LAYERS)
+    return Sandbox(Path(workdir), limits, bare=bare, **kw)
+
+
+def require_isolation(allow_incomplete: bool = False) -> str:
+    """Fail closed: raise `IsolationRefused` unless every required layer holds here.
+
+    With `allow_incomplete` grading goes on, and the returned note ("not authoritative: ...")
+    must mark the result and the reports; "" when isolation is complete."""
+    p = probe()
+    if p.complete:
+        return ""
+    if not allow_incomplete:
+        raise IsolationRefused(refusal_message(p))
+    return incomplete_note(p)
 
 
 # --------------------------------------------------------------------------- environment
 
 
-def _prepare_workdir(workdir: Path, owner: tuple[int, int] | None) -> Path:
-    """Submission files readable, only ``.sandbox`` writable by the worker's user."""
+def _prepare_workdir(workdir: Path) -> Path:
+    """The submission's files readable by the worker's uid; ``.sandbox`` becomes its tmpfs."""
     home = workdir / SANDBOX_DIR
     home.mkdir(exist_ok=True)
-    for sub in ("tmp", "numba", "matplotlib"):
+    for sub in ("tmp", "numba", "matplotlib"):  # under bubblewrap the tmpfs covers these
         (home / sub).mkdir(exist_ok=True)
-    if owner is not None:
-        workdir.chmod(0o755)
-        for dirpath, dirnames, filenames in os.walk(workdir):
-            d = Path(dirpath)
-            if _inside(d, home):
-                continue
-            d.chmod(0o755)
-            for f in filenames:
-                p = d / f
-                if p.is_file() and not p.is_symlink():
-                    p.chmod(0o644)
-            dirnames[:] = [n for n in dirnames if not (d / n).is_symlink()]
-        for dirpath, _dirnames, filenames in os.walk(home):
-            os.chown(dirpath, *owner)
-            for f in filenames:
-                with contextlib.suppress(OSError):
-                    os.chown(os.path.join(dirpath, f), *owner, follow_symlinks=False)
+    workdir.chmod(0o755)
+    for dirpath, dirnames, filenames in os.walk(workdir):
+        d = Path(dirpath)
+        d.chmod(0o755)
+        for f in filenames:
+            p = d / f
+            if p.is_file() and not p.is_symlink():
+                p.chmod(0o644)
+        dirnames[:] = [n for n in dirnames if not (d / n).is_symlink()]
     return home
 
 
@@ -477,7 +638,7 @@ def _scrubbed_env(workdir: Path, gpu: bool) -> dict[str, str]:
         "HOME": str(home),
         "TMPDIR": str(home / "tmp"),
         "PYTHONHASHSEED": "0",
-        "PYTHONPATH": str(Path(grader.__file__).resolve().parent.parent),
+        "PYTHONPATH": str(_grader_dir().parent),
         "PYTHONSAFEPATH": "1",
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONNOUSERSITE": "1",

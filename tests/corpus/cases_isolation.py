@@ -1,10 +1,374 @@
 """Corpus cases: isolation between a worker and the host and between concurrent workers (issue 11).
 
-Imported by build.py after its own cases; uses build's helpers.
+Imported by build.py after its own cases; uses build's helpers. The neighbour cases start a
+second grading (the reference, with a canary in its notebook) beside the attacker, in a process
+of its own, so two sandboxes are live at once; their checks assert that the two really overlapped.
+Every case passes as root and as an ordinary user (tests/unit/test_corpus.py, .ci/run).
 """
 
 from __future__ import annotations
 
-from build import Case
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
 
-CASES: list[Case] = []
+from build import (
+    BROKEN,
+    FAKE_TOKEN,
+    M9,
+    Case,
+    Ctx,
+    Expect,
+    Rule,
+    _fn,
+    _no_canary,
+    _no_token,
+    insert_cell_before,
+    patch,
+    patched,
+    with_source,
+    write_fork,
+)
+
+CMDLINE_CANARY = "CMDLINE-CANARY-4b1d-token-on-a-command-line"
+VICTIM_CANARY = "VICTIM-CANARY-77e0-another-students-notebook"
+PWNED = "PWNED-by-the-neighbour"
+DAEMON = "corpus-daemon-5ac1"
+IPC_KEY = 0x11C0FFEE
+
+# Processes a builder started for its check (the sleeper with a token on its command line, the
+# concurrent victim grading), by case name.
+_STARTED: dict[str, subprocess.Popen] = {}
+_T0: dict[str, float] = {}
+
+
+def _json(result) -> str:
+    return result.to_json()
+
+
+# ----------------------------------------------------------------------------- the host
+
+PROC_AND_HOME = r"""
+import glob, os, time
+from pathlib import Path
+found = []
+def grab(p):
+    try:
+        found.append(Path(p).read_text(errors="replace")[:4000])
+    except OSError:
+        pass
+course = {root!r}.lstrip("/")
+for proc in glob.glob("/proc/[0-9]*"):
+    grab(proc + "/environ")
+    for via in ("cwd", "root"):
+        base = Path(proc) / via
+        for rel in ("tests/hidden", "solutions", course + "/tests/hidden", course + "/solutions"):
+            try:
+                for p in sorted((base / rel).rglob("*"))[:200]:
+                    grab(p)
+            except OSError:
+                pass
+homes = [os.path.expanduser("~"), "/root", "/github/workspace", "/home/runner/work",
+         os.environ.get("GITHUB_WORKSPACE", ""), *glob.glob("/home/*")]
+t0 = time.monotonic()
+for home in filter(None, homes):
+    for dirpath, dirnames, filenames in os.walk(home):
+        if time.monotonic() - t0 > 2:
+            break
+        if "hidden" in dirpath or "solutions" in dirpath:
+            for f in filenames:
+                grab(os.path.join(dirpath, f))
+return "\n".join(found)
+"""
+
+
+def _start_sleeper(dest: Path, ctx: Ctx) -> None:
+    """A host process whose command line carries a token, as a runner's may."""
+    code = "import time; time.sleep(120)"
+    _STARTED["cmdline_of_other_processes"] = subprocess.Popen(
+        [sys.executable, "-c", code, CMDLINE_CANARY]
+    )
+    write_fork(dest, {M9: patch(ctx.solutions[M9], "m9_record", CMDLINES)}, ctx=ctx)
+
+
+CMDLINES = r"""
+import glob
+seen = []
+for p in glob.glob("/proc/[0-9]*/cmdline"):
+    try:
+        seen.append(open(p, "rb").read().replace(b"\0", b" ").decode(errors="replace"))
+    except OSError:
+        pass
+return " | ".join(seen)
+"""
+
+
+def _no_cmdline(result, ctx: Ctx) -> None:
+    proc = _STARTED.pop("cmdline_of_other_processes")
+    try:
+        assert proc.poll() is None, "the sleeper died before the check"
+        assert CMDLINE_CANARY not in _json(result), "another process's command line leaked"
+        assert "grader.worker" in _json(result)  # the worker did read its own /proc
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+# ----------------------------------------------------------------------------- neighbours
+
+VICTIM = """
+import json, sys, time
+sys.path.insert(0, {corpus!r})
+from pathlib import Path
+from grader.grade import grade_submission
+t0 = time.time()
+r = grade_submission(Path({sub!r}), root=Path({root!r}), student="victim", assignments=[{m9!r}])
+Path({out!r}).write_text(json.dumps({{"start": t0, "end": time.time(), "result": r.to_dict()}}))
+"""
+
+
+def _start_victim(name: str, dest: Path, ctx: Ctx) -> None:
+    """The reference, with a canary and a 4 s pause at import, graded in a process of its own."""
+    # Outside dest's folder: a batch over the corpus must not take the victim for a student.
+    victim = Path(tempfile.mkdtemp(prefix="corpus-victim-")) / "fork"
+    src = insert_cell_before(
+        ctx.solutions[M9],
+        "validate_config",
+        f'import time as _t\n_CANARY = "{VICTIM_CANARY}"\n_t.sleep(4)\n',
+    )
+    write_fork(victim, {M9: src}, ctx=ctx)
+    out = victim.parent / "victim.json"
+    code = VICTIM.format(
+        corpus=str(Path(__file__).parent), sub=str(victim), root=str(ctx.root), m9=M9, out=str(out)
+    )
+    _STARTED[name] = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    _STARTED[name].out = out  # type: ignore[attr-defined]
+    _T0[name] = time.time()
+
+
+def _victim_untouched(name: str):
+    def check(result, ctx: Ctx) -> None:
+        proc = _STARTED.pop(name)
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err.decode()[-2000:]
+        data = json.loads(proc.out.read_text())  # type: ignore[attr-defined]
+        shutil.rmtree(proc.out.parent, ignore_errors=True)  # type: ignore[attr-defined]
+        # The two gradings really overlapped (the victim's worker sleeps 4 s at import).
+        assert data["start"] < time.time() and data["end"] > _T0[name] + 2, data
+        victim = data["result"]
+        lost = victim["max_score"] - victim["score"]
+        assert victim["max_score"] > 0 and lost < 1e-6, f"the neighbour lost {lost} points"
+        assert PWNED not in json.dumps(victim)
+        assert VICTIM_CANARY not in _json(result), "the neighbour's notebook was read"
+        _no_canary(result, ctx)
+
+    return check
+
+
+NEIGHBOUR_FILES = r"""
+import glob, os, signal, threading, time
+from pathlib import Path
+_found = []
+def _scan():
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 20:
+        pats = ["/proc/[0-9]*/root/tmp/grade-*/work", "/proc/[0-9]*/cwd", "/tmp/grade-*/work",
+                "/proc/[0-9]*/root" + os.path.dirname(os.getcwd()) + "/../../grade-*/work"]
+        for pat in pats:
+            for work in glob.glob(pat):
+                for p in glob.glob(work + "/exercises/*/*.py") + glob.glob(work + "/*.json"):
+                    try:
+                        _found.append(Path(p).read_text(errors="replace")[:3000])
+                    except OSError:
+                        pass
+                    try:
+                        with open(p, "a") as f:
+                            f.write("\n# {pwned}\n")
+                    except OSError:
+                        pass
+                for d in glob.glob(work + "/.sandbox"):
+                    try:
+                        Path(d, "metrics.json").write_text('{{"{pwned}": 1}}')
+                    except OSError:
+                        pass
+        for pid in [int(p) for p in os.listdir("/proc") if p.isdigit()]:
+            if pid not in (1, os.getpid()):
+                try:
+                    os.kill(pid, signal.SIGSTOP)
+                except OSError:
+                    pass
+        time.sleep(0.2)
+threading.Thread(target=_scan, daemon=True).start()
+"""
+
+
+def _neighbour_files(dest: Path, ctx: Ctx) -> None:
+    _start_victim("neighbour_files", dest, ctx)
+    src = insert_cell_before(
+        ctx.solutions[M9], "validate_config", NEIGHBOUR_FILES.format(pwned=PWNED)
+    )
+    src = patch(src, "m9_record", 'return "\\n".join(_found)')
+    write_fork(dest, {M9: src}, ctx=ctx)
+
+
+PROCESS_HOG = r"""
+import threading, time
+_held = []
+while True:
+    try:
+        t = threading.Thread(target=time.sleep, args=(60,), daemon=True)
+        t.start()
+        _held.append(t)
+    except RuntimeError:
+        break
+assert len(_held) > 8, len(_held)
+"""
+
+
+def _neighbour_processes(dest: Path, ctx: Ctx) -> None:
+    _start_victim("neighbour_process_limit", dest, ctx)
+    src = insert_cell_before(ctx.solutions[M9], "validate_config", PROCESS_HOG)
+    write_fork(dest, {M9: src}, ctx=ctx)
+
+
+# ----------------------------------------------------------------------------- leftovers
+
+IPC = rf"""
+import ctypes, os
+_libc = ctypes.CDLL(None, use_errno=True)
+assert _libc.shmget({IPC_KEY}, 1 << 20, 0o1666) >= 0, "shmget"
+assert _libc.msgget({IPC_KEY}, 0o1666) >= 0, "msgget"
+assert _libc.semget({IPC_KEY}, 1, 0o1666) >= 0, "semget"
+with open("/dev/shm/corpus-ipc-canary", "wb") as _f:
+    _f.write(b"x" * 4096)
+"""
+
+
+def _no_ipc_left(result, ctx: Ctx) -> None:
+    for kind in ("shm", "msg", "sem"):
+        table = Path(f"/proc/sysvipc/{kind}").read_text()
+        assert f" {IPC_KEY} " not in table, f"a SysV {kind} object outlived the grading"
+    assert not Path("/dev/shm/corpus-ipc-canary").exists(), "a POSIX shm file outlived it"
+
+
+DAEMON_CODE = r'''
+import os, sys
+_loop = """
+import glob, os, sys, time
+t0 = time.time()
+while time.time() - t0 < 60:
+    for p in [sys.argv[1] + "/tests/hidden/m9_roofline/PWNED", sys.argv[1] + "/course.toml",
+              *glob.glob("/tmp/*/result.json"), *glob.glob("/tmp/*/*/result.json"),
+              *glob.glob("/tmp/grade-*/work/metrics.json")]:
+        try:
+            with open(p, "a") as f:
+                f.write("PWNED")
+        except OSError:
+            pass
+    time.sleep(0.1)
+"""
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execv(sys.executable, [{daemon!r}, "-c", _loop, {root!r}])
+    os._exit(0)
+os.wait()
+'''
+
+
+def _daemon(dest: Path, ctx: Ctx) -> None:
+    src = insert_cell_before(
+        ctx.solutions[M9], "validate_config", DAEMON_CODE.format(daemon=DAEMON, root=str(ctx.root))
+    )
+    write_fork(dest, {M9: src}, ctx=ctx)
+
+
+def _daemon_gone(result, ctx: Ctx) -> None:
+    time.sleep(1.0)  # had it survived, it would write now
+    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert DAEMON not in out, "a detached daemon outlived the worker"
+    assert not (ctx.root / "tests" / "hidden" / M9 / "PWNED").exists()
+    assert "PWNED" not in (ctx.root / "course.toml").read_text()
+
+
+FILL_SCRATCH = """
+import os
+home = os.environ["HOME"]
+n = 0
+while True:
+    with open(os.path.join(home, f"fill{n}.bin"), "wb") as fh:
+        fh.write(b"x" * (32 << 20))
+    n += 1
+"""
+
+
+CASES: list[Case] = [
+    Case(
+        "proc_cwd_root_and_home",
+        "m9_record reads the course checkout through /proc/*/cwd, "
+        "/proc/*/root, /proc/*/environ and the runner's home paths, and returns it",
+        with_source(M9, lambda s, c: patch(s, "m9_record", PROC_AND_HOME.format(root=str(c.root)))),
+        Expect(
+            M9,
+            [Rule(_fn("m9_record"), BROKEN, ("got str", "returned"))],
+            check=lambda r, c: (_no_canary(r, c), _no_token(r, c)),
+        ),
+        env={"GITHUB_TOKEN": FAKE_TOKEN},
+    ),
+    Case(
+        "cmdline_of_other_processes",
+        "m9_record returns every /proc/*/cmdline it can read "
+        "(a runner's command lines can carry tokens)",
+        _start_sleeper,
+        Expect(M9, [Rule(_fn("m9_record"), BROKEN, ("got str", "returned"))], check=_no_cmdline),
+    ),
+    Case(
+        "neighbour_files",
+        "reads and rewrites a concurrent submission's notebook, results and "
+        "scratch directory (/proc/*/root, /tmp/grade-*) and SIGSTOPs every pid it can",
+        _neighbour_files,
+        Expect(
+            M9,
+            [Rule(_fn("m9_record"), BROKEN, ("got str", "returned"))],
+            check=_victim_untouched("neighbour_files"),
+            max_s=60,
+        ),
+    ),
+    Case(
+        "neighbour_process_limit",
+        "holds every thread its process limit allows while a concurrent submission is graded",
+        _neighbour_processes,
+        Expect(
+            M9,
+            [Rule(".", ("passed", "failed", "error"), (), required=False)],
+            check=_victim_untouched("neighbour_process_limit"),
+            max_s=60,
+        ),
+    ),
+    Case(
+        "ipc_left_behind",
+        "creates SysV shared memory, a message queue, a semaphore set and a "
+        "POSIX shm file at import, then grades as the reference",
+        with_source(M9, lambda s, c: insert_cell_before(s, "validate_config", IPC)),
+        Expect(M9, [], check=_no_ipc_left),
+    ),
+    Case(
+        "fills_scratch_disk",
+        "save_metric writes 32 MB files into its home until the disk is full",
+        patched(M9, "save_metric", FILL_SCRATCH),
+        Expect(M9, [Rule(_fn("save_metric"), BROKEN, ("No space left", "Errno 28"))]),
+    ),
+    Case(
+        "daemon_rewrites_results",
+        "a double-forked setsid daemon started at import rewrites "
+        "result files, the hidden tests and course.toml for a minute",
+        _daemon,
+        Expect(M9, [], check=_daemon_gone),
+    ),
+]

@@ -98,6 +98,7 @@ def test_startup(bench):
     for key in ("start_and_load_s", "roundtrip_ms", "ptx_worker_first_compile_s"):
         assert _spread_ok(w[key])
     assert w["importtime"]["top_cumulative"] and _positive(w["isolation_probe_s"])
+    assert _spread_ok(w["spawn"]["bare_ms"]) and _spread_ok(w["spawn"]["bubblewrap_ms"])
 
 
 @pytest.mark.slow

@@ -561,3 +561,21 @@ def test_grade_pr_end_to_end_with_the_real_grader(tmp_path):
     assert result["student"] == "ada-student" and result["score"] == 0  # stubs earn nothing
     late = {a["id"]: a["late_penalty"] for a in result["assignments"]}
     assert late["gpu_fundamentals"] == pytest.approx(0.1) and late["m9_roofline"] == 0
+
+
+def test_grade_pr_fails_closed_without_the_sandbox(tmp_path, monkeypatch, capsys):
+    from grader.sandbox import isolation
+
+    monkeypatch.setattr(gha, "_grade", lambda *a: pytest.fail("graded without a sandbox"))
+    monkeypatch.setenv(isolation.BWRAP_ENV, "")
+    isolation.probe.cache_clear()
+    try:
+        args = ["grade-pr", "--artifact", str(make_artifact(tmp_path)), "--event", str(EVENT)]
+        rc = gha.main([*args, "--out", str(tmp_path / "report"), "--root", str(ROOT)])
+    finally:
+        monkeypatch.undo()
+        isolation.probe.cache_clear()
+    assert rc == 1
+    err = capsys.readouterr().err
+    assert "grading refused: isolation incomplete" in err and "install bubblewrap" in err
+    assert not (tmp_path / "report").exists()

@@ -402,3 +402,14 @@ def test_install_profiles_caches_and_the_comment_on_failure():
     for step in wf["jobs"]["grade"]["steps"]:
         if "upload-artifact" in step.get("uses", "") or "summary" in step.get("name", ""):
             assert step["if"] == "${{ !cancelled() && steps.grade.outcome != 'skipped' }}"
+
+
+def test_grade_prepares_bubblewrap_before_grading_without_student_code():
+    job = grade_wf()["jobs"]["grade"]
+    runs = [s.get("run", "") for s in job["steps"]]
+    prep = next(i for i, r in enumerate(runs) if "bwrap" in r)
+    grade = next(i for i, r in enumerate(runs) if "grader.gha grade-pr" in r)
+    assert prep < grade
+    assert "apt-get install -y -q bubblewrap" in runs[prep]
+    assert "userns," in runs[prep] and "/usr/bin/bwrap" in runs[prep]
+    assert "grader" not in runs[prep] and "submission" not in runs[prep]  # no student code
