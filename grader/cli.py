@@ -146,7 +146,12 @@ def cmd_grade_all(args: argparse.Namespace) -> int:
     from grader.batch import run_class
 
     return run_class(
-        Path(args.dir), Path(args.out), jobs=args.jobs, shard=args.shard, root=_root(args)
+        Path(args.dir),
+        Path(args.out),
+        jobs=args.jobs,
+        shard=args.shard,
+        root=_root(args),
+        force=args.force,
     )
 
 
@@ -209,6 +214,12 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("-j", "--jobs", type=int, default=1)
     b.add_argument("--shard", help="i/N: grade only this shard (1-based) of the class")
     b.add_argument("--out", default="grading-output")
+    b.add_argument(
+        "--force",
+        action="store_true",
+        help="regrade everyone (by default a student is regraded only when their submission, "
+        "the suites, the grader, course.toml or the solutions changed)",
+    )
     b.set_defaults(func=cmd_grade_all)
 
     r = sub.add_parser("release", help="build exercises/ from solutions/ with nbgrader")

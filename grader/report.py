@@ -12,12 +12,12 @@ import html as _html
 import io
 import json
 import math
-import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from grader.core.files import atomic_write
+from grader.core.points import shown
 from grader.course import Course
 from grader.results import AssignmentResult, GradeResult, TestResult, validate
 
@@ -92,10 +92,7 @@ def md_block(text: str, limit: int = FEEDBACK_CHARS) -> str:
 
 
 def _num(x: float) -> str:
-    x = float(x)
-    if math.isfinite(x) and x == int(x):
-        return str(int(x))
-    return f"{x:.2f}".rstrip("0").rstrip(".")
+    return shown(x)  # the one points format (grader.core.points)
 
 
 def _pts(score: float, max_score: float) -> str:
@@ -458,16 +455,7 @@ def html(
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, text)  # 0644: grader.core.files
 
 
 def write_reports(
