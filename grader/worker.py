@@ -27,6 +27,7 @@ import resource
 import signal
 import struct
 import sys
+import time
 
 FRAME = struct.Struct(">Q")
 MAX_REQUEST_BYTES = 1 << 30
@@ -102,19 +103,42 @@ def _become_namespace_init() -> None:
         return
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
-    while True:
+    parent = os.getppid()
+    while True:  # polled, not a blocking wait: the grading process may die first (see below)
         try:
-            _, status = os.waitpid(pid, 0)
-            break
+            done, status = os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
             os._exit(70)
         except InterruptedError:
             continue
+        if done:
+            break
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)  # the child follows through PDEATHSIG
+        time.sleep(0.2)
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)
     os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 70)
+
+
+def _die_with_parent() -> None:
+    """Kill this worker when its grading process goes (a killed grade-all child): EOF on the
+    channel is not enough while student code is looping. Without a PID namespace this thread
+    shares the process with student code (which could stop it); with one, the outer process,
+    where no student code runs, polls instead (`_become_namespace_init`). Not PDEATHSIG: the
+    grader starts workers from threads, and PDEATHSIG fires when the starting thread ends."""
+    import threading
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, daemon=True, name="die-with-parent").start()
 
 
 def serve(request_fd: int, reply_fd: int, notebooks: dict[str, str]) -> int:
@@ -172,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     os.close(devnull)
     os.dup2(2, 1)
     args = _parse(sys.argv[1:] if argv is None else argv)
+    if not args.pid_namespace:
+        _die_with_parent()  # before the process limit, which counts threads
     apply_limits(args.memory_mb, args.file_size_mb, args.open_files, args.processes)
     if args.pid_namespace:
         _become_namespace_init()

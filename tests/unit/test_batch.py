@@ -386,3 +386,53 @@ def test_children_die_with_a_killed_batch(tmp_path, sig):
     while time.monotonic() < deadline and any(_alive(p) for p in pids):
         time.sleep(0.1)
     assert not any(_alive(p) for p in pids), "a grading child outlived its batch"
+
+
+# A grading process (as a grade-all child is) whose sandboxed worker runs a student loop.
+GRADER_WITH_LOOPING_WORKER = textwrap.dedent(
+    """
+    import sys, threading, time
+    from pathlib import Path
+    from grader.course import load_course
+    from grader.sandbox import WorkerBackend
+
+    work = Path(sys.argv[1])
+    b = WorkerBackend(work, {"a": work / "exercises/a/a.py"}, load_course(sys.argv[2]).limits)
+    req = {"assignment": "a", "op": "call", "name": "loop", "args": [], "kwargs": {}}
+    threading.Thread(target=b.request, args=(req, 600), daemon=True).start()
+    while b._proc is None:
+        time.sleep(0.05)
+    time.sleep(3)  # the call is in the student's loop by now
+    print(b._proc.pid, flush=True)
+    time.sleep(600)
+    """
+)
+
+
+def test_sandbox_worker_dies_with_its_grading_process(tmp_path):
+    """A killed grade-all child's worker must not keep running the student's loop."""
+    work = tmp_path / "work"
+    (work / "exercises" / "a").mkdir(parents=True)
+    (work / "exercises" / "a" / "a.py").write_text(
+        "# %%\ndef loop():\n    while True:\n        pass\n"
+    )
+    script = tmp_path / "grader_proc.py"
+    script.write_text(GRADER_WITH_LOOPING_WORKER)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(work), str(ROOT)],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        worker = int(proc.stdout.readline())
+        assert _alive(worker)
+        proc.kill()  # as PR_SET_PDEATHSIG kills a grade-all child
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and _alive(worker):
+            time.sleep(0.1)
+        assert not _alive(worker), "the worker outlived the grading process that started it"
+    finally:
+        proc.kill()
+        proc.stdout.close()
