@@ -278,7 +278,7 @@ def attainable_flops(intensity, peak_flops, peak_bandwidth):
     bandwidth = _require_positive("peak_bandwidth", peak_bandwidth, "byte/s")
     try:
         values = np.asarray(intensity, dtype=np.float64)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError):  # grader: public
         raise TypeError(
             f"intensity must be a number or an array of numbers (FLOP/byte), got {intensity!r}"
         ) from None
@@ -948,15 +948,15 @@ def coalescing_slowdown(n=8192):
             if device == "cuda":
                 start = torch.cuda.Event(enable_timing=True)
                 end = torch.cuda.Event(enable_timing=True)
-                torch.cuda.synchronize()
-                start.record()
+                torch.cuda.synchronize()  # grader: public
+                start.record()  # grader: public
                 for _ in range(inner):
                     op()
-                end.record()
-                end.synchronize()
+                end.record()  # grader: public
+                end.synchronize()  # grader: public
                 times.append(start.elapsed_time(end))
             else:
-                t0 = time.perf_counter()
+                t0 = time.perf_counter()  # grader: public
                 for _ in range(inner):
                     op()
                 times.append((time.perf_counter() - t0) * 1e3)

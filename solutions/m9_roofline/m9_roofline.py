@@ -510,7 +510,7 @@ def load_hardware(path=None):
     """
     ### BEGIN SOLUTION
     if path is None:
-        root = find_course_root()
+        root = find_course_root()  # grader: public
         if root is None:
             raise FileNotFoundError(
                 f"course.toml not found in {os.getcwd()} or any folder above it. Open this notebook "
@@ -518,7 +518,7 @@ def load_hardware(path=None):
                 "%cd into exercises/m9_roofline; see the top of the notebook)."
             )
         path = root / "course.toml"
-    path = Path(path)
+    path = Path(path)  # grader: public
     if path.is_dir():
         path = path / "course.toml"
     if not path.is_file():
@@ -603,9 +603,9 @@ def m9_record(cfg, gpu, context_len, dtype_bytes=2):
     for key in ("peak_flops", "peak_bandwidth"):
         value = gpu[key]
         if (
-            isinstance(value, bool)
+            isinstance(value, bool)  # grader: public
             or not isinstance(value, numbers.Real)
-            or not math.isfinite(value)
+            or not math.isfinite(value)  # grader: public
             or value <= 0
         ):
             raise ValueError(f"gpu[{key!r}] must be a positive number, got {value!r}")
@@ -726,7 +726,7 @@ def save_metric(path, key, value):
                     f"{path} is not valid JSON ({exc}); repair it by hand (or move it aside if "
                     "it holds nothing you need) and run this cell again"
                 ) from None
-            if not isinstance(data, dict):
+            if not isinstance(data, dict):  # grader: public
                 raise ValueError(
                     f"{path} holds a JSON {type(data).__name__}, not an object of metrics; repair "
                     "it by hand (or move it aside) and run this cell again"
@@ -740,8 +740,8 @@ def save_metric(path, key, value):
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(data, fh, indent=2, sort_keys=True, allow_nan=False)
             fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+            fh.flush()  # grader: public
+            os.fsync(fh.fileno())  # grader: public
         os.chmod(tmp_name, 0o644)
         os.replace(tmp_name, path)
     except BaseException:

@@ -6,8 +6,8 @@ public examples. Kernels run in Numba's CUDA simulator without a GPU (small size
 about 150 us per simulated thread) and are also compiled to PTX for the course GPU. Tests marked
 `gpu` run only on a GPU runner, at full size, and include the performance checks.
 
-PYTEST_DONT_REWRITE: the assert messages are the student's feedback, so pytest's own
-introspection is not appended to them.
+PYTEST_DONT_REWRITE: pytest leaves these asserts alone, because their messages are what the
+student reads as feedback.
 """
 
 from __future__ import annotations
@@ -43,12 +43,13 @@ FULL_N = 2**24
 # Roofline arithmetic
 
 
-@pytest.mark.points(1)
+@pytest.mark.points(1)  # grader: public
 @FAST
 @given(flops=peak_flops, bandwidth=peak_bandwidth)
 def test_ridge_point_random_hardware(student, reference, flops, bandwidth):
     got = student.ridge_point(flops, bandwidth)
     want = reference.ridge_point(flops, bandwidth)
+    # grader: public
     assert isinstance(got, float), f"ridge_point must return a float, got {type(got).__name__}"
     assert got == pytest.approx(want, rel=1e-9), (
         f"ridge_point({flops!r}, {bandwidth!r}) returned {got!r}; expected {want!r} FLOP/byte "
@@ -64,7 +65,8 @@ def test_ridge_point_random_hardware(student, reference, flops, bandwidth):
 def test_attainable_flops_scalar_random(student, reference, intensity, flops, bandwidth):
     got = student.attainable_flops(intensity, flops, bandwidth)
     want = reference.attainable_flops(intensity, flops, bandwidth)
-    assert isinstance(got, float), (
+    assert isinstance(got, float), (  # grader: public
+        # grader: public
         f"attainable_flops with a scalar intensity must return a float, got {type(got).__name__}"
     )
     assert got == pytest.approx(want, rel=1e-9), (
@@ -98,7 +100,7 @@ def test_attainable_flops_array_random(student, reference, values, two_d, flops,
     )
 
 
-@pytest.mark.points(2)
+@pytest.mark.points(2)  # grader: public
 @FAST
 @given(
     intensity=st.floats(min_value=0.0, max_value=1e5), flops=peak_flops, bandwidth=peak_bandwidth
@@ -221,10 +223,11 @@ def test_invalid_input_raises_value_error(student, what, call, hint):
 def test_launch_config_random(student, n, tpb):
     got = student.launch_config(n, tpb)
     want = (-(-n // tpb), tpb)
+    # grader: public
     assert type(got) is tuple and len(got) == 2 and all(type(v) is int for v in got), (
         f"launch_config must return a tuple of two Python ints, got {got!r}"
     )
-    assert got == want, (
+    assert got == want, (  # grader: public
         f"launch_config({n}, {tpb}) returned {got}; expected {want}: ceil(n / threads_per_block) "
         "blocks, computed with integers ((n + tpb - 1) // tpb) so huge n does not round"
     )
@@ -259,6 +262,7 @@ def test_sectors_per_warp_random(student, reference, stride, itemsize, warp_size
     want = reference.sectors_per_warp(
         stride, itemsize=itemsize, warp_size=warp_size, sector_bytes=sector_bytes
     )
+    # grader: public
     assert type(got) is int, f"sectors_per_warp must return a Python int, got {got!r}"
     assert got == want, (
         f"sectors_per_warp({stride}, itemsize={itemsize}, warp_size={warp_size}, "
@@ -274,21 +278,21 @@ def test_sectors_per_warp_random(student, reference, stride, itemsize, warp_size
 @pytest.mark.points(4)
 @pytest.mark.parametrize("n", [1, 255, 257, 1000, 4097])
 def test_vector_add_sizes(student, n):
-    rng = np.random.default_rng()
+    rng = np.random.default_rng()  # grader: public
     # More than one block whenever n allows it, so a kernel that forgets the block offset fails.
     fitting = [t for t in BLOCK_SIZES if t < n] or [min(BLOCK_SIZES)]
     tpb = int(rng.choice(fitting))
     blocks = -(-n // tpb)
-    a = rng.standard_normal(n).astype(np.float32)
-    b = rng.standard_normal(n).astype(np.float32)
+    a = rng.standard_normal(n).astype(np.float32)  # grader: public
+    b = rng.standard_normal(n).astype(np.float32)  # grader: public
     a0, b0 = a.copy(), b.copy()
-    c = np.full(n, np.nan, dtype=np.float32)
+    c = np.full(n, np.nan, dtype=np.float32)  # grader: public
     launch(student.vector_add, blocks, tpb, a, b, c, n=n, name="vector_add")
     assert np.array_equal(a, a0) and np.array_equal(b, b0), (
         f"vector_add[{blocks}, {tpb}] changed its inputs a or b; a kernel must only write c"
     )
-    want = a + b
-    assert np.array_equal(c, want), (
+    want = a + b  # grader: public
+    assert np.array_equal(c, want), (  # grader: public
         f"vector_add[{blocks}, {tpb}] on {n} elements: {first_mismatch(c, want)}. Each thread "
         "must use its global index i = cuda.grid(1) (block offset included) and write "
         "c[i] = a[i] + b[i]"
@@ -312,8 +316,8 @@ def test_vector_add_float64(student):
 def _compiles(student, name: str, signature: str) -> None:
     try:
         ptx = getattr(student, name).ptx(signature)
-    except StudentError as exc:
-        pytest.fail(
+    except StudentError as exc:  # grader: public
+        pytest.fail(  # grader: public
             f"{name} runs in the simulator but does not compile for the course GPU "
             f"({signature}): {exc.feedback()[-800:]}. The simulator runs any Python; a real GPU "
             "only accepts what Numba can compile (numbers and arrays, no lists, dicts, strings "
@@ -369,7 +373,7 @@ def test_strided_copy_strides(student, stride):
     dst = np.full(n_dst, np.nan, dtype=np.float32)
     launch(student.strided_copy, 4, tpb, src, dst, stride, n=n_dst, name="strided_copy")
     want = src[(np.arange(n_dst) * stride) % n_src]
-    assert np.array_equal(dst, want), (
+    assert np.array_equal(dst, want), (  # grader: public
         f"strided_copy with stride {stride} (src {n_src} elements, dst {n_dst}, 4 x {tpb} "
         f"threads): {first_mismatch(dst, want)}. Thread i writes dst[i] = "
         "src[(i * stride) % src.size], for i < dst.size only"
@@ -431,7 +435,7 @@ def test_vector_add_bandwidth(student):
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
     start.record()
-    for _ in range(repeat):
+    for _ in range(repeat):  # grader: public
         ta + tb  # noqa: B018 - the operation being timed
     end.record()
     end.synchronize()
