@@ -43,38 +43,76 @@ def _assignment_table(results) -> str:
     )
 
 
+FEEDBACK_CHARS = 100  # per test in `grader check`'s table; -v shows whole messages
+
+
+def _feedback(text: str, verbose: bool) -> str:
+    if verbose or not text:
+        return text or ""
+    first = text.splitlines()[0]
+    cut = len(first) > FEEDBACK_CHARS or "\n" in text.strip()
+    return first[: FEEDBACK_CHARS - 1] + "…" if cut else first
+
+
 def cmd_check(args: argparse.Namespace) -> int:
-    """Public suites against your own exercises, in this process, simulator when no GPU."""
+    """Public suites against your own exercises, in this process, simulator when no GPU.
+
+    The notebook of each assignment is chosen by the same rule as grading (grader.intake.pair).
+    """
     from grader.course import load_course
+    from grader.grade import _GradingBackend
+    from grader.intake import pair, release_for
+    from grader.student import InProcessBackend
     from grader.suites import run_assignment
     from grader.tables import format_table, points
 
     root = _root(args)
     course = load_course(root)
     ids = args.assignment or course.assignment_ids
+    for a in ids:
+        course.assignment(a)
     submission = Path(args.submission).resolve() if args.submission else root / "exercises"
-    results = [
-        run_assignment(root, a, submission, root / "metrics.json", suites=("public",)) for a in ids
-    ]
-    for r in results:
-        print(f"\n{r.id}")
-        print(
-            format_table(
-                ["test", "points", "outcome", "feedback"],
-                [
-                    [
-                        t.name,
-                        points(t.score, t.max_score),
-                        t.outcome,
-                        t.feedback.splitlines()[0][:100] if t.feedback else "",
-                    ]
-                    for t in r.tests
-                ],
+    release = release_for(submission, root / "exercises")
+    chosen = {a: pair(submission, a, release) for a in ids}
+    notebooks = {a: c.path for a, c in chosen.items() if c.path is not None}
+    errors = {a: c.error or "no notebook" for a, c in chosen.items() if c.path is None}
+    backend = _GradingBackend(InProcessBackend(notebooks), errors)
+    results = []
+    try:
+        for a in ids:
+            r = run_assignment(
+                root, a, submission, root / "metrics.json", suites=("public",), backend=backend
             )
-        )
+            if a in errors:
+                r.error = errors[a]
+            results.append(r)
+    finally:
+        backend.close()
+    cut = False
+    for r in results:
+        c = chosen[r.id]
+        checked = _shown_path(c.path, submission) if c.path is not None else "nothing"
+        print(f"\n{r.id} (checked {checked})")
+        rows = []
+        for t in r.tests:
+            fb = _feedback(t.feedback, args.verbose)
+            cut |= fb != (t.feedback or "")
+            rows.append([t.name, points(t.score, t.max_score), t.outcome, fb])
+        print(format_table(["test", "points", "outcome", "feedback"], rows))
+        for w in c.warnings:
+            print(f"warning: {w}")
     print()
     print(_assignment_table(results))
+    if cut:
+        print("\n(feedback shortened to one line; `grader check -v` shows whole messages)")
     return 0 if all(r.score == r.max_score for r in results) else 1
+
+
+def _shown_path(path: Path, submission: Path) -> str:
+    try:
+        return f"exercises/{path.resolve().relative_to(submission.resolve()).as_posix()}"
+    except ValueError:
+        return str(path)
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
@@ -193,6 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check", help="students: run the public tests on your exercises")
     c.add_argument("assignment", nargs="*")
     c.add_argument("--submission", help="folder holding <id>/<id>.py (default: exercises/)")
+    c.add_argument(
+        "-v", "--verbose", action="store_true", help="show whole feedback messages, not one line"
+    )
     c.set_defaults(func=cmd_check)
 
     g = sub.add_parser("grade", help="grade one submission in the sandbox")

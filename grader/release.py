@@ -66,6 +66,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader.core.stubs import STUB_MESSAGE
+
 BEGIN_SOLUTION = "BEGIN SOLUTION"
 END_SOLUTION = "END SOLUTION"
 BEGIN_HIDDEN = "BEGIN HIDDEN TESTS"
@@ -79,7 +81,6 @@ MARKERS = (
     "END MARK SCHEME",
 )
 
-STUB_MESSAGE = "{function}: implement this (see the docstring)"
 _PLACEHOLDER = "__GRADER_STUB_FUNCTION__"
 CODE_STUB = (
     f'# YOUR CODE HERE\nraise NotImplementedError("{STUB_MESSAGE.format(function=_PLACEHOLDER)}")'
