@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.core.stubs import count_stubs
+from grader.core.student_repo import exported_original
 from grader.course import Course
 
 MAX_NOTEBOOK_BYTES = 20 * 1024 * 1024
@@ -134,7 +135,11 @@ def _read_regular(path: Path, cap: int) -> bytes | str:
 
 def _same_as_course(root: Path, rel: Path, data: bytes | str) -> bool:
     theirs = root / rel
-    if isinstance(data, str) or theirs.is_symlink() or not theirs.is_file():
+    if isinstance(data, str):
+        return False
+    if exported_original(root, rel.as_posix()) == data:  # README.md, workflows, .gitignore
+        return True
+    if theirs.is_symlink() or not theirs.is_file():
         return False
     try:
         if theirs.stat().st_size != len(data):

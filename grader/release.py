@@ -67,6 +67,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.core.stubs import STUB_MESSAGE
+from grader.core.student_repo import STUDENT_GITIGNORE, STUDENT_README, STUDENT_WORKFLOWS
 
 BEGIN_SOLUTION = "BEGIN SOLUTION"
 END_SOLUTION = "END SOLUTION"
@@ -145,19 +146,6 @@ STUDENT_MODULES = frozenset(
     }
 )
 INSTRUCTOR_MODULES = frozenset({"release", "batch", "gradebook", "demo", "samples"})
-STUDENT_GITIGNORE = """\
-# Python and Jupyter clutter
-__pycache__/
-*.py[cod]
-.ipynb_checkpoints/
-.pytest_cache/
-.venv/
-venv/
-*.egg-info/
-.DS_Store
-# local grading output (metrics.json is part of your submission: commit it)
-grader-output/
-"""
 
 
 # --------------------------------------------------------------------------------------------
@@ -1086,7 +1074,7 @@ def export_student(root: Path, dest: Path) -> Path:
                 *rel.findings,
             ]
         )
-    readme = root / "STUDENT_README.md"
+    readme = root / STUDENT_README
     if not readme.is_file():
         raise ExportError([f"{readme}: missing (the student README's source)"])
     grader_files = _student_grader(root)
@@ -1109,7 +1097,7 @@ def export_student(root: Path, dest: Path) -> Path:
             _copy(root / name, out / name)
         _copy(readme, out / "README.md")
         (out / ".gitignore").write_text(STUDENT_GITIGNORE, encoding="utf-8")
-        flows = root / ".github" / "student-workflows"
+        flows = root / STUDENT_WORKFLOWS
         if flows.is_dir():
             for wf in sorted([*flows.glob("*.yml"), *flows.glob("*.yaml")]):
                 _copy(wf, out / ".github" / "workflows" / wf.name)

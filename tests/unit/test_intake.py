@@ -297,3 +297,19 @@ def test_venv_caches_and_vcs_are_skipped_and_not_counted(course, tmp_path, monke
     assert out.warnings == []  # no cap reached, no "have no effect" for any of them
     assert out.notebooks["a"].name == "a.py" and out.errors == {}
     assert not (tmp_path / "scratch" / ".venv").exists()
+
+
+def test_an_untouched_fork_warns_of_nothing(tmp_path):
+    """The export renames README, workflows and .gitignore; a fork that kept them is quiet,
+    and one that edited them is told, by name."""
+    from grader.course import load_course
+    from grader.release import export_student
+
+    root = Path(__file__).resolve().parents[2]
+    fork = export_student(root, tmp_path / "fork")
+    course = load_course(root)
+    out = intake.prepare(fork, tmp_path / "s1", course)
+    assert out.warnings == []
+    (fork / "README.md").write_text("my notes\n")
+    out = intake.prepare(fork, tmp_path / "s2", course)
+    assert [w.split(":")[0] for w in out.warnings] == ["ignored README.md"]
