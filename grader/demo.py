@@ -12,6 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from grader.core.kernels import ipc_kernel_config
 from grader.course import load_course
 from grader.tables import format_table, points
 
@@ -29,17 +30,19 @@ def execute_notebooks(root: Path, ids: list[str], timeout: int = 600) -> list[li
             folder.mkdir(parents=True)
             nb = jupytext.read(root / "solutions" / aid / f"{aid}.py")
             started = time.perf_counter()
-            client = NotebookClient(
-                nb,
-                timeout=timeout,
-                kernel_name="python3",
-                resources={"metadata": {"path": str(folder)}},
-            )
-            try:
-                client.execute()
-                status = "ok"
-            except Exception as exc:  # nbclient raises CellExecutionError and friends
-                status = f"failed: {type(exc).__name__}: {str(exc).splitlines()[-1][:120]}"
+            with ipc_kernel_config() as cfg:
+                client = NotebookClient(
+                    nb,
+                    timeout=timeout,
+                    kernel_name="python3",
+                    resources={"metadata": {"path": str(folder)}},
+                    config=cfg,
+                )
+                try:
+                    client.execute()
+                    status = "ok"
+                except Exception as exc:  # nbclient raises CellExecutionError and friends
+                    status = f"failed: {type(exc).__name__}: {str(exc).splitlines()[-1][:120]}"
             code_cells = sum(c.cell_type == "code" for c in nb.cells)
             rows.append([aid, code_cells, round(time.perf_counter() - started, 1), status])
     return rows

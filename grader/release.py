@@ -1138,11 +1138,12 @@ def _solution_ipynbs(root: Path, ids: Sequence[str], work: Path) -> dict[str, Pa
 
 def _validate(path: Path, invert: bool, timeout: int) -> dict:
     from nbgrader.validator import Validator
-    from traitlets.config import Config
 
-    cfg = Config()
-    cfg.Execute.timeout = timeout
-    return Validator(invert=invert, config=cfg).validate(str(path))
+    from grader.core.kernels import ipc_kernel_config
+
+    with ipc_kernel_config() as cfg:  # no TCP kernel, no "without encryption" warning
+        cfg.Execute.timeout = timeout
+        return Validator(invert=invert, config=cfg).validate(str(path))
 
 
 def _first(text: str, n: int = 100) -> str:
