@@ -426,7 +426,7 @@ def summary_table(
         why, before = regraded.get(student, ("", None))
         change = ""
         if student in regraded:
-            change = "new" if before is None else f"{score(before)} -> {score(r.score)}"
+            change = f"{'–' if before is None else score(before)} -> {score(r.score)}"
         rows.append(
             [student]
             + [points(by_id[i].score, by_id[i].max_score) if i in by_id else "-" for i in ids]
@@ -444,8 +444,9 @@ def summary_table(
     scores = [r.score for r in results.values()]
     if scores:
         text += (
-            f"\n\n{len(scores)} students; mean {statistics.fmean(scores):.2f}, "
-            f"median {statistics.median(scores):.2f}, min {min(scores):.2f}, max {max(scores):.2f}"
+            f"\n\n{len(scores)} students; mean {score(statistics.fmean(scores))}, "
+            f"median {score(statistics.median(scores))}, min {score(min(scores))}, "
+            f"max {score(max(scores))}"
         )
     return text
 
@@ -539,6 +540,7 @@ def grade_all(
             {
                 "student": student,
                 "digest": digest,
+                "submission": str(Path(found[student]).resolve()),
                 "inputs": inputs,
                 "score": result.score,
                 "max_score": result.max_score,

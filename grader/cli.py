@@ -193,6 +193,29 @@ def cmd_grade_all(args: argparse.Namespace) -> int:
     )
 
 
+def cmd_class_report(args: argparse.Namespace) -> int:
+    from grader.course import load_course
+    from grader.reports.class_report import terminal_summary, write_class_report
+
+    course = load_course(_root(args))
+    submissions = None
+    if args.submissions:
+        from grader.batch import discover
+
+        submissions = discover(Path(args.submissions))
+    report, paths = write_class_report(
+        Path(args.graded),
+        course,
+        Path(args.report) if args.report else None,
+        submissions,
+        args.threshold,
+    )
+    print(terminal_summary(report), end="\n\n")
+    for kind, path in paths.items():
+        print(f"{kind:9} {path}")
+    return 0
+
+
 def cmd_release(args: argparse.Namespace) -> int:
     from grader.release import release
 
@@ -262,6 +285,23 @@ def build_parser() -> argparse.ArgumentParser:
         "the suites, the grader, course.toml or the solutions changed)",
     )
     b.set_defaults(func=cmd_grade_all)
+
+    cr = sub.add_parser(
+        "class-report", help="where the class struggles: scores, hardest tests, late, similarity"
+    )
+    cr.add_argument("graded", help="the --out folder of `grader grade-all`")
+    cr.add_argument("--report", help="folder to write (default: GRADED/class-report)")
+    cr.add_argument(
+        "--submissions",
+        help="the submissions folder or CSV graded (default: the paths grade-all recorded)",
+    )
+    cr.add_argument(
+        "--threshold",
+        type=float,
+        help="list pairs sharing at least this fraction of their graded code "
+        "(default: grader.reports.class_report.THRESHOLD)",
+    )
+    cr.set_defaults(func=cmd_class_report)
 
     r = sub.add_parser("release", help="build exercises/ from solutions/ with nbgrader")
     r.add_argument("assignment", nargs="*")

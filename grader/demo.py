@@ -89,6 +89,13 @@ def run_demo(root: Path, out: Path, execute: bool = True, jobs: int = 2) -> int:
     print(f"\n3. Grading the sample class ({', '.join(students)}) in the sandbox, -j {jobs}")
     code = run_class(class_dir, out / "grades", jobs=jobs, shard=None, root=root)
     print(f"\nReports, gradebook and grades.csv are in {out / 'grades'}")
+
+    print("\n4. The class report (grader class-report)")
+    from grader.reports.class_report import terminal_summary, write_class_report
+
+    report, paths = write_class_report(out / "grades", course)
+    print(terminal_summary(report))
+    print(f"\nClass report: {paths['html']} (and {paths['markdown'].name}, {paths['png'].name})")
     return 0 if ok and code == 0 else 1
 
 
