@@ -577,8 +577,11 @@ th,td{border:1px solid #d0d7de;padding:.3em .6em;text-align:left;vertical-align:
 th{background:#f6f8fa}td.n{text-align:right;white-space:nowrap}
 .bar{display:inline-block;height:.7em;background:#cf222e;vertical-align:middle;margin-right:.4em}
 .bar.ok{background:#2da44e}.caveat{background:#fff8c5;border:1px solid #d4a72c;padding:.6em 1em}
-code{font-size:90%}small{color:#57606a}
+code{font-size:90%;white-space:normal;overflow-wrap:anywhere}small{color:#57606a}
+table.tests{table-layout:fixed}table.tests td{overflow-wrap:anywhere}
+.lead{font-size:110%}details summary{cursor:pointer;margin:.5em 0}
 """
+HARDEST_SHOWN = 15  # tests in the page's first table; the rest fold away
 
 
 def _e(text: object) -> str:
@@ -592,7 +595,13 @@ def html(rep: ClassReport) -> str:
     p("<meta name=viewport content='width=device-width,initial-scale=1'>")
     p(f"<title>Class report: {_e(rep.course)}</title><style>{_CSS}</style></head><body>")
     p(f"<h1>Class report: {_e(rep.course)}</h1>")
-    p(f"<p>{rep.students} students graded; generated {_e(rep.generated)}.</p>")
+    mean = statistics.fmean(rep.scores.values()) if rep.scores else 0.0
+    p(
+        f"<p class=lead>{rep.students} students graded &middot; mean "
+        f"{_e(fraction(mean, rep.max_score))} &middot; {len(rep.late)} late &middot; "
+        f"{len(rep.similar)} similar pairs to look at</p>"
+        f"<p><small>generated {_e(rep.generated)}</small></p>"
+    )
     p("<img src='scores.png' alt='histogram of total scores' width=640 height=320>")
     p(
         "<h2>Scores</h2><table><tr><th>assignment<th>mean<th>median<th>min<th>max"
@@ -604,12 +613,18 @@ def html(rep: ClassReport) -> str:
             f"<td class=n>{_e(shown(a.median))}<td class=n>{_e(shown(a.minimum))}"
             f"<td class=n>{_e(shown(a.maximum))}<td class=n>{a.errors}</tr>"
         )
-    p(
-        "</table><h2>Tests, hardest first</h2><table><tr><th>assignment<th>test<th>pass rate"
-        "<th>passed<th>failed<th>skipped<th>commonest failure</tr>"
+    head = (
+        "<table class=tests><colgroup><col style='width:11%'><col style='width:30%'>"
+        "<col style='width:12%'><col style='width:6%'><col style='width:6%'>"
+        "<col style='width:7%'><col style='width:28%'></colgroup>"
+        "<tr><th>assignment<th>test<th>pass rate<th>passed<th>failed<th>skipped"
+        "<th>commonest failure</tr>"
     )
-    for t in rep.tests:
-        width = 0 if t.pass_rate is None else round(80 * t.pass_rate)
+    p(f"</table><h2>Tests, hardest first</h2>{head}")
+    for n, t in enumerate(rep.tests):
+        if n == HARDEST_SHOWN:
+            p(f"</table><details><summary>all {len(rep.tests)} tests</summary>{head}")
+        width = 0 if t.pass_rate is None else round(60 * t.pass_rate)
         ok = " ok" if (t.pass_rate or 0) >= 0.8 else ""
         common = (
             f"<code>{_e(t.common_failure)}</code> <small>({t.common_failure_count}&times;)</small>"
@@ -621,6 +636,8 @@ def html(rep: ClassReport) -> str:
             f"<span class='bar{ok}' style='width:{width}px'></span>{_e(_rate(t))}"
             f"<td class=n>{t.passed}<td class=n>{t.failed}<td class=n>{t.skipped}<td>{common}</tr>"
         )
+    if len(rep.tests) > HARDEST_SHOWN:
+        p("</table></details><table>")
     p("</table><h2>Late submissions</h2>")
     if rep.late:
         p("<table><tr><th>student<th>assignment<th>submitted<th>due<th>hours late<th>penalty</tr>")
