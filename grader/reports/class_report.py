@@ -316,20 +316,25 @@ def _kgram_hashes(doc: str, k: int):
 def _fingerprint(code: str, boilerplate: set[int] | frozenset[int] = frozenset()) -> _Fingerprint:
     """copydetect's fingerprint (Pygments tokens, names and literals folded, comments dropped;
     winnowed k-grams) with stable hashes; fingerprints in `boilerplate` are left out."""
-    import numpy as np
-    from copydetect.utils import filter_code, get_token_coverage, winnow
+    from copydetect.utils import filter_code, winnow
 
     filtered, offsets = filter_code(code, "cells.py", "python")
-    k, window = NOISE_T, GUARANTEE_T - NOISE_T + 1
-    hashes, idx = winnow(_kgram_hashes(filtered, k), window, remove_duplicates=False)
-    if boilerplate:
-        keep = np.array([int(h) not in boilerplate for h in hashes], dtype=bool)
-        hashes, idx = hashes[keep], idx[keep]
+    hashes, idx = winnow(
+        _kgram_hashes(filtered, NOISE_T), GUARANTEE_T - NOISE_T + 1, remove_duplicates=False
+    )
     where: dict[int, list[int]] = defaultdict(list)
     for h, i in zip(hashes.tolist(), idx.tolist(), strict=True):
-        where[h].append(i)
-    coverage = float(get_token_coverage(where, k, len(filtered)))
-    return _Fingerprint(k, filtered, offsets, set(where), dict(where), coverage)
+        if h not in boilerplate:
+            where[h].append(i)
+    return _with(_Fingerprint(NOISE_T, filtered, offsets, set(), {}, 0.0), dict(where))
+
+
+def _with(fp: _Fingerprint, where: dict[int, list[int]]) -> _Fingerprint:
+    """`fp` keeping only the fingerprints in `where` (positions by hash)."""
+    from copydetect.utils import get_token_coverage
+
+    coverage = float(get_token_coverage(where, fp.k, len(fp.filtered_code)))
+    return _Fingerprint(fp.k, fp.filtered_code, fp.offsets, set(where), where, coverage)
 
 
 def similar_pairs(
@@ -343,7 +348,10 @@ def similar_pairs(
     df: Counter[int] = Counter(h for fp in first.values() for h in set(fp.hashes))
     cut = max(COMMON_MIN, int(COMMON_FRACTION * len(sources)))
     common = {h for h, n in df.items() if n > cut}
-    prints = {s: _fingerprint(sources[s], base | common) for s in sources} if common else first
+    prints = {
+        s: _with(fp, {h: i for h, i in fp.hash_idx.items() if h not in common})
+        for s, fp in first.items()
+    }
     index: dict[int, list[str]] = defaultdict(list)
     for s in sorted(prints):
         for h in set(prints[s].hashes):
