@@ -1,8 +1,10 @@
 """Grade a whole class: parallel, crash-proof, resumable, shardable.
 
 Input: a folder whose subfolders are submissions (student id = folder name), or a CSV file of
-`student_id,path` rows (a header row `student_id,path` is optional; relative paths are relative
-to the CSV's folder).
+`student_id,path[,submitted_at]` rows (a header row is optional; relative paths are relative to
+the CSV's folder). `submitted_at` is the trusted submission time (ISO 8601 with a zone, e.g.
+from the PR's grading run or your LMS; never a commit date) and the late policy applies to it;
+without it no late policy is applied. It is part of the resume key.
 
 Processes: each submission is graded by `grade_one(submission, student, work_dir)` in a fresh
 process of its own, started with multiprocessing's `spawn` context (`jobs` of them at a time).
@@ -156,7 +158,8 @@ def regrade_reason(
     if prev.get("status") != "ok":
         return "last grading failed"
     if prev.get("digest") != digest:
-        return "submission changed"
+        same_files = str(prev.get("digest", "")).split("@")[0] == digest.split("@")[0]
+        return "submission time changed" if same_files else "submission changed"
     before = prev.get("inputs")
     if not isinstance(before, dict):
         return "graded by an older grader"
@@ -221,6 +224,28 @@ def discover(submissions: Path, exclude: Path | None = None) -> dict[str, Path]:
         if not p.is_dir():
             raise ValueError(f"submission of {student}: {p} is not a folder")
     return dict(sorted(found.items()))
+
+
+def submission_times(submissions: Path) -> dict[str, str]:
+    """{student id: trusted submission time} from the third column of a CSV listing (checked
+    here, so a typo stops the batch before any grading); {} for a folder."""
+    from grader.late import parse_timestamp
+
+    src = Path(submissions)
+    if not src.is_file():
+        return {}
+    times: dict[str, str] = {}
+    with src.open(newline="", encoding="utf-8") as fh:
+        for lineno, row in enumerate(csv.reader(fh), 1):
+            if len(row) < 3 or row[0].lstrip().startswith("#") or not row[2].strip():
+                continue
+            if lineno == 1 and row[2].strip().lower() == "submitted_at":
+                continue
+            try:
+                times[row[0].strip()] = parse_timestamp(row[2].strip()).isoformat()
+            except ValueError as exc:
+                raise ValueError(f"{src}:{lineno}: submitted_at: {exc}") from exc
+    return times
 
 
 def _check_student(student: str, where: str) -> None:
@@ -486,6 +511,7 @@ def grade_all(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     found = discover(Path(submissions), exclude=out)
+    times = submission_times(Path(submissions))
     selected = select_shard(list(found), shard)
     db = out / "gradebook.db"
     state = StateFile(out / STATE)
@@ -505,6 +531,8 @@ def grade_all(
     todo: list[tuple[str, str]] = []
     for student in selected:
         digest = submission_digest(found[student])
+        if student in times:  # a new trusted time changes the late penalty: regrade
+            digest += "@" + times[student]
         prev = done.get(student)
         result_json = out / student / "result.json"
         why = regrade_reason(prev, digest, inputs, force)
@@ -566,9 +594,12 @@ def grade_all(
                 work.mkdir(parents=True, exist_ok=True)
                 (work / CHILD_RESULT).unlink(missing_ok=True)
                 (work / "result.json").unlink(missing_ok=True)  # stale until the child's lands
+                one = grade_one
+                if student in times:
+                    one = functools.partial(grade_one, timestamp=times[student])
                 p = ctx.Process(
                     target=_child,
-                    args=(grade_one, str(found[student]), student, str(work), digest, os.getpid()),
+                    args=(one, str(found[student]), student, str(work), digest, os.getpid()),
                     name=f"grade-{student}",
                     daemon=False,
                 )
@@ -655,11 +686,16 @@ def _collect(
 # ----------------------------------------------------------------------------- CLI entry
 
 
-def grade_entry(submission: Path, student: str, work_dir: Path, root: str) -> GradeResult:
-    """The real `grade_one`: grade.grade_submission in the sandbox (top-level, so picklable)."""
+def grade_entry(
+    submission: Path, student: str, work_dir: Path, root: str, timestamp: str | None = None
+) -> GradeResult:
+    """The real `grade_one`: grade.grade_submission in the sandbox (top-level, so picklable).
+    `timestamp`: the trusted submission time from the CSV listing, for the late policy."""
     from grader.grade import grade_submission
+    from grader.late import parse_timestamp
 
-    return grade_submission(Path(submission), root=Path(root), student=student)
+    when = parse_timestamp(timestamp) if timestamp else None
+    return grade_submission(Path(submission), root=Path(root), student=student, timestamp=when)
 
 
 def reference_m9_record(course: Course) -> dict | None:

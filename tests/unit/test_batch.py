@@ -436,3 +436,31 @@ def test_sandbox_worker_dies_with_its_grading_process(tmp_path):
     finally:
         proc.kill()
         proc.stdout.close()
+
+
+def test_csv_submission_times_reach_grading_and_the_resume_key(tmp_path):
+    subs, driver = make_class(tmp_path, ["s00", "s01"])
+    text = DRIVER.replace(
+        "def grade(submission, student, work):",
+        "def grade(submission, student, work, timestamp=None):",
+    ).replace('fh.write(student + "\\n")', 'fh.write(f"{student}={timestamp}\\n")')
+    assert text != DRIVER
+    driver.write_text(text)
+    listing = tmp_path / "class.csv"
+    listing.write_text(
+        "student_id,path,submitted_at\ns00,subs/s00,2026-12-15T10:00:00Z\ns01,subs/s01\n"
+    )
+    out = tmp_path / "out"
+    res, calls = _run(tmp_path, driver, listing, out, ROOT)
+    assert calls == {"s00=2026-12-15T10:00:00+00:00", "s01=None"}
+    res, calls = _run(tmp_path, driver, listing, out, ROOT)
+    assert calls == set()
+    listing.write_text("s00,subs/s00,2026-12-16T10:00:00Z\ns01,subs/s01\n")
+    res, calls = _run(tmp_path, driver, listing, out, ROOT)
+    assert calls == {"s00=2026-12-16T10:00:00+00:00"}
+    assert "submission time changed" in _rows(res.stdout)["s00"]
+    listing.write_text("s00,subs/s00,yesterday\n")
+    from grader.batch import submission_times
+
+    with pytest.raises(ValueError, match="class.csv:1: submitted_at"):
+        submission_times(listing)
