@@ -705,7 +705,7 @@ def terminal_summary(rep: ClassReport, hardest: int = 10) -> str:
                 for t in rep.tests[:hardest]
             ],
         ),
-        f"\nlate: {len(rep.late)} assignment submissions",
+        f"\nlate submissions (student, assignment): {len(rep.late)}",
         f"similar pairs to look at (>= {100 * rep.threshold:.0f}% shared, not a verdict): "
         f"{len(rep.similar)}",
     ]
