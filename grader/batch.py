@@ -1,8 +1,10 @@
 """Grade a whole class: parallel, crash-proof, resumable, shardable.
 
 Input: a folder whose subfolders are submissions (student id = folder name), or a CSV file of
-`student_id,path` rows (a header row `student_id,path` is optional; relative paths are relative
-to the CSV's folder).
+`student_id,path[,submitted_at]` rows (a header row is optional; relative paths are relative to
+the CSV's folder). `submitted_at` is the trusted submission time (ISO 8601 with a zone, e.g.
+from the PR's grading run or your LMS; never a commit date) and the late policy applies to it;
+without it no late policy is applied. It is part of the resume key.
 
 Processes: each submission is graded by `grade_one(submission, student, work_dir)` in a fresh
 process of its own, started with multiprocessing's `spawn` context (`jobs` of them at a time).
@@ -20,11 +22,18 @@ Only the parent writes: reports (`out_dir/<student>/result.json`, `report.md`, `
 gradebook (`out_dir/gradebook.db`, under a file lock so that shards sharing a folder are safe),
 and `out_dir/state.jsonl`. The state line is appended (and fsync'd) after the reports and the
 gradebook row, so it is the commit point of one student: a rerun skips a student whose state line
-says "ok" for the same submission digest and whose result.json exists; everything else is graded
-again, and the gradebook write replaces rows, so an interruption at any point neither loses nor
-duplicates grades. Skipped students' results are re-recorded into the gradebook (cheap and
-idempotent), so a deleted or fresh gradebook.db is rebuilt complete. At the end of a run the state
+says "ok" for the same submission digest *and* the same grading digest (`grading_inputs`: the
+test suites, the grader package, course.toml and the reference solutions) and whose result.json
+exists; everything else is graded again and the summary says why (`regrade_reason`) and what
+changed in the score (before -> after); `force=True` (`--force`) regrades everyone. The gradebook
+write replaces rows, so an interruption at any point neither loses nor duplicates grades. Skipped
+students' results are re-recorded into the gradebook (cheap and idempotent), so a deleted or
+fresh gradebook.db is rebuilt complete. At the end of a run the state
 file is compacted to one line per student.
+
+Children die with the batch: each child asks the kernel for SIGKILL when the batch process
+exits (PR_SET_PDEATHSIG on Linux; elsewhere a thread that watches the parent's pid), and SIGTERM
+and SIGHUP on the batch run its cleanup like Ctrl-C does, so no grading outlives a killed run.
 
 Shards: `shard=(i, N)` (1-based, as in `--shard 2/4`) selects the students whose index in the
 sorted list of all student ids satisfies `index % N == i - 1`.
@@ -59,6 +68,8 @@ GradeOne = Callable[[Path, str, Path], GradeResult]
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 STATE = "state.jsonl"
 CHILD_RESULT = ".child-result.json"
+GRADING_SKIP = {"__pycache__", ".pytest_cache", ".ipynb_checkpoints", ".git", ".venv"}
+PR_SET_PDEATHSIG = 1
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -95,6 +106,65 @@ def submission_digest(path: Path) -> str:
             h.update(len(chunk).to_bytes(8, "big"))
             h.update(chunk)
     return h.hexdigest()
+
+
+def _tree_digest(h: Any, root: Path, label: str) -> None:
+    """Feed every regular file under root (sorted, caches skipped) into h, length-prefixed."""
+    files: list[Path] = []
+    if root.is_file():
+        files = [root]
+    elif root.is_dir():
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+            dirnames[:] = sorted(d for d in dirnames if d not in GRADING_SKIP)
+            files += [Path(dirpath, f) for f in filenames if not f.endswith((".pyc", ".pyo"))]
+    for p in sorted(files):
+        rel = f"{label}/{p.relative_to(root).as_posix()}" if root.is_dir() else label
+        data = p.read_bytes() if p.is_file() and not p.is_symlink() else b""
+        for chunk in (rel.encode(), data):
+            h.update(len(chunk).to_bytes(8, "big"))
+            h.update(chunk)
+
+
+def grading_inputs(root: Path) -> dict[str, str]:
+    """A digest per thing that decides a grade besides the submission: the suites (public and
+    hidden), the grader (its version and its source), course.toml and the reference solutions.
+    A change in any of them makes every earlier grade stale."""
+    from grader import __version__
+
+    root = Path(root)
+    parts = {
+        "suites": [root / "tests" / "public", root / "tests" / "hidden"],
+        "grader": [Path(__file__).resolve().parent],
+        "course.toml": [root / "course.toml"],
+        "reference": [root / "solutions"],
+    }
+    out: dict[str, str] = {}
+    for name, paths in parts.items():
+        h = hashlib.sha256(__version__.encode() if name == "grader" else b"")
+        for path in paths:
+            _tree_digest(h, path, path.name)
+        out[name] = h.hexdigest()
+    return out
+
+
+def regrade_reason(
+    prev: dict[str, Any] | None, digest: str, inputs: dict[str, str], force: bool
+) -> str:
+    """Why a student is graded in this run; "" when their earlier grade still stands."""
+    if force:
+        return "forced"
+    if prev is None:
+        return "new"
+    if prev.get("status") != "ok":
+        return "last grading failed"
+    if prev.get("digest") != digest:
+        same_files = str(prev.get("digest", "")).split("@")[0] == digest.split("@")[0]
+        return "submission time changed" if same_files else "submission changed"
+    before = prev.get("inputs")
+    if not isinstance(before, dict):
+        return "graded by an older grader"
+    changed = [k for k in inputs if before.get(k) != inputs[k]]
+    return (", ".join(changed) + " changed") if changed else ""
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:
@@ -154,6 +224,28 @@ def discover(submissions: Path, exclude: Path | None = None) -> dict[str, Path]:
         if not p.is_dir():
             raise ValueError(f"submission of {student}: {p} is not a folder")
     return dict(sorted(found.items()))
+
+
+def submission_times(submissions: Path) -> dict[str, str]:
+    """{student id: trusted submission time} from the third column of a CSV listing (checked
+    here, so a typo stops the batch before any grading); {} for a folder."""
+    from grader.late import parse_timestamp
+
+    src = Path(submissions)
+    if not src.is_file():
+        return {}
+    times: dict[str, str] = {}
+    with src.open(newline="", encoding="utf-8") as fh:
+        for lineno, row in enumerate(csv.reader(fh), 1):
+            if len(row) < 3 or row[0].lstrip().startswith("#") or not row[2].strip():
+                continue
+            if lineno == 1 and row[2].strip().lower() == "submitted_at":
+                continue
+            try:
+                times[row[0].strip()] = parse_timestamp(row[2].strip()).isoformat()
+            except ValueError as exc:
+                raise ValueError(f"{src}:{lineno}: submitted_at: {exc}") from exc
+    return times
 
 
 def _check_student(student: str, where: str) -> None:
@@ -239,12 +331,14 @@ def _child(
     student: str,
     work_dir: str,
     digest: str,
+    parent: int,
 ) -> None:
     """Runs in a spawned process: grade, then leave the result (or the error) as JSON.
 
     Reports are rendered by the parent, not here: matplotlib and jsonschema cost ~4 s of imports
     per fresh process against ~0.5 s per report in the parent that has them loaded.
     """
+    _die_with_parent(parent)
     work = Path(work_dir)
     log = os.open(work / "grade.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.dup2(log, 1)
@@ -265,6 +359,29 @@ def _child(
     tmp = work / (CHILD_RESULT + ".tmp")
     tmp.write_text(json.dumps(payload, allow_nan=False), encoding="utf-8")
     os.replace(tmp, work / CHILD_RESULT)
+
+
+def _die_with_parent(parent: int) -> None:
+    """SIGKILL this process when the batch (pid `parent`) goes, however it goes."""
+    import signal
+    import threading
+
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # the batch died before the request took effect
+        os._exit(1)
+
+    def watch() -> None:  # macOS has no PDEATHSIG; on Linux this is a second line of defence
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, daemon=True, name="die-with-parent").start()
 
 
 @dataclass
@@ -309,25 +426,45 @@ class BatchOutcome:
     seconds: float = 0.0
 
 
-def summary_table(results: dict[str, GradeResult], course: Course, failed: list[str]) -> str:
-    from grader.tables import format_table, points
+def summary_table(
+    results: dict[str, GradeResult],
+    course: Course,
+    failed: list[str],
+    regraded: dict[str, tuple[str, float | None]] | None = None,
+) -> str:
+    """The class table; `regraded` maps a student graded in this run to (why, score before)."""
+    from grader.tables import format_table, points, score
 
     ids = course.assignment_ids
+    regraded = regraded or {}
     rows = []
     for student in sorted(results):
         r = results[student]
         by_id = {a.id: a for a in r.assignments}
+        why, before = regraded.get(student, ("", None))
+        change = ""
+        if student in regraded:
+            change = f"{'–' if before is None else score(before)} -> {score(r.score)}"
         rows.append(
             [student]
             + [points(by_id[i].score, by_id[i].max_score) if i in by_id else "-" for i in ids]
-            + [points(r.score, r.max_score), "ERROR" if student in failed else ""]
+            + [
+                points(r.score, r.max_score),
+                "yes" if student in regraded else "no",
+                why,
+                change,
+                "ERROR" if student in failed else "",
+            ]
         )
-    text = format_table(["student", *ids, "total", "note"], rows)
+    text = format_table(
+        ["student", *ids, "total", "regraded", "why", "before -> after", "note"], rows
+    )
     scores = [r.score for r in results.values()]
     if scores:
         text += (
-            f"\n\n{len(scores)} students; mean {statistics.fmean(scores):.2f}, "
-            f"median {statistics.median(scores):.2f}, min {min(scores):.2f}, max {max(scores):.2f}"
+            f"\n\n{len(scores)} students; mean {score(statistics.fmean(scores))}, "
+            f"median {score(statistics.median(scores))}, min {score(min(scores))}, "
+            f"max {score(max(scores))}"
         )
     return text
 
@@ -367,10 +504,13 @@ def grade_all(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     found = discover(Path(submissions), exclude=out)
+    times = submission_times(Path(submissions))
     selected = select_shard(list(found), shard)
     db = out / "gradebook.db"
     state = StateFile(out / STATE)
     done = state.read()
+    inputs = grading_inputs(course.root)
+    regraded: dict[str, tuple[str, float | None]] = {}
     outcome = BatchOutcome(gradebook=db)
     total = len(selected)
     counter = 0
@@ -384,19 +524,20 @@ def grade_all(
     todo: list[tuple[str, str]] = []
     for student in selected:
         digest = submission_digest(found[student])
+        if student in times:  # a new trusted time changes the late penalty: regrade
+            digest += "@" + times[student]
         prev = done.get(student)
         result_json = out / student / "result.json"
-        if (
-            not force
-            and prev is not None
-            and prev.get("status") == "ok"
-            and prev.get("digest") == digest
-            and result_json.is_file()
-        ):
+        why = regrade_reason(prev, digest, inputs, force)
+        if not why and not result_json.is_file():
+            why = "result.json missing"
+        before = prev.get("score") if prev is not None and prev.get("status") == "ok" else None
+        if not why:
             try:
                 r = GradeResult.read(result_json)
                 validate(r.to_dict())
             except (OSError, ValueError, TypeError, KeyError):
+                regraded[student] = ("result.json unreadable", before)
                 todo.append((student, digest))
                 continue
             record(db, r, course)  # idempotent: keeps the gradebook complete after a crash
@@ -404,6 +545,7 @@ def grade_all(
             outcome.skipped.append(student)
             line(student, r, "(unchanged, skipped)")
         else:
+            regraded[student] = (why, before if isinstance(before, (int, float)) else None)
             todo.append((student, digest))
 
     def finish(student: str, digest: str, result: GradeResult, seconds: float, ok: bool) -> None:
@@ -428,6 +570,8 @@ def grade_all(
             {
                 "student": student,
                 "digest": digest,
+                "submission": str(Path(found[student]).resolve()),
+                "inputs": inputs,
                 "score": result.score,
                 "max_score": result.max_score,
                 "status": "ok" if ok else "error",
@@ -443,6 +587,7 @@ def grade_all(
     ctx = multiprocessing.get_context("spawn")
     queue = list(todo)
     running: dict[Any, _Running] = {}
+    restore = _exit_on_termination()
     try:
         while queue or running:
             while queue and len(running) < jobs:
@@ -451,9 +596,12 @@ def grade_all(
                 work.mkdir(parents=True, exist_ok=True)
                 (work / CHILD_RESULT).unlink(missing_ok=True)
                 (work / "result.json").unlink(missing_ok=True)  # stale until the child's lands
+                one = grade_one
+                if student in times:
+                    one = functools.partial(grade_one, timestamp=times[student])
                 p = ctx.Process(
                     target=_child,
-                    args=(grade_one, str(found[student]), student, str(work), digest),
+                    args=(one, str(found[student]), student, str(work), digest, os.getpid()),
                     name=f"grade-{student}",
                     daemon=False,
                 )
@@ -477,6 +625,7 @@ def grade_all(
         for job in running.values():  # interrupted: leave no orphan graders behind
             job.process.kill()
             job.process.join()
+        restore()
 
     state.compact()
     for names in (outcome.graded, outcome.skipped, outcome.failed):
@@ -484,7 +633,7 @@ def grade_all(
     if db.exists():
         outcome.csv = export_csv(db, out / "grades.csv")
     outcome.seconds = time.perf_counter() - started_all
-    print(summary_table(outcome.results, course, outcome.failed), file=summary)
+    print(summary_table(outcome.results, course, outcome.failed, regraded), file=summary)
     print(
         f"graded {len(outcome.graded)}, unchanged {len(outcome.skipped)}, failed "
         f"{len(outcome.failed)} in {outcome.seconds:.1f} s; results in {out}",
@@ -496,6 +645,22 @@ def grade_all(
 def _cause(what: str, exc: BaseException) -> str:
     """An error row's cause: what failed and the exception, short (it reaches a report)."""
     return f"{what} ({type(exc).__name__}: {str(exc)[:300]})"
+
+
+def _exit_on_termination() -> Callable[[], None]:
+    """SIGTERM/SIGHUP raise SystemExit in the main thread, so the batch's cleanup kills its
+    children as on Ctrl-C; returns a function that puts the old handlers back."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def stop(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    old = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    return lambda: [signal.signal(sig, h) for sig, h in old.items()] and None
 
 
 def _collect(
@@ -515,6 +680,7 @@ def _collect(
             if "result" in payload:
                 try:
                     validate(payload["result"])
+                    path.unlink(missing_ok=True)
                     return GradeResult.from_dict(payload["result"]), True
                 except Exception as exc:  # off-schema: this submission's error row
                     msg = f"invalid result: {exc}"
@@ -528,15 +694,24 @@ def _collect(
 
 
 def grade_entry(
-    submission: Path, student: str, work_dir: Path, root: str, allow_incomplete: bool = False
+    submission: Path,
+    student: str,
+    work_dir: Path,
+    root: str,
+    timestamp: str | None = None,
+    allow_incomplete: bool = False,
 ) -> GradeResult:
-    """The real `grade_one`: grade.grade_submission in the sandbox (top-level, so picklable)."""
+    """The real `grade_one`: grade.grade_submission in the sandbox (top-level, so picklable).
+    `timestamp`: the trusted submission time from the CSV listing, for the late policy."""
     from grader.grade import grade_submission
+    from grader.late import parse_timestamp
 
+    when = parse_timestamp(timestamp) if timestamp else None
     return grade_submission(
         Path(submission),
         root=Path(root),
         student=student,
+        timestamp=when,
         allow_incomplete_isolation=allow_incomplete,
     )
 

@@ -45,38 +45,76 @@ def _assignment_table(results) -> str:
     )
 
 
+FEEDBACK_CHARS = 100  # per test in `grader check`'s table; -v shows whole messages
+
+
+def _feedback(text: str, verbose: bool) -> str:
+    if verbose or not text:
+        return text or ""
+    first = text.splitlines()[0]
+    cut = len(first) > FEEDBACK_CHARS or "\n" in text.strip()
+    return first[: FEEDBACK_CHARS - 1] + "…" if cut else first
+
+
 def cmd_check(args: argparse.Namespace) -> int:
-    """Public suites against your own exercises, in this process, simulator when no GPU."""
+    """Public suites against your own exercises, in this process, simulator when no GPU.
+
+    The notebook of each assignment is chosen by the same rule as grading (grader.intake.pair).
+    """
     from grader.course import load_course
+    from grader.grade import _GradingBackend
+    from grader.intake import pair, release_for
+    from grader.student import InProcessBackend
     from grader.suites import run_assignment
     from grader.tables import format_table, points
 
     root = _root(args)
     course = load_course(root)
     ids = args.assignment or course.assignment_ids
+    for a in ids:
+        course.assignment(a)
     submission = Path(args.submission).resolve() if args.submission else root / "exercises"
-    results = [
-        run_assignment(root, a, submission, root / "metrics.json", suites=("public",)) for a in ids
-    ]
-    for r in results:
-        print(f"\n{r.id}")
-        print(
-            format_table(
-                ["test", "points", "outcome", "feedback"],
-                [
-                    [
-                        t.name,
-                        points(t.score, t.max_score),
-                        t.outcome,
-                        t.feedback.splitlines()[0][:100] if t.feedback else "",
-                    ]
-                    for t in r.tests
-                ],
+    release = release_for(submission, root / "exercises")
+    chosen = {a: pair(submission, a, release) for a in ids}
+    notebooks = {a: c.path for a, c in chosen.items() if c.path is not None}
+    errors = {a: c.error or "no notebook" for a, c in chosen.items() if c.path is None}
+    backend = _GradingBackend(InProcessBackend(notebooks), errors)
+    results = []
+    try:
+        for a in ids:
+            r = run_assignment(
+                root, a, submission, root / "metrics.json", suites=("public",), backend=backend
             )
-        )
+            if a in errors:
+                r.error = errors[a]
+            results.append(r)
+    finally:
+        backend.close()
+    cut = False
+    for r in results:
+        c = chosen[r.id]
+        checked = _shown_path(c.path, submission) if c.path is not None else "nothing"
+        print(f"\n{r.id} (checked {checked})")
+        rows = []
+        for t in r.tests:
+            fb = _feedback(t.feedback, args.verbose)
+            cut |= fb != (t.feedback or "")
+            rows.append([t.name, points(t.score, t.max_score), t.outcome, fb])
+        print(format_table(["test", "points", "outcome", "feedback"], rows))
+        for w in c.warnings:
+            print(f"warning: {w}")
     print()
     print(_assignment_table(results))
+    if cut:
+        print("\n(feedback shortened to one line; `grader check -v` shows whole messages)")
     return 0 if all(r.score == r.max_score for r in results) else 1
+
+
+def _shown_path(path: Path, submission: Path) -> str:
+    try:
+        return f"exercises/{path.resolve().relative_to(submission.resolve()).as_posix()}"
+    except ValueError:
+        return str(path)
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
@@ -180,10 +218,34 @@ def cmd_grade_all(args: argparse.Namespace) -> int:
             shard=args.shard,
             root=_root(args),
             allow_incomplete_isolation=args.allow_incomplete_isolation,
+            force=args.force,
         )
     except IsolationRefused as exc:
         print(exc, file=sys.stderr)
         return 3
+
+
+def cmd_class_report(args: argparse.Namespace) -> int:
+    from grader.course import load_course
+    from grader.reports.class_report import terminal_summary, write_class_report
+
+    course = load_course(_root(args))
+    submissions = None
+    if args.submissions:
+        from grader.batch import discover
+
+        submissions = discover(Path(args.submissions))
+    report, paths = write_class_report(
+        Path(args.graded),
+        course,
+        Path(args.report) if args.report else None,
+        submissions,
+        args.threshold,
+    )
+    print(terminal_summary(report), end="\n\n")
+    for kind, path in paths.items():
+        print(f"{kind:9} {path}")
+    return 0
 
 
 def cmd_release(args: argparse.Namespace) -> int:
@@ -238,6 +300,9 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check", help="students: run the public tests on your exercises")
     c.add_argument("assignment", nargs="*")
     c.add_argument("--submission", help="folder holding <id>/<id>.py (default: exercises/)")
+    c.add_argument(
+        "-v", "--verbose", action="store_true", help="show whole feedback messages, not one line"
+    )
     c.set_defaults(func=cmd_check)
 
     g = sub.add_parser("grade", help="grade one submission in the sandbox")
@@ -261,7 +326,30 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--shard", help="i/N: grade only this shard (1-based) of the class")
     b.add_argument("--out", default="grading-output")
     _isolation_override(b)
+    b.add_argument(
+        "--force",
+        action="store_true",
+        help="regrade everyone (by default a student is regraded only when their submission, "
+        "the suites, the grader, course.toml or the solutions changed)",
+    )
     b.set_defaults(func=cmd_grade_all)
+
+    cr = sub.add_parser(
+        "class-report", help="where the class struggles: scores, hardest tests, late, similarity"
+    )
+    cr.add_argument("graded", help="the --out folder of `grader grade-all`")
+    cr.add_argument("--report", help="folder to write (default: GRADED/class-report)")
+    cr.add_argument(
+        "--submissions",
+        help="the submissions folder or CSV graded (default: the paths grade-all recorded)",
+    )
+    cr.add_argument(
+        "--threshold",
+        type=float,
+        help="list pairs sharing at least this fraction of their graded code "
+        "(default: grader.reports.class_report.THRESHOLD)",
+    )
+    cr.set_defaults(func=cmd_class_report)
 
     r = sub.add_parser("release", help="build exercises/ from solutions/ with nbgrader")
     r.add_argument("assignment", nargs="*")

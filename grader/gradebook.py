@@ -47,6 +47,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
+from grader.core.points import stored
 from grader.course import Course
 from grader.results import GradeResult, TestResult
 
@@ -321,12 +322,46 @@ def _write(session, result: GradeResult, course: Course) -> None:
                 grade = Grade(cell=cell, notebook=snb)
                 session.add(grade)
             t = by_name.get(name)
-            grade.auto_score = float(t.score) if t is not None else None
+            grade.auto_score = stored(t.score) if t is not None else None
             # as nbgrader's SaveAutoGrades: a human's manual score stays and is flagged for review
             grade.needs_manual_grade = grade.manual_score is not None or grade.auto_score is None
         raw = sum(float(t.score) for t in a.tests)
-        snb.late_submission_penalty = round(raw * float(a.late_penalty), 6)
+        snb.late_submission_penalty = stored(raw * float(a.late_penalty))
         session.flush()
+
+
+CSV_SCORES = ("raw_score", "late_submission_penalty", "score", "max_score")
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _round_csv(path: Path) -> None:
+    """nbgrader sums the grades in SQL (35.999999999999986): round its score columns to the
+    shown points format, so the CSV a gradebook or an LMS imports says 36."""
+    import csv
+
+    from grader.core.points import shown
+
+    with open(path, newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+        fields = list(rows[0]) if rows else None
+    if not rows or fields is None:
+        return
+    for row in rows:
+        for key in CSV_SCORES:
+            if row.get(key) not in (None, ""):
+                try:
+                    row[key] = shown(float(row[key]))
+                except ValueError:
+                    continue
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
 
 
 def export_csv(db_path: Path | str, out_csv: Path | str) -> Path:
@@ -343,6 +378,8 @@ def export_csv(db_path: Path | str, out_csv: Path | str) -> Path:
     try:
         with open_gradebook(path, create=False) as gb:
             CsvExportPlugin(to=str(tmp)).export(gb)
+        _round_csv(tmp)
+        os.chmod(tmp, 0o644 & ~_umask())
         os.replace(tmp, out)
     except OSError as exc:
         if isinstance(exc, GradebookError):

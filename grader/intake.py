@@ -3,7 +3,9 @@
 Only ``exercises/**`` and ``metrics.json`` are taken. Every other path of the submission that
 differs from the trusted course tree (tests/, grader/, conftest.py, pyproject.toml, .github/ ...),
 or that the course does not have, is ignored and named in a warning, so a pull request that edits
-the tests or the grader changes nothing and says so. ``.git`` is skipped silently.
+the tests or the grader changes nothing and says so. Version control, virtual environments and
+tool caches (``SKIP_DIRS``: ``.git``, ``.venv``, ``__pycache__`` ...) are skipped silently and
+never counted against the file cap.
 
 Refused, with a warning and never copied: symlinks, anything that is not a regular file (FIFOs,
 sockets, devices), names containing ``..`` or control characters, files over the size caps
@@ -11,10 +13,12 @@ sockets, devices), names containing ``..`` or control characters, files over the
 O_NOFOLLOW and the bytes copied are the bytes hashed, so a path swapped mid-copy cannot smuggle
 anything in.
 
-Notebook pairing rule, per assignment, over ``exercises/<id>/<id>.py`` and ``<id>.ipynb``
-("changed" compares the graded source, `grader.notebook.graded_source`, with the release's,
-``release_dir/<id>/...``, default ``<course root>/exercises``, so Colab's metadata edits are not
-changes):
+Notebook pairing rule (`pair`, the one rule: `grader check`, `grader grade`, the PR path and a
+student's own `pytest tests/public` all use it), per assignment, over ``exercises/<id>/<id>.py``
+and ``<id>.ipynb`` ("changed" compares the graded source, `grader.notebook.graded_source`, with
+the release's, ``release_dir/<id>/...``, default ``<course root>/exercises``, so Colab's metadata
+edits are not changes; when there is no release apart from the submission itself, as in a
+student's own clone, "changed" means "has no more release stubs left than the other file"):
 
 1. neither exists: an assignment error saying to restore the files from the release;
 2. only one exists: grade it;
@@ -39,6 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.core.jsonread import METRICS_LIMITS
+from grader.core.stubs import count_stubs
+from grader.core.student_repo import exported_original
 from grader.course import Course
 from grader.notebook import MAX_NOTEBOOK_BYTES
 
@@ -47,7 +53,27 @@ MAX_METRICS_BYTES = METRICS_LIMITS.max_bytes
 MAX_TOTAL_BYTES = 200 * 1024 * 1024
 MAX_FILES = 5000
 MAX_WARNINGS = 60
-SKIP_DIRS = {".git", "__pycache__", ".ipynb_checkpoints"}
+# Never walked, never counted against MAX_FILES, never warned about: version control, virtual
+# environments and tool caches (a student's clone with a .venv holds thousands of files).
+SKIP_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".venv",
+        "venv",
+        ".tox",
+        ".nox",
+        "node_modules",
+        "__pycache__",
+        ".ipynb_checkpoints",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".mypy_cache",
+        ".hypothesis",
+        ".cache",
+    }
+)
 NOTEBOOK_SUFFIXES = (".py", ".ipynb")
 
 
@@ -119,7 +145,11 @@ def _same_as_course(root: Path, rel: Path, data: bytes | str) -> bool:
     if len(rel.parts) > 1 and not posix.startswith(PUBLIC_TOP):
         return False
     theirs = root / rel
-    if isinstance(data, str) or theirs.is_symlink() or not theirs.is_file():
+    if isinstance(data, str):
+        return False
+    if exported_original(root, rel.as_posix()) == data:  # README.md, workflows, .gitignore
+        return True
+    if theirs.is_symlink() or not theirs.is_file():
         return False
     try:
         if theirs.stat().st_size != len(data):
@@ -159,13 +189,42 @@ def _release_source(release: Path, aid: str) -> str | None:
     return None
 
 
-def _pair(
-    scratch: Path, release: Path, aid: str, refused: dict[str, str], warnings: _Warnings
-) -> tuple[Path | None, str | None]:
-    """(file to grade, None) or (None, error message) for one assignment (rule in docstring)."""
+def release_for(exercises: Path, release: Path | None) -> Path | None:
+    """The release to compare a submission's `exercises/` with, or None when there is none
+    apart from the submission itself: in a student's own clone the course's `exercises/` *is*
+    the student's work, and comparing it with itself would call the untouched file "changed"."""
+    if release is None or not Path(release).is_dir():
+        return None
+    try:
+        if Path(release).resolve() == Path(exercises).resolve():
+            return None
+    except OSError:
+        return None
+    return Path(release)
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """Which file of `exercises/<id>/<id>.{py,ipynb}` is graded, or why none can be."""
+
+    path: Path | None
+    error: str | None = None
+    warnings: tuple[str, ...] = ()
+
+
+def pair(
+    exercises: Path, aid: str, release: Path | None, refused: dict[str, str] | None = None
+) -> Pairing:
+    """The one pairing rule (module docstring), for `grader check`, `grade` and the PR path.
+
+    `exercises` holds `<id>/<id>.py|.ipynb`; `release` is the release to compare with (see
+    `release_for`; None: decide by the release stubs left in each file); `refused` names files
+    intake would not take, for the error message."""
     from grader.notebook import NotebookError
 
-    folder = scratch / "exercises" / aid
+    refused = refused or {}
+    notes: list[str] = []
+    folder = Path(exercises) / aid
     rels = {s: f"exercises/{aid}/{aid}{s}" for s in NOTEBOOK_SUFFIXES}
     files = {s: folder / f"{aid}{s}" for s in NOTEBOOK_SUFFIXES if (folder / f"{aid}{s}").is_file()}
     if not files:
@@ -175,9 +234,10 @@ def _pair(
             if rels[s] in refused
         ]
         detail = f" ({'; '.join(why)})" if why else ""
-        return None, (
+        return Pairing(
+            None,
             f"exercises/{aid}/: neither {aid}.py nor {aid}.ipynb was found{detail}; "
-            "restore the assignment folder from the release and commit your work in it"
+            "restore the assignment folder from the release and commit your work in it",
         )
     sources: dict[str, str] = {}
     broken: dict[str, str] = {}
@@ -185,50 +245,51 @@ def _pair(
         try:
             sources[s] = _source(path)
         except NotebookError as exc:
-            reason = str(exc).replace(str(path), rels[s])
-            broken[s] = reason
-    corrupt_hint = (
-        "{rel} is not a readable notebook ({why}); open it in Jupyter/Colab to "
-        "check it, or restore it from the release (or re-download it from Colab: "
-        "File > Download > .ipynb) and push again"
-    )
+            broken[s] = str(exc).replace(str(path), rels[s])
 
     def corrupt(s: str) -> str:
-        return corrupt_hint.format(rel=rels[s], why=broken[s])
+        return (
+            f"{rels[s]} is not a readable notebook ({broken[s]}); open it in Jupyter/Colab to "
+            "check it, or restore it from the release (or re-download it from Colab: "
+            "File > Download > .ipynb) and push again"
+        )
 
     if len(files) == 1:
         (s,) = files
-        return (files[s], None) if s in sources else (None, corrupt(s))
-    released = _release_source(release, aid)
+        return Pairing(files[s]) if s in sources else Pairing(None, corrupt(s))
+    released = _release_source(release, aid) if release is not None else None
 
     def changed(s: str) -> bool:
+        if release is None:  # no release to compare with: work shows as stubs filled in
+            other = ".ipynb" if s == ".py" else ".py"
+            return other not in sources or count_stubs(sources[s]) <= count_stubs(sources[other])
         return released is None or sources[s] != released
 
     if broken:
         if len(broken) == 2:
-            return None, corrupt(".ipynb") + "; " + rels[".py"] + " is not readable either"
+            return Pairing(None, corrupt(".ipynb") + "; " + rels[".py"] + " is not readable either")
         (bad,) = broken
         (good,) = sources
-        if changed(good):
-            warnings.add(f"{corrupt(bad)}; graded {rels[good]} instead")
-            return files[good], None
-        return None, (
+        if release is None or changed(good):
+            return Pairing(files[good], None, (f"{corrupt(bad)}; graded {rels[good]} instead",))
+        return Pairing(
+            None,
             f"{corrupt(bad)}. The other file, {rels[good]}, is unchanged from the "
-            "release, so there is no work in it to grade"
+            "release, so there is no work in it to grade",
         )
     if sources[".py"] == sources[".ipynb"]:
-        return files[".py"], None
+        return Pairing(files[".py"])
     py_changed, nb_changed = changed(".py"), changed(".ipynb")
     if py_changed and not nb_changed:
-        return files[".py"], None
+        return Pairing(files[".py"])
     if nb_changed and not py_changed:
-        return files[".ipynb"], None
-    warnings.add(
+        return Pairing(files[".ipynb"])
+    notes.append(
         f"{rels['.py']} and {rels['.ipynb']} both differ from the release and from each "
         f"other; graded {rels['.ipynb']} (Colab edits it). Keep the pair in sync, e.g. "
         f"with `jupytext --sync {rels['.ipynb']}`, or delete the one you do not use"
     )
-    return files[".ipynb"], None
+    return Pairing(files[".ipynb"], None, tuple(notes))
 
 
 def prepare(
@@ -318,12 +379,15 @@ def prepare(
 
     notebooks: dict[str, Path] = {}
     errors: dict[str, str] = {}
+    compare = release_for(submission / "exercises", release)
     for aid in course.assignment_ids:
-        chosen, error = _pair(scratch, release, aid, refused, warnings)
-        if chosen is not None:
-            notebooks[aid] = chosen
+        chosen = pair(scratch / "exercises", aid, compare, refused)
+        for w in chosen.warnings:
+            warnings.add(w)
+        if chosen.path is not None:
+            notebooks[aid] = chosen.path
         else:
-            errors[aid] = error or "no notebook"
+            errors[aid] = chosen.error or "no notebook"
     return Intake(
         notebooks=notebooks,
         errors=errors,

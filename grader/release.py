@@ -24,17 +24,20 @@ relative path (or glob) per line, in `solutions/<id>/release-files.txt`; `.py` a
 refused there. By default nothing is copied.
 
 Leak proof (`leak_check`). Secret lines: every line inside a BEGIN/END SOLUTION or BEGIN/END
-HIDDEN TESTS region of the solution notebooks, every line of other files under `solutions/`
-(except the declared data files), and every line of `tests/hidden/**`. Lines are compared
-stripped. A line is not secret when it is *generic* (`is_generic`): blank; a comment; an
-nbgrader marker; an import statement; shorter than 8 characters (`return`, `pass`, `else:`,
-`try:`, `break`, `)`, a lone triple quote); or naming fewer than two things once Python keywords and
+HIDDEN TESTS region of the solution notebooks, every line of `tests/hidden/**`, and every line of
+other files under `solutions/` (except the declared data files). Lines are compared stripped. A
+line is not secret when it is *generic* (`is_generic`): blank; a comment; an nbgrader marker; an
+import statement; shorter than 8 characters (`return`, `pass`, `else:`, `try:`, `break`, `)`, a
+lone triple quote); or naming fewer than two things once Python keywords and
 `None/True/False/self/cls` are left out (`return None`, `return total`, `except ValueError:`).
-Nor is a line that is public by design: one that appears outside every region of a solution
-notebook (the scaffold release ships), in `tests/public/**`, or in a grader module students get
-(`STUDENT_MODULES`). Every
-text file under the scanned tree is checked (cell sources and text outputs for `.ipynb`, lines
-otherwise, also with a leading `#` removed so a markdown cell of a `.py` is seen).
+There is no public-by-default escape: a region's or a hidden test's line that also appears
+outside a region, in a markdown cell, in `tests/public/**` or in a grader module is still secret,
+so pasting it there is a leak. The instructor makes such a line public where it is written: a
+trailing `# grader: public` comment, or a line holding only `# grader: public` just above it
+(`secret_and_public_lines`). Only the lines of stray files under `solutions/` that the scaffold
+ships anyway are excused. Every text file under the scanned tree (the staged release, the
+export) is checked: cell sources and text outputs for `.ipynb`, lines otherwise, also with a
+leading `#` removed so a markdown cell of a `.py` is seen.
 
 Export (`export_student`). The student repository gets `exercises/`, `tests/public/`, the grader
 modules in `STUDENT_MODULES`, `course.toml`, `pyproject.toml`, `README.md` (from
@@ -63,6 +66,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader.core.stubs import STUB_MESSAGE
+from grader.core.student_repo import STUDENT_GITIGNORE, STUDENT_README, STUDENT_WORKFLOWS
+
 BEGIN_SOLUTION = "BEGIN SOLUTION"
 END_SOLUTION = "END SOLUTION"
 BEGIN_HIDDEN = "BEGIN HIDDEN TESTS"
@@ -76,7 +82,6 @@ MARKERS = (
     "END MARK SCHEME",
 )
 
-STUB_MESSAGE = "{function}: implement this (see the docstring)"
 _PLACEHOLDER = "__GRADER_STUB_FUNCTION__"
 CODE_STUB = (
     f'# YOUR CODE HERE\nraise NotImplementedError("{STUB_MESSAGE.format(function=_PLACEHOLDER)}")'
@@ -110,6 +115,8 @@ _IMPORT_RE = re.compile(
 )
 _CELL_MARKER_RE = re.compile(r"^\s*#\s*(%%|<codecell>|In\[[0-9 ]*\]:?)")
 MAX_SCAN_BYTES = 20 * 1024 * 1024
+PUBLIC_MARK = "# grader: public"
+_PUBLIC_MARK_RE = re.compile(r"#\s*grader:\s*public\s*$")
 
 STUDENT_MODULES = frozenset(
     {
@@ -137,19 +144,6 @@ STUDENT_MODULES = frozenset(
     }
 )
 INSTRUCTOR_MODULES = frozenset({"release", "batch", "gradebook", "demo", "samples"})
-STUDENT_GITIGNORE = """\
-# Python and Jupyter clutter
-__pycache__/
-*.py[cod]
-.ipynb_checkpoints/
-.pytest_cache/
-.venv/
-venv/
-*.egg-info/
-.DS_Store
-# local grading output (metrics.json is part of your submission: commit it)
-grader-output/
-"""
 
 
 # --------------------------------------------------------------------------------------------
@@ -859,21 +853,65 @@ def _cell_starts(path: Path, cells) -> list[int]:
     return [r[1] for r in ranges] if ranges else [0] * len(cells)
 
 
+def _unmarked(lines: Sequence[str], origins: Sequence[str]) -> list[str]:
+    """`origins` without those of the lines `_marked_public` drops (the marks of their own)."""
+    return [
+        o
+        for line, o in zip(lines, origins, strict=True)
+        if not _PUBLIC_MARK_RE.fullmatch(line.strip())
+    ]
+
+
+def _marked_public(lines: Iterable[str]) -> list[tuple[str, bool]]:
+    """Each line (without its mark) and whether the instructor marked it public: a trailing
+    `# grader: public`, or a line of its own holding only that mark just above it (for a line
+    the mark would push past the line-length limit)."""
+    out: list[tuple[str, bool]] = []
+    above = False
+    for line in lines:
+        if _PUBLIC_MARK_RE.fullmatch(line.strip()):
+            above = True
+            continue
+        m = _PUBLIC_MARK_RE.search(line)
+        out.append((line[: m.start()].rstrip() if m else line, above or m is not None))
+        above = False
+    return out
+
+
 def secret_and_public_lines(root: Path) -> tuple[dict[str, str], set[str]]:
-    """(secret line -> where it comes from, public lines) for the leak proof."""
+    """(secret line -> where it comes from, lines the instructor marked public at their source).
+
+    There is no public-by-default escape for the lines of a SOLUTION or HIDDEN TESTS region and
+    of `tests/hidden/**`: such a line stays secret wherever else it appears (outside a region, a
+    markdown cell of the solution notebook, tests/public, the grader). Only a line marked
+    `# grader: public` where it is written is left out; the mark is not part of the line
+    compared. Other files under `solutions/` (a backup copy, a reference implementation) are
+    secret so that they cannot ride along; their lines that the release's scaffold ships anyway
+    (outside every region of a solution notebook, and no region's line) reveal nothing and are
+    left out."""
     from grader.course import load_course
 
     root = Path(root).resolve()
-    secrets: dict[str, str] = {}
+    secrets: dict[str, str] = {}  # regions and hidden tests
+    strays: dict[str, str] = {}  # other files under solutions/
+    scaffold: set[str] = set()
     public: set[str] = set()
     ids = load_course(root).assignment_ids
     notebooks = {(root / "solutions" / a / f"{a}.py").resolve() for a in ids}
     declared = _declared_data(root)
 
-    def add_secret(line: str, origin: str) -> None:
-        s = line.strip()
-        if not is_generic(s):
-            secrets.setdefault(s, origin)
+    def add(into: dict[str, str], lines: Sequence[str], origins: Sequence[str]) -> None:
+        """`origins[k]`: where `lines[k]` comes from."""
+        kept = zip(_marked_public(lines), _unmarked(lines, origins), strict=True)
+        for (line, marked), origin in kept:
+            s = line.strip()
+            if marked:
+                public.add(s)
+            elif not is_generic(s):
+                into.setdefault(s, origin)
+
+    def numbered(prefix: str, lines: Sequence[str]) -> list[str]:
+        return [f"{prefix}{n}" for n in range(1, len(lines) + 1)]
 
     sol = root / "solutions"
     for path in sorted(_files(sol).values()) if sol.is_dir() else []:
@@ -886,32 +924,28 @@ def secret_and_public_lines(root: Path) -> tuple[dict[str, str], set[str]]:
             starts = _cell_starts(path, cells)
             for k, cell in enumerate(cells):
                 inside, outside = _split_regions(cell.source)
-                for n, line in inside:
-                    add_secret(line, f"{rel}:{starts[k] + n + 1}")
-                public.update(x.strip() for x in outside)
+                add(
+                    secrets,
+                    [line for _, line in inside],
+                    [f"{rel}:{starts[k] + n + 1}" for n, _ in inside],
+                )
+                scaffold.update(x.strip() for x in outside)
             continue
         if cells is not None and path.suffix == ".ipynb":
             for k, cell in enumerate(cells):
-                for n, line in enumerate(cell.source.split("\n"), start=1):
-                    add_secret(line, f"{rel} cell {k} line {n}")
+                lines = cell.source.split("\n")
+                add(strays, lines, numbered(f"{rel} cell {k} line ", lines))
             continue
-        for n, line in enumerate(_text_lines(path) or [], start=1):
-            add_secret(line, f"{rel}:{n}")
+        lines = _text_lines(path) or []
+        add(strays, lines, numbered(f"{rel}:", lines))
     for path in _files(root / "tests" / "hidden").values():
-        for n, line in enumerate(_text_lines(path) or [], start=1):
-            add_secret(line, f"{_rel(root, path)}:{n}")
-    shipped = list(_files(root / "tests" / "public").values())
-    shipped += [
-        p
-        for p in _files(root / "grader").values()
-        if p.suffix != ".py" or p.stem in STUDENT_MODULES or p.parent.name in STUDENT_MODULES
-    ]
-    for path in shipped:
-        public.update(x.strip() for x in _text_lines(path) or [])
-    public.update(x.strip() for x in CODE_STUB.split("\n"))
+        lines = _text_lines(path) or []
+        add(secrets, lines, numbered(f"{_rel(root, path)}:", lines))
+    merged = {s: o for s, o in strays.items() if s not in scaffold}
+    merged.update(secrets)
     for s in public:
-        secrets.pop(s, None)
-    return secrets, public
+        merged.pop(s, None)
+    return merged, public
 
 
 def _candidates(line: str) -> list[str]:
@@ -1038,7 +1072,7 @@ def export_student(root: Path, dest: Path) -> Path:
                 *rel.findings,
             ]
         )
-    readme = root / "STUDENT_README.md"
+    readme = root / STUDENT_README
     if not readme.is_file():
         raise ExportError([f"{readme}: missing (the student README's source)"])
     grader_files = _student_grader(root)
@@ -1061,7 +1095,7 @@ def export_student(root: Path, dest: Path) -> Path:
             _copy(root / name, out / name)
         _copy(readme, out / "README.md")
         (out / ".gitignore").write_text(STUDENT_GITIGNORE, encoding="utf-8")
-        flows = root / ".github" / "student-workflows"
+        flows = root / STUDENT_WORKFLOWS
         if flows.is_dir():
             for wf in sorted([*flows.glob("*.yml"), *flows.glob("*.yaml")]):
                 _copy(wf, out / ".github" / "workflows" / wf.name)
@@ -1102,11 +1136,12 @@ def _solution_ipynbs(root: Path, ids: Sequence[str], work: Path) -> dict[str, Pa
 
 def _validate(path: Path, invert: bool, timeout: int) -> dict:
     from nbgrader.validator import Validator
-    from traitlets.config import Config
 
-    cfg = Config()
-    cfg.Execute.timeout = timeout
-    return Validator(invert=invert, config=cfg).validate(str(path))
+    from grader.core.kernels import ipc_kernel_config
+
+    with ipc_kernel_config() as cfg:  # no TCP kernel, no "without encryption" warning
+        cfg.Execute.timeout = timeout
+        return Validator(invert=invert, config=cfg).validate(str(path))
 
 
 def _first(text: str, n: int = 100) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from grader.core.points import fraction, shown
+
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     cells = [[str(h) for h in headers]] + [[_fmt(c) for c in row] for row in rows]
@@ -15,14 +17,15 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> st
 
 def _fmt(value: object) -> str:
     if isinstance(value, float):
-        return _short(value)
+        return shown(value)
     return str(value)
 
 
 def points(score: float, max_score: float) -> str:
-    """`12.5/40`: at most two decimals (parametrized tests split points into fractions)."""
-    return f"{_short(score)}/{_short(max_score)}"
+    """`12.5/40` (grader.core.points: parametrized tests split points into fractions)."""
+    return fraction(score, max_score)
 
 
-def _short(x: float) -> str:
-    return f"{round(float(x), 2):g}"
+def score(x: float) -> str:
+    """`12.5`: one score in the points format."""
+    return shown(x)

@@ -7,25 +7,11 @@ Student text is escaped once, in `escape`; what both share is in `common`.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
+from grader.core.files import atomic_write
 from grader.course import Course
 from grader.results import GradeResult, validate
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_reports(
@@ -52,8 +38,8 @@ def write_reports(
     from grader.reports.html import html
     from grader.reports.markdown import markdown
 
-    _atomic_write(paths["markdown"], markdown(result, course))
-    _atomic_write(paths["html"], html(result, course, metrics, reference))
+    atomic_write(paths["markdown"], markdown(result, course))
+    atomic_write(paths["html"], html(result, course, metrics, reference))
     # result.json last: its presence means the whole set is complete (batch resume relies on it)
-    _atomic_write(paths["json"], json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n")
+    atomic_write(paths["json"], json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n")
     return paths

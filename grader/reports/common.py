@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
+from grader.core.points import shown
 from grader.course import Course
 from grader.results import GradeResult, TestResult
 
@@ -26,10 +26,7 @@ FAILING = ("failed", "error", "timeout")
 
 
 def num(x: float) -> str:
-    x = float(x)
-    if math.isfinite(x) and x == int(x):
-        return str(int(x))
-    return f"{x:.2f}".rstrip("0").rstrip(".")
+    return shown(x)  # the one points format (grader.core.points)
 
 
 def pts(score: float, max_score: float) -> str:

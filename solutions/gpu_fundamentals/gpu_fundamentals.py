@@ -954,7 +954,7 @@ def vector_add(a, b, c):
     Launch with at least c.size threads; threads whose index is >= c.size do nothing.
     """
     ### BEGIN SOLUTION
-    i = cuda.grid(1)
+    i = cuda.grid(1)  # grader: public
     if i < c.size:
         c[i] = a[i] + b[i]
     ### END SOLUTION
@@ -1507,19 +1507,19 @@ def coalescing_slowdown(n=8192):
 
     def median_ms(launch):
         launch()  # warm-up: compiles on the first call
-        cuda.synchronize()
+        cuda.synchronize()  # grader: public
         if not ON_GPU:
-            t0 = time.perf_counter()
+            t0 = time.perf_counter()  # grader: public
             launch()
             return (time.perf_counter() - t0) * 1e3
         times = []
         for _ in range(5):
-            start, end = cuda.event(), cuda.event()
-            start.record()
+            start, end = cuda.event(), cuda.event()  # grader: public
+            start.record()  # grader: public
             for _ in range(10):
                 launch()
-            end.record()
-            end.synchronize()
+            end.record()  # grader: public
+            end.synchronize()  # grader: public
             times.append(cuda.event_elapsed_time(start, end) / 10)
         return float(np.median(times))
 

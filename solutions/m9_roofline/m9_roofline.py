@@ -575,7 +575,7 @@ def load_hardware(path=None):
     """
     ### BEGIN SOLUTION
     if path is None:
-        root = find_course_root()
+        root = find_course_root()  # grader: public
         if root is None:
             raise FileNotFoundError(
                 f"course.toml not found in {os.getcwd()} or any folder above it. Open this notebook "
@@ -583,7 +583,7 @@ def load_hardware(path=None):
                 "%cd into exercises/m9_roofline; see the top of the notebook)."
             )
         path = root / "course.toml"
-    path = Path(path)
+    path = Path(path)  # grader: public
     if path.is_dir():
         path = path / "course.toml"
     if not path.is_file():
@@ -897,7 +897,7 @@ def save_metric(path, key, value):
         raise ValueError(f"the metrics key must be a non-empty str, got {key!r}")
     try:
         encoded = json.dumps(value, allow_nan=False, sort_keys=True)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError) as exc:  # grader: public
         raise ValueError(
             f"metrics[{key!r}] must be plain JSON data (dict with str keys, list, str, int, float, "
             f"bool, None) with no NaN or infinity: {exc}"
@@ -914,7 +914,7 @@ def save_metric(path, key, value):
                     f"{path} is not valid JSON ({exc}); repair it by hand (or move it aside if "
                     "it holds nothing you need) and run this cell again"
                 ) from None
-            if not isinstance(data, dict):
+            if not isinstance(data, dict):  # grader: public
                 raise ValueError(
                     f"{path} holds a JSON {type(data).__name__}, not an object of metrics; repair "
                     "it by hand (or move it aside) and run this cell again"
@@ -928,8 +928,8 @@ def save_metric(path, key, value):
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(data, fh, indent=2, sort_keys=True, allow_nan=False)
             fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+            fh.flush()  # grader: public
+            os.fsync(fh.fileno())  # grader: public
         os.chmod(tmp_name, 0o644)
         os.replace(tmp_name, path)
     except BaseException:

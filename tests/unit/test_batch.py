@@ -238,3 +238,229 @@ def test_state_file_tolerates_torn_line(tmp_path):
     state.compact()
     assert path.read_text().count("\n") == 2
     assert state.read()["a"]["status"] == "error"
+
+
+def _course_copy(tmp_path):
+    """A course root the test may edit: course.toml, tests/ and solutions/ copied."""
+    import shutil
+
+    root = tmp_path / "course"
+    root.mkdir()
+    shutil.copy(ROOT / "course.toml", root)
+    shutil.copytree(ROOT / "tests" / "public", root / "tests" / "public")
+    shutil.copytree(ROOT / "tests" / "hidden", root / "tests" / "hidden")
+    shutil.copytree(ROOT / "solutions", root / "solutions")
+    return root
+
+
+def _run(tmp_path, driver, subs, out, root, *extra):
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "CALLS": str(tmp_path / "calls.txt"),
+        "STUB_SLEEP": "0",
+        "COURSE_ROOT": str(root),
+        "FORCE": "1" if "--force" in extra else "",
+    }
+    (tmp_path / "calls.txt").write_text("")
+    res = subprocess.run(
+        [sys.executable, str(driver), str(subs), str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert res.returncode == 0, res.stderr
+    return res, set((tmp_path / "calls.txt").read_text().split())
+
+
+def _rows(stdout):
+    """student -> the class table's row cells (split on runs of 2+ spaces)."""
+    import re
+
+    rows = {}
+    for line in stdout.splitlines():
+        cells = re.split(r"\s{2,}", line.strip())
+        if cells and cells[0] in {"s00", "s01", "s02"}:
+            rows[cells[0]] = cells
+    return rows
+
+
+def test_regrade_when_what_grades_changes_and_force(tmp_path):
+    root = _course_copy(tmp_path)
+    subs, driver = make_class(tmp_path, ["s00", "s01", "s02"])
+    driver.write_text(
+        DRIVER.replace(
+            "jobs=2, shard=shard,", "jobs=2, shard=shard, force=bool(os.environ['FORCE']),"
+        )
+    )
+    out = tmp_path / "out"
+    res, calls = _run(tmp_path, driver, subs, out, root)
+    assert calls == {"s00", "s01", "s02"}
+    assert "regraded" in res.stdout and "before -> after" in res.stdout
+    assert all(r[-2:] == ["new", "new"] or "new" in r for r in _rows(res.stdout).values())
+
+    res, calls = _run(tmp_path, driver, subs, out, root)
+    assert calls == set()
+    assert "graded 0, unchanged 3" in res.stdout
+
+    # a fixed hidden test: everyone is stale, and the table says why
+    hidden = next((root / "tests" / "hidden").rglob("test_*.py"))
+    hidden.write_text(hidden.read_text() + "\n# fixed a threshold\n")
+    res, calls = _run(tmp_path, driver, subs, out, root)
+    assert calls == {"s00", "s01", "s02"}
+    rows = _rows(res.stdout)
+    assert all("suites changed" in r for r in rows.values()), res.stdout
+
+    # course.toml and the reference solutions count too
+    for path in (root / "course.toml", next((root / "solutions").rglob("*.py"))):
+        path.write_text(path.read_text() + "\n# edited\n")
+    res, calls = _run(tmp_path, driver, subs, out, root)
+    assert calls == {"s00", "s01", "s02"}
+    assert all("course.toml, reference changed" in r for r in _rows(res.stdout).values())
+
+    # a changed submission: before -> after shows the score moving
+    (subs / "s00" / "exercises" / "a.py").write_text("xxxx")  # was 1 point, now 4
+    res, calls = _run(tmp_path, driver, subs, out, root)
+    assert calls == {"s00"}
+    row = _rows(res.stdout)["s00"]
+    assert "submission changed" in row and "1 -> 4" in row, res.stdout
+    assert _rows(res.stdout)["s01"][-1] == "no"  # unchanged rows: regraded "no", no why
+
+    # --force regrades everyone
+    res, calls = _run(tmp_path, driver, subs, out, root, "--force")
+    assert calls == {"s00", "s01", "s02"}
+    assert all("forced" in r for r in _rows(res.stdout).values())
+    # no stray files are left beside the reports
+    for s in ("s00", "s01", "s02"):
+        assert not (out / s / ".child-result.json").exists()
+        for name in ("report.md", "report.html", "result.json"):
+            assert (out / s / name).stat().st_mode & 0o777 == 0o644 & ~_umask()
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is dead for our purpose
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return True
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_children_die_with_a_killed_batch(tmp_path, sig):
+    subs, driver = make_class(tmp_path, ["s00", "s01"])
+    text = DRIVER.replace(
+        'fh.write(student + "\\n")', 'fh.write(student + " " + str(os.getpid()) + "\\n")'
+    )
+    assert text != DRIVER
+    driver.write_text(text)
+    out = tmp_path / "out"
+    proc = run_driver(tmp_path, driver, subs, out, sleep=120, wait=False)
+    calls = tmp_path / "calls.txt"
+    deadline = time.monotonic() + 60
+    pids: list[int] = []
+    while time.monotonic() < deadline:
+        if calls.exists():
+            pids = [
+                int(x.split()[1]) for x in calls.read_text().splitlines() if len(x.split()) == 2
+            ]
+            if len(pids) == 2:
+                break
+        time.sleep(0.05)
+    assert len(pids) == 2, "the children never started"
+    assert all(_alive(p) for p in pids)
+    os.kill(proc.pid, sig)  # the batch alone, not its process group
+    proc.wait(timeout=30)
+    proc.stdout.close()
+    proc.stderr.close()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.1)
+    assert not any(_alive(p) for p in pids), "a grading child outlived its batch"
+
+
+# A grading process (as a grade-all child is) whose sandboxed worker runs a student loop.
+GRADER_WITH_LOOPING_WORKER = textwrap.dedent(
+    """
+    import sys, threading, time
+    from pathlib import Path
+    from grader.course import load_course
+    from grader.sandbox import WorkerBackend
+
+    work = Path(sys.argv[1])
+    b = WorkerBackend(work, {"a": work / "exercises/a/a.py"}, load_course(sys.argv[2]).limits)
+    req = {"assignment": "a", "op": "call", "name": "loop", "args": [], "kwargs": {}}
+    threading.Thread(target=b.request, args=(req, 600), daemon=True).start()
+    while b._proc is None:
+        time.sleep(0.05)
+    time.sleep(3)  # the call is in the student's loop by now
+    print(b._proc.pid, flush=True)
+    time.sleep(600)
+    """
+)
+
+
+def test_sandbox_worker_dies_with_its_grading_process(tmp_path):
+    """A killed grade-all child's worker must not keep running the student's loop."""
+    work = tmp_path / "work"
+    (work / "exercises" / "a").mkdir(parents=True)
+    (work / "exercises" / "a" / "a.py").write_text(
+        "# %%\ndef loop():\n    while True:\n        pass\n"
+    )
+    script = tmp_path / "grader_proc.py"
+    script.write_text(GRADER_WITH_LOOPING_WORKER)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(work), str(ROOT)],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        worker = int(proc.stdout.readline())
+        assert _alive(worker)
+        proc.kill()  # as PR_SET_PDEATHSIG kills a grade-all child
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and _alive(worker):
+            time.sleep(0.1)
+        assert not _alive(worker), "the worker outlived the grading process that started it"
+    finally:
+        proc.kill()
+        proc.stdout.close()
+
+
+def test_csv_submission_times_reach_grading_and_the_resume_key(tmp_path):
+    subs, driver = make_class(tmp_path, ["s00", "s01"])
+    text = DRIVER.replace(
+        "def grade(submission, student, work):",
+        "def grade(submission, student, work, timestamp=None):",
+    ).replace('fh.write(student + "\\n")', 'fh.write(f"{student}={timestamp}\\n")')
+    assert text != DRIVER
+    driver.write_text(text)
+    listing = tmp_path / "class.csv"
+    listing.write_text(
+        "student_id,path,submitted_at\ns00,subs/s00,2026-12-15T10:00:00Z\ns01,subs/s01\n"
+    )
+    out = tmp_path / "out"
+    res, calls = _run(tmp_path, driver, listing, out, ROOT)
+    assert calls == {"s00=2026-12-15T10:00:00+00:00", "s01=None"}
+    res, calls = _run(tmp_path, driver, listing, out, ROOT)
+    assert calls == set()
+    listing.write_text("s00,subs/s00,2026-12-16T10:00:00Z\ns01,subs/s01\n")
+    res, calls = _run(tmp_path, driver, listing, out, ROOT)
+    assert calls == {"s00=2026-12-16T10:00:00+00:00"}
+    assert "submission time changed" in _rows(res.stdout)["s00"]
+    listing.write_text("s00,subs/s00,yesterday\n")
+    from grader.batch import submission_times
+
+    with pytest.raises(ValueError, match="class.csv:1: submitted_at"):
+        submission_times(listing)

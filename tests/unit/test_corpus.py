@@ -712,8 +712,9 @@ def test_grade_and_grade_all_refuse_without_bwrap(ctx, tmp_path):
 
 
 def test_override_grades_and_marks_every_output(ctx, course, tmp_path, no_bwrap):
-    from grader import report
     from grader.grade import grade_submission
+    from grader.reports import write_reports
+    from grader.reports.escape import md_inline
     from grader.results import GradeResult, validate
 
     case = corpus.by_name()["function_missing"]
@@ -730,7 +731,7 @@ def test_override_grades_and_marks_every_output(ctx, course, tmp_path, no_bwrap)
     check(case, result, ctx)  # graded anyway: the same outcomes as in the sandbox
     validate(result.to_dict())
     assert GradeResult.from_dict(json.loads(result.to_json())).environment.not_authoritative == note
-    paths = report.write_reports(result, course, tmp_path / "out")
-    assert report.md_inline(note, 600) in paths["markdown"].read_text()
+    paths = write_reports(result, course, tmp_path / "out")
+    assert md_inline(note, 600) in paths["markdown"].read_text()
     assert html.escape(note) in paths["html"].read_text()
     assert json.loads(paths["json"].read_text())["environment"]["not_authoritative"] == note

@@ -161,7 +161,33 @@ def test_export_csv_one_row_per_student_and_assignment(tmp_path, course):
         capture_output=True,
         timeout=120,
     )
-    assert cli.read_text() == out.read_text()  # nbgrader's own export reads the same grades
+    with cli.open() as fh:  # nbgrader's own export reads the same grades (unrounded)
+        theirs = list(csv.DictReader(fh))
+    assert len(theirs) == len(data)
+    for mine, other in zip(data, theirs, strict=True):
+        assert list(mine) == list(other)
+        for key, value in mine.items():
+            if key in ("raw_score", "late_submission_penalty", "score", "max_score"):
+                assert float(value) == pytest.approx(float(other[key]), abs=0.005)
+            else:
+                assert value == other[key]
+
+
+def test_export_csv_rounds_scores_and_is_world_readable(tmp_path, course):
+    db = tmp_path / "gradebook.db"
+    record(db, result("ann", scores=(0.1, 0.2)), course)  # 0.1 + 0.2 = 0.30000000000000004
+    out = export_csv(db, tmp_path / "grades.csv")
+    rows = {r["assignment"]: r for r in csv.DictReader(out.open())}
+    assert rows["gpu_fundamentals"]["raw_score"] == "0.3"
+    assert rows["gpu_fundamentals"]["score"] == "0.3"
+    assert all(len(r["score"].partition(".")[2]) <= 2 for r in rows.values())
+    assert out.stat().st_mode & 0o777 == 0o644 & ~_umask()
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 WRITER = textwrap.dedent(

@@ -257,3 +257,59 @@ def test_unknown_course_files_are_listed(course, tmp_path):
     out = intake.prepare(sub, tmp_path / "scratch", replace(course), None)
     assert any(w.startswith("ignored grader/plugin.py") for w in out.warnings)
     assert not (tmp_path / "scratch" / "grader").exists()
+
+
+RELEASE_STUB = STUB.replace(
+    "raise NotImplementedError",
+    'raise NotImplementedError("f: implement this (see the docstring)")',
+)
+RELEASE_DONE = RELEASE_STUB.replace(
+    'raise NotImplementedError("f: implement this (see the docstring)")', "return 2 * x"
+)
+
+
+@pytest.mark.parametrize("edited", [".py", ".ipynb"])
+def test_student_clone_is_not_its_own_release(course, tmp_path, edited):
+    """In a student's clone the course's exercises/ is the student's work: the file they edited
+    is graded (check and grade alike), never the untouched stub beside it."""
+    clone = course.root
+    for suffix in (".py", ".ipynb"):
+        text = RELEASE_DONE if suffix == edited else RELEASE_STUB
+        nb(clone, suffix).write_text(text if suffix == ".py" else to_ipynb(text))
+    assert intake.release_for(clone / "exercises", clone / "exercises") is None
+    out = intake.prepare(clone, tmp_path / "scratch", course)  # default release: the clone's own
+    assert out.notebooks["a"].name == f"a{edited}"
+    assert out.warnings == []
+    # the check's call: the same function, the same answer
+    chosen = intake.pair(clone / "exercises", "a", intake.release_for(clone / "exercises", None))
+    assert chosen.path == nb(clone, edited) and chosen.error is None
+
+
+def test_venv_caches_and_vcs_are_skipped_and_not_counted(course, tmp_path, monkeypatch):
+    monkeypatch.setattr(intake, "MAX_FILES", 50)
+    sub = submission_from(course, tmp_path)
+    nb(sub, ".py").write_text(DONE)
+    for folder in (".venv/lib/python3.12/site-packages/x", ".git/objects", ".mypy_cache", "venv"):
+        (sub / folder).mkdir(parents=True)
+        for i in range(60):
+            (sub / folder / f"f{i}.py").write_text("x = 1\n")
+    out = intake.prepare(sub, tmp_path / "scratch", course, None)
+    assert out.warnings == []  # no cap reached, no "have no effect" for any of them
+    assert out.notebooks["a"].name == "a.py" and out.errors == {}
+    assert not (tmp_path / "scratch" / ".venv").exists()
+
+
+def test_an_untouched_fork_warns_of_nothing(tmp_path):
+    """The export renames README, workflows and .gitignore; a fork that kept them is quiet,
+    and one that edited them is told, by name."""
+    from grader.course import load_course
+    from grader.release import export_student
+
+    root = Path(__file__).resolve().parents[2]
+    fork = export_student(root, tmp_path / "fork")
+    course = load_course(root)
+    out = intake.prepare(fork, tmp_path / "s1", course)
+    assert out.warnings == []
+    (fork / "README.md").write_text("my notes\n")
+    out = intake.prepare(fork, tmp_path / "s2", course)
+    assert [w.split(":")[0] for w in out.warnings] == ["ignored README.md"]

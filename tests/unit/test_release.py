@@ -458,6 +458,51 @@ def test_release_refuses_to_write_a_leak(course: Path) -> None:
     assert not (course / "exercises").exists()
 
 
+def _paste_into_markdown(course: Path, text: str) -> None:
+    src = course / "solutions" / "m9_roofline" / "m9_roofline.py"
+    src.write_text(
+        src.read_text().replace(
+            "# Write `double`, `triple` and `quadruple`.\n",
+            f"# Write `double`, `triple` and `quadruple`.\n#\n#     {text}\n",
+        )
+    )
+
+
+def test_solution_line_pasted_into_the_notebooks_markdown_is_a_leak(course: Path) -> None:
+    """No public-by-default escape: a line outside every region is not thereby public."""
+    _paste_into_markdown(course, "tripled_value = x * 3")
+    report = release(course)
+    assert not report.ok
+    leaks = [f for f in report.findings if f.startswith("leak: ")]
+    assert leaks and all("tripled_value = x * 3" in f for f in leaks), report.findings
+    assert any("m9_roofline/m9_roofline.py" in f for f in leaks)
+    assert any("secret from solutions/" in f for f in leaks)
+    assert not (course / "exercises").exists()
+
+
+@pytest.mark.parametrize("form", ["trailing", "above"])
+def test_a_line_marked_public_at_its_source_may_appear_elsewhere(course: Path, form: str) -> None:
+    for a in IDS:
+        src = course / "solutions" / a / f"{a}.py"
+        text = src.read_text()
+        if form == "trailing":
+            marked = "    tripled_value = x * 3  # grader: public\n"
+        else:
+            marked = "    # grader: public\n    tripled_value = x * 3\n"
+        src.write_text(text.replace("    tripled_value = x * 3\n", marked))
+    _paste_into_markdown(course, "tripled_value = x * 3")
+    report = release(course)
+    assert report.ok, report.findings
+    # the mark covers that line only: its neighbours in the region stay secret
+    stub = course / "exercises" / "m9_roofline" / "m9_roofline.py"
+    stub.write_text(stub.read_text() + '\n# %%\nraise ValueError("x must be a number, not None")\n')
+    assert [lk.text for lk in leak_check(course, course / "exercises")] == [
+        'raise ValueError("x must be a number, not None")'
+    ]
+    released = (course / "exercises" / "m9_roofline" / "m9_roofline.py").read_text()
+    assert "tripled_value = x * 3" in released and "grader: public" not in released
+
+
 # ---------------------------------------------------------------------------- export
 
 
@@ -638,3 +683,28 @@ def test_verify_reports_a_vacuous_test_by_name(course: Path) -> None:
     ):
         assert check in table
     assert not (course / "metrics.json").exists(), "verify must not write into the course"
+
+
+def test_hidden_line_pasted_into_public_tests_stops_the_export(tmp_path: Path) -> None:
+    """tests/public ships on purpose, but that does not make a hidden line in it public."""
+    root = _course_with_package(tmp_path / "course")
+    assert release(root).ok
+    hidden_line = 'assert student.double(1234.5) == pytest.approx(2469.0), "hidden: large input"'
+    public = root / "tests" / "public" / "m9_roofline" / "test_m9_public.py"
+    public.write_text(f"import pytest\n\n\ndef test_copy(student):\n    {hidden_line}\n")
+    with pytest.raises(ExportError) as err:
+        export_student(root, tmp_path / "out")
+    assert "leak: tests/public/m9_roofline/test_m9_public.py:5" in str(err.value)
+    assert "tests/hidden/" in str(err.value)
+    assert not (tmp_path / "out").exists()
+    # marked public where it is written (the hidden test), the same line may ship
+    for a in IDS:
+        hidden = root / "tests" / "hidden" / a / f"test_{a}_hidden.py"
+        hidden.write_text(
+            hidden.read_text().replace(hidden_line, hidden_line + "  # grader: public")
+        )
+    dest = export_student(root, tmp_path / "out")
+    assert (
+        hidden_line in (dest / "tests" / "public" / "m9_roofline" / "test_m9_public.py").read_text()
+    )
+    assert leak_check(root, dest) == []

@@ -699,8 +699,10 @@ def test_refuses_when_bwrap_cannot_create_namespaces(fresh_probe, tmp_path):
 
 
 def test_override_marks_the_result_and_both_reports(fresh_probe):
-    from grader import report
     from grader.course import load_course
+    from grader.reports.escape import md_inline
+    from grader.reports.html import html
+    from grader.reports.markdown import markdown
     from grader.results import AssignmentResult, Environment, GradeResult, validate
 
     fresh_probe.setenv(sandbox.BWRAP_ENV, "")
@@ -716,8 +718,8 @@ def test_override_marks_the_result_and_both_reports(fresh_probe):
     )
     validate(result.to_dict())
     assert json.loads(result.to_json())["environment"]["not_authoritative"] == note
-    assert report.md_inline(note, 600) in report.markdown(result, course)
-    assert html_lib.escape(note) in report.html(result, course)
+    assert md_inline(note, 600) in markdown(result, course)
+    assert html_lib.escape(note) in html(result, course)
 
 
 def test_a_worker_started_from_a_thread_outlives_that_thread(world):

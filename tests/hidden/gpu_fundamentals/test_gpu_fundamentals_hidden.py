@@ -45,8 +45,8 @@ word for word in the released notebook):
   expects **at least 1.5**, and it times your two kernels itself: your returned ratio must be
   within a factor of 2 of the ratio it measures."
 
-PYTEST_DONT_REWRITE: the assert messages are the student's feedback, so pytest's own
-introspection is not appended to them.
+PYTEST_DONT_REWRITE: pytest leaves these asserts alone, because their messages are what the
+student reads as feedback.
 """
 
 from __future__ import annotations
@@ -82,12 +82,13 @@ FULL_N = 2**24
 # Roofline arithmetic
 
 
-@pytest.mark.points(1)
+@pytest.mark.points(1)  # grader: public
 @FAST
 @given(flops=peak_flops, bandwidth=peak_bandwidth)
 def test_ridge_point_random_hardware(student, reference, flops, bandwidth):
     got = student.ridge_point(flops, bandwidth)
     want = reference.ridge_point(flops, bandwidth)
+    # grader: public
     assert isinstance(got, float), f"ridge_point must return a float, got {type(got).__name__}"
     assert got == pytest.approx(want, rel=1e-9), (
         f"ridge_point({flops!r}, {bandwidth!r}) returned {got!r}; expected {want!r} FLOP/byte "
@@ -103,7 +104,8 @@ def test_ridge_point_random_hardware(student, reference, flops, bandwidth):
 def test_attainable_flops_scalar_random(student, reference, intensity, flops, bandwidth):
     got = student.attainable_flops(intensity, flops, bandwidth)
     want = reference.attainable_flops(intensity, flops, bandwidth)
-    assert isinstance(got, float), (
+    assert isinstance(got, float), (  # grader: public
+        # grader: public
         f"attainable_flops with a scalar intensity must return a float, got {type(got).__name__}"
     )
     assert got == pytest.approx(want, rel=1e-9), (
@@ -137,7 +139,7 @@ def test_attainable_flops_array_random(student, reference, values, two_d, flops,
     )
 
 
-@pytest.mark.points(2)
+@pytest.mark.points(2)  # grader: public
 @FAST
 @given(
     intensity=st.floats(min_value=0.0, max_value=1e5), flops=peak_flops, bandwidth=peak_bandwidth
@@ -151,7 +153,7 @@ def test_is_memory_bound_random(student, reference, intensity, flops, bandwidth)
         f"is_memory_bound must return a Python bool, got {type(got).__name__}; wrap a numpy "
         "comparison in bool(...)"
     )
-    assert got is want, (
+    assert got is want, (  # grader: public
         f"is_memory_bound({intensity!r}, {flops!r}, {bandwidth!r}) returned {got}; the ridge is "
         f"{ridge:.6g} FLOP/byte, so the answer is {want}"
     )
@@ -260,10 +262,11 @@ def test_invalid_input_raises_value_error(student, what, call, hint):
 def test_launch_config_random(student, n, tpb):
     got = student.launch_config(n, tpb)
     want = (-(-n // tpb), tpb)
+    # grader: public
     assert type(got) is tuple and len(got) == 2 and all(type(v) is int for v in got), (
         f"launch_config must return a tuple of two Python ints, got {got!r}"
     )
-    assert got == want, (
+    assert got == want, (  # grader: public
         f"launch_config({n}, {tpb}) returned {got}; expected {want}: ceil(n / threads_per_block) "
         "blocks, computed with integers ((n + tpb - 1) // tpb) so huge n does not round"
     )
@@ -298,6 +301,7 @@ def test_sectors_per_warp_random(student, reference, stride, itemsize, warp_size
     want = reference.sectors_per_warp(
         stride, itemsize=itemsize, warp_size=warp_size, sector_bytes=sector_bytes
     )
+    # grader: public
     assert type(got) is int, f"sectors_per_warp must return a Python int, got {got!r}"
     assert got == want, (
         f"sectors_per_warp({stride}, itemsize={itemsize}, warp_size={warp_size}, "
@@ -313,24 +317,25 @@ def test_sectors_per_warp_random(student, reference, stride, itemsize, warp_size
 @pytest.mark.points(4)
 @pytest.mark.parametrize("n", [1, 255, 257, 1000, 4097])
 def test_vector_add_sizes(student, n):
-    rng = np.random.default_rng()
+    rng = np.random.default_rng()  # grader: public
     # More than one block whenever n allows it, so a kernel that forgets the block offset fails.
     fitting = [t for t in BLOCK_SIZES if t < n] or [min(BLOCK_SIZES)]
     tpb = int(rng.choice(fitting))
     blocks = -(-n // tpb)
-    a = rng.standard_normal(n).astype(np.float32)
-    b = rng.standard_normal(n).astype(np.float32)
+    a = rng.standard_normal(n).astype(np.float32)  # grader: public
+    b = rng.standard_normal(n).astype(np.float32)  # grader: public
     a0, b0 = a.copy(), b.copy()
-    c = np.full(n, np.nan, dtype=np.float32)
+    c = np.full(n, np.nan, dtype=np.float32)  # grader: public
     launch(student.vector_add, blocks, tpb, a, b, c, n=n, name="vector_add")
     assert np.array_equal(a, a0) and np.array_equal(b, b0), (
         f"vector_add[{blocks}, {tpb}] changed its inputs a or b; a kernel must only write c"
     )
-    want = a + b
-    assert not np.isnan(c).all(), (
+    want = a + b  # grader: public
+    assert not np.isnan(c).all(), (  # grader: public
+        # grader: public
         "vector_add wrote nothing into c (every element is still NaN): fill in the kernel's body"
     )
-    assert np.array_equal(c, want), (
+    assert np.array_equal(c, want), (  # grader: public
         f"vector_add[{blocks}, {tpb}] on {n} elements: {first_mismatch(c, want)}. Each thread "
         "must use its global index i = cuda.grid(1) (block offset included) and write "
         "c[i] = a[i] + b[i]"
@@ -354,8 +359,8 @@ def test_vector_add_float64(student):
 def _compiles(student, name: str, signature: str) -> None:
     try:
         ptx = getattr(student, name).ptx(signature)
-    except StudentError as exc:
-        pytest.fail(
+    except StudentError as exc:  # grader: public
+        pytest.fail(  # grader: public
             f"{name} runs in the simulator but does not compile for the course GPU "
             f"({signature}): {exc.feedback()[-800:]}. The simulator runs any Python; a real GPU "
             "only accepts what Numba can compile (numbers and arrays, no lists, dicts, strings "
@@ -414,7 +419,7 @@ def test_strided_copy_strides(student, stride):
     assert not np.isnan(dst).all(), (
         "strided_copy wrote nothing into dst (every element is still NaN): fill in its body"
     )
-    assert np.array_equal(dst, want), (
+    assert np.array_equal(dst, want), (  # grader: public
         f"strided_copy with stride {stride} (src {n_src} elements, dst {n_dst}, 4 x {tpb} "
         f"threads): {first_mismatch(dst, want)}. Thread i writes dst[i] = "
         "src[(i * stride) % src.size], for i < dst.size only"

@@ -11,14 +11,14 @@ word for word in the released notebook):
 - test_occupancy_invalid_arguments: "a value outside its range, or a combination that fits no
   block at all on the SM (say 1,024 threads using 255 registers each), raises `ValueError` naming
   the resource."
-- test_divergence_efficiency_random_warps: "Return, as a Python `float`, the useful lane-slots
-  divided by the lane-slots spent when each side that some lane takes runs once over all 32
-  lanes: `1.0` when the lanes agree, `0.5` when they split."
+- test_divergence_efficiency_random_warps: "Return, as a Python `float`, the useful
+  lane-slots divided by the lane-slots spent when each side that some lane takes runs once over
+  all 32 lanes: `1.0` when the lanes agree, `0.5` when they split."
 - test_divergence_efficiency_invalid: "A sequence whose length is not 32 raises `ValueError`; an
   entry that is not a bool (`1`, `None`, a string) raises `TypeError`."
 
-PYTEST_DONT_REWRITE: the assert messages are the student's feedback, so pytest's own
-introspection is not appended to them.
+PYTEST_DONT_REWRITE: pytest leaves these asserts alone, because their messages are what the
+student reads as feedback.
 """
 
 from __future__ import annotations

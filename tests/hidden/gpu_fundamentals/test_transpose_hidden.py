@@ -22,8 +22,8 @@ word for word in the released notebook):
   `strided_copy`** on the same elements, and `transpose_naive` must be slower than
   `transpose_tiled`."
 
-PYTEST_DONT_REWRITE: the assert messages are the student's feedback, so pytest's own
-introspection is not appended to them.
+PYTEST_DONT_REWRITE: pytest leaves these asserts alone, because their messages are what the
+student reads as feedback.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import pytest
 from grader.student import StudentError
 from grader.testing import first_mismatch, launch
 
-TILE = 32
+TILE = 32  # grader: public
 SIG_2D = "void(float32[:, :], float32[:, :])"
 NAIVE_BLOCKS = ((8, 8), (16, 4), (32, 2), (4, 16), (32, 8))
 
@@ -50,8 +50,9 @@ def _shapes(rng: np.random.Generator, fixed: list[tuple[int, int]], low: int, hi
 def _check_transpose(student, name: str, src: np.ndarray, grid, block) -> None:
     original = src.copy()
     dst = np.full((src.shape[1], src.shape[0]), np.nan, dtype=np.float32)
-    launch(getattr(student, name), grid, block, src, dst, n=src.size, name=name)
+    launch(getattr(student, name), grid, block, src, dst, n=src.size, name=name)  # grader: public
     assert np.array_equal(src, original), f"{name} changed its input src; only dst is written"
+    # grader: public
     assert not np.isnan(dst).all(), f"{name} wrote nothing into dst: fill in the kernel's body"
     want = src.T
     assert np.array_equal(dst, want), (

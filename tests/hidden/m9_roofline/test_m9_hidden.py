@@ -33,8 +33,8 @@ word for word in the released notebook):
 - test_save_metric_keeps_other_keys: "**take the path as a `str` or a `pathlib.Path`** (the
   grader passes both);"
 
-PYTEST_DONT_REWRITE: the assert messages are the student's feedback, so pytest's own
-introspection is not appended to them.
+PYTEST_DONT_REWRITE: pytest leaves these asserts alone, because their messages are what the
+student reads as feedback.
 """
 
 from __future__ import annotations
@@ -59,18 +59,18 @@ FAST = settings(
     phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),  # no slow 'explain'
 )
 COURSE_MODEL = {
-    "name": "course-model",
-    "dim": 128,
-    "n_layers": 4,
-    "n_heads": 4,
-    "n_kv_heads": 2,
-    "vocab_size": 4096,
-    "ffn_hidden_dim": 384,
+    "name": "course-model",  # grader: public
+    "dim": 128,  # grader: public
+    "n_layers": 4,  # grader: public
+    "n_heads": 4,  # grader: public
+    "n_kv_heads": 2,  # grader: public
+    "vocab_size": 4096,  # grader: public
+    "ffn_hidden_dim": 384,  # grader: public
     "tied_embeddings": True,
 }
 RECORD = "m9_roofline"
 INTENSITY_KEYS = ("intensity_b1", "intensity_b8", "intensity_b32")
-METRICS_MAX_BYTES = 1 << 20
+METRICS_MAX_BYTES = 1 << 20  # grader: public
 
 
 @st.composite
@@ -133,7 +133,7 @@ def crossover_matches(reference, got, want, cfg, ridge, context_len, nbytes) -> 
 def test_num_params_random_configs(student, reference, cfg):
     got = student.num_params(cfg)
     want = reference.num_params(cfg)
-    assert type(got) is int, f"num_params must return a Python int, got {got!r}"
+    assert type(got) is int, f"num_params must return a Python int, got {got!r}"  # grader: public
     assert got == want, (
         f"num_params({show(cfg)}) returned {got:,}; expected {want:,} (off by {got - want:+,}). "
         "Count the embedding, per layer wq/wo (dim x dim), wk/wv (dim x n_kv_heads*head_dim), "
@@ -148,6 +148,7 @@ def test_num_params_random_configs(student, reference, cfg):
 def test_kv_bytes_per_token_random_configs(student, reference, cfg, nbytes):
     got = student.kv_bytes_per_token(cfg, nbytes)
     want = reference.kv_bytes_per_token(cfg, nbytes)
+    # grader: public
     assert type(got) is int, f"kv_bytes_per_token must return a Python int, got {got!r}"
     assert got == want, (
         f"kv_bytes_per_token({show(cfg)}, dtype_bytes={nbytes}) returned {got}; expected {want} "
@@ -478,6 +479,7 @@ def test_metrics_recomputed(metrics, reference, course, key, student):
 def test_metrics_conclusion(metrics, reference, course, student):
     record, cfg, context_len, nbytes, ridge = checked_record(metrics, reference, course, student)
     conclusion = record.get("conclusion")
+    # grader: public
     assert isinstance(conclusion, str) and conclusion.strip() and "\n" not in conclusion, (
         f"metrics.json['{RECORD}']['conclusion'] must be one non-empty line, got {conclusion!r}"
     )
@@ -509,7 +511,7 @@ def test_save_metric_keeps_other_keys(student, tmp_path, monkeypatch):
     )
     try:
         data = json.loads(text)
-    except ValueError as exc:
+    except ValueError as exc:  # grader: public
         pytest.fail(f"after three save_metric calls the file is not valid JSON ({exc})")
     want = {"m1": 3, RECORD: record}
     assert data == want, (

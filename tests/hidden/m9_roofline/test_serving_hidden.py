@@ -13,8 +13,8 @@ word for word in the released notebook):
 - test_serving_invalid_arguments: "and a missing or non-positive figure raises `ValueError`
   (`check_gpu` does that)."
 
-PYTEST_DONT_REWRITE: the assert messages are the student's feedback, so pytest's own
-introspection is not appended to them.
+PYTEST_DONT_REWRITE: pytest leaves these asserts alone, because their messages are what the
+student reads as feedback.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ COURSE_MODEL = {
     "ffn_hidden_dim": 384,
     "tied_embeddings": True,
 }
+# grader: public
 T4_LIKE = {"name": "T4", "peak_flops": 65e12, "peak_bandwidth": 320e9, "memory_bytes": 16e9}
 
 

@@ -1,0 +1,213 @@
+"""grader class-report: pass rates hardest first, commonest failure, late rows, similarity pairs
+(copies found, renames seen through, starter code and class-wide idioms not), escaping, files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from grader.course import load_course
+from grader.reports import class_report as cr
+from grader.results import AssignmentResult, Environment, GradeResult
+from grader.results import TestResult as Case
+
+ROOT = Path(__file__).resolve().parents[2]
+AID = "m9_roofline"
+
+HEADER = '# %% nbgrader={"grade": false, "grade_id": "g", "locked": false, "schema_version": 3, "solution": true, "task": false}\n'  # noqa: E501
+STARTER = (
+    "# %% [markdown]\n# Fill in the cell.\n\n"
+    + HEADER
+    + 'def solve(values, limit):\n    """Sum the values under the limit."""\n'
+    + '    raise NotImplementedError("solve: implement this (see the docstring)")\n'
+)
+ORIGINAL = '''def solve(values, limit):
+    """Sum the values under the limit."""
+    kept = [v for v in values if v < limit]
+    if not kept:
+        raise ValueError("nothing under the limit")
+    total = 0.0
+    for index, value in enumerate(sorted(kept)):
+        weight = 1.0 / (index + 1)
+        total += weight * value * value - 3.5 * index
+    return round(total, 4) + len(kept) * 0.25
+'''
+RENAMED = (
+    ORIGINAL.replace("kept", "good")
+    .replace("total", "acc")
+    .replace("weight", "w")
+    .replace("index", "j")
+    .replace("value", "x")
+)
+OWN = '''def solve(values, limit):
+    """Sum the values under the limit."""
+    import math
+    acc = math.fsum(filter(lambda q: q < limit, values))
+    if acc == 0:
+        raise ValueError("empty")
+    return acc
+'''
+
+
+def case(name, outcome, feedback="", points=1.0):
+    return Case(name, points if outcome == "passed" else 0.0, points, outcome, feedback)
+
+
+def result(student, tests, late=0.0, timestamp=None, graded_file=f"exercises/{AID}/{AID}.py"):
+    score = sum(t.score for t in tests) * (1 - late)
+    a = AssignmentResult(
+        AID, score, 3.0, late_penalty=late, raw_score=score, graded_file=graded_file, tests=tests
+    )
+    return GradeResult(student, score, 3.0, Environment("cpu", True), [a], timestamp=timestamp)
+
+
+@pytest.fixture
+def course():
+    return load_course(ROOT)
+
+
+def write_class(tmp_path, course, people):
+    """people: {student: (GradeResult, graded cell code or None)} -> (graded dir, submissions)."""
+    graded, subs = tmp_path / "graded", tmp_path / "subs"
+    paths = {}
+    for student, (r, code) in people.items():
+        (graded / student).mkdir(parents=True)
+        r.write(graded / student / "result.json")
+        folder = subs / student / "exercises" / AID
+        folder.mkdir(parents=True)
+        text = STARTER if code is None else STARTER.split(HEADER)[0] + HEADER + code
+        (folder / f"{AID}.py").write_text(text)
+        paths[student] = subs / student
+    return graded, paths
+
+
+def test_pass_rates_hardest_first_with_the_commonest_failure():
+    results = {
+        f"s{i}": result(
+            f"s{i}",
+            [
+                case("easy", "passed"),
+                case("hard", "failed" if i < 3 else "passed", f"expected 4, got {i + 7}\nmore"),
+                case("gpu_only", "skipped"),
+                case("hang", "timeout" if i == 0 else "passed", "timed out after 10 s"),
+            ],
+        )
+        for i in range(4)
+    }
+    rows = cr.pass_rates(results)
+    assert [r.name for r in rows] == ["hard", "hang", "easy", "gpu_only"]
+    hard = rows[0]
+    assert (hard.passed, hard.failed, hard.pass_rate) == (1, 3, 0.25)
+    # "got 7", "got 8", "got 9" are one message; one real one is shown, first line only
+    assert hard.common_failure == "expected 4, got 7" and hard.common_failure_count == 3
+    assert rows[-1].pass_rate is None and rows[-1].skipped == 4
+
+
+def test_late_rows(course):
+    due = course.assignment(AID).due
+    results = {
+        "ok": result("ok", [case("t", "passed")], timestamp=(due - timedelta(hours=1)).isoformat()),
+        "late": result(
+            "late",
+            [case("t", "passed")],
+            late=0.1,
+            timestamp=(due + timedelta(hours=30)).isoformat(),
+        ),
+        "penalised": result("penalised", [case("t", "passed")], late=0.2),
+    }
+    rows = cr.late_rows(results, course)
+    assert [(r.student, r.hours_late, r.penalty) for r in rows] == [
+        ("late", 30.0, 0.1),
+        ("penalised", None, 0.2),
+    ]
+
+
+def test_similarity_flags_copies_not_starter_code(tmp_path, course):
+    people = {
+        "ann": (result("ann", [case("t", "passed")]), ORIGINAL),
+        "ben": (result("ben", [case("t", "passed")]), RENAMED),  # ann's code, names changed
+        "cat": (result("cat", [case("t", "passed")]), OWN),
+        "dev": (result("dev", [case("t", "failed", "x")]), None),  # the untouched starter
+        "eli": (result("eli", [case("t", "failed", "x")]), None),
+    }
+    graded, paths = write_class(tmp_path, course, people)
+    sources = {s: cr.graded_cells(paths[s] / f"exercises/{AID}/{AID}.py") for s in people}
+    assert "Fill in the cell" not in sources["ann"]  # graded cells only, no markdown
+    pairs, info = cr.similar_pairs(
+        sources, cr.graded_cells(paths["dev"] / f"exercises/{AID}/{AID}.py"), AID
+    )
+    assert [(p.student_a, p.student_b) for p in pairs] == [("ann", "ben")]
+    assert pairs[0].similarity_a > 0.9 and pairs[0].similarity_b > 0.9
+    assert info["submissions"] == 5 and info["candidate_pairs"] < info["all_pairs"]
+    again, _ = cr.similar_pairs(sources, sources["dev"], AID)
+    assert again == pairs  # stable hashes: the same numbers on every run
+
+
+def test_an_idiom_most_of_a_big_class_shares_is_not_evidence(tmp_path):
+    sources = {f"s{i:02d}": ORIGINAL for i in range(30)}  # everyone wrote the same thing
+    sources["own"] = OWN
+    pairs, info = cr.similar_pairs(sources, "", AID)
+    assert pairs == [] and info["common_fingerprints_dropped"] > 0
+    few = {"a": ORIGINAL, "b": ORIGINAL, "c": OWN}  # in a small class it is still listed
+    assert [(p.student_a, p.student_b) for p in cr.similar_pairs(few, "", AID)[0]] == [("a", "b")]
+
+
+def test_report_files_escaping_and_cli(tmp_path, course):
+    evil = "<script>alert(1)</script>|`x`"
+    people = {
+        "ann": (result("ann", [case("t", "failed", evil)]), ORIGINAL),
+        "ben": (result("ben", [case("t", "failed", evil)]), RENAMED),
+    }
+    graded, _ = write_class(tmp_path, course, people)
+    subs = tmp_path / "subs"
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "grader",
+            "--root",
+            str(ROOT),
+            "class-report",
+            str(graded),
+            "--submissions",
+            str(subs),
+        ],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stderr
+    assert "similar pairs to look at" in res.stdout
+    folder = graded / cr.REPORT_DIR
+    names = sorted(p.name for p in folder.iterdir())
+    assert names == ["class-report.json", "index.html", "scores.png", "summary.md"]
+    for p in folder.iterdir():
+        assert p.stat().st_mode & 0o777 == 0o644 & ~_umask()
+    assert (folder / "scores.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    page = (folder / "index.html").read_text()
+    assert "<script>" not in page and "&lt;script&gt;" in page
+    assert "not a verdict" in page and "ann" in page and "ben" in page
+    md = (folder / "summary.md").read_text()
+    assert "<script>" not in md and "not a verdict" in md
+    data = json.loads((folder / "class-report.json").read_text())
+    assert data["schema_version"] == cr.SCHEMA_VERSION and data["students"] == 2
+    assert [(p["student_a"], p["student_b"]) for p in data["similar"]] == [("ann", "ben")]
+    assert data["tests"][0]["pass_rate"] == 0.0
+
+
+def test_no_batch_is_a_clear_error(tmp_path, course):
+    with pytest.raises(ValueError, match="grade-all"):
+        cr.write_class_report(tmp_path, course)
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
