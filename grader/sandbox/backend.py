@@ -219,14 +219,22 @@ class WorkerBackend:
         """A file the student's code wrote in its working directory, read by this process."""
         from grader.core.readback import read_file
 
-        scratch = self.scratch_dir()
+        scratch = self._live_scratch()
         return None if scratch is None else read_file(scratch, path, max_bytes)
 
     def list_back(self, path: str) -> list[str]:
         from grader.core.readback import list_dir
 
-        scratch = self.scratch_dir()
+        scratch = self._live_scratch()
         return [] if scratch is None else list_dir(scratch, path)
+
+    def _live_scratch(self) -> Path | None:
+        """The scratch of a running worker, started first if none runs: the scratch is a tmpfs
+        that lives as long as its worker, so a listing taken while none runs would differ from
+        one taken after the next call started it."""
+        if self._proc is None and self.budget_left > 0:
+            self._serve({"op": "ping"}, STARTUP_ALLOWANCE_S, "starting the worker")
+        return self.scratch_dir()
 
     def ptx(
         self, assignment: str, name: str, signature: str, cc: tuple[int, int], timeout: float
