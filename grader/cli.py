@@ -159,6 +159,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
 
 def _write_outputs(result, course, args: argparse.Namespace) -> list[str]:
     """Write each requested output; one that fails does not stop the others. Returns the failed."""
+
     def write_json() -> None:
         from grader.results import validate
 

@@ -58,8 +58,12 @@ class _GradingBackend:
 
     def _error(self, assignment: str) -> dict:
         return {
-            "error": {"type": "NotebookFailed", "message": self.errors[assignment], "traceback": "",
-                      "origin": "grader"}
+            "error": {
+                "type": "NotebookFailed",
+                "message": self.errors[assignment],
+                "traceback": "",
+                "origin": "grader",
+            }
         }
 
     def request(self, req: dict, timeout: float) -> dict:
@@ -93,8 +97,14 @@ class _GradingBackend:
         self._wait(ptx=True)
         key = ("kernel", str(req.get("name", "")))
         if key in self.timed_out:
-            return {"error": {"type": "WorkerTimeout", "traceback": "", "origin": "grader",
-                              "message": f"not run: {self.timed_out[key]} in an earlier test"}}
+            return {
+                "error": {
+                    "type": "WorkerTimeout",
+                    "traceback": "",
+                    "origin": "grader",
+                    "message": f"not run: {self.timed_out[key]} in an earlier test",
+                }
+            }
         reply = self.inner.kernel(req, timeout, target)
         error = reply.get("error") if isinstance(reply, dict) else None
         timeout_ = error and error.get("origin") == "grader" and error["type"] == "WorkerTimeout"

@@ -229,8 +229,6 @@ class MissingName(AttributeError):
     """The notebook does not define a graded name."""
 
 
-
-
 class KernelHost:
     """Serves ``kernel_*`` requests from source the trusted side extracted; loads no notebook.
 
@@ -298,8 +296,9 @@ class KernelHost:
             rest = [n for n in tree.body if not isinstance(n, (ast.Import, ast.ImportFrom))]
             exec(compile(ast.Module(imports, []), "<graded kernel>", "exec"), ns)  # noqa: S102
             # Functions capture their builtins when defined: give them numba's few only.
-            ns["__builtins__"] = {k: getattr(builtins, k) for k in ALLOWED_BUILTINS
-                                  if hasattr(builtins, k)}
+            ns["__builtins__"] = {
+                k: getattr(builtins, k) for k in ALLOWED_BUILTINS if hasattr(builtins, k)
+            }
             exec(compile(ast.Module(rest, []), "<graded kernel>", "exec"), ns)  # noqa: S102
             for d in devices:
                 ns[d] = cuda.jit(device=True)(ns[d])
@@ -385,8 +384,11 @@ def _compile_main() -> int:
     os.dup2(2, 1)  # whatever numba prints goes to stderr, not into the reply
     try:
         req = wire.decode(sys.stdin.buffer.read())
-        reply = KernelHost().handle(req) if isinstance(req, dict) else error_reply(
-            TypeError("a request is a dict"))
+        reply = (
+            KernelHost().handle(req)
+            if isinstance(req, dict)
+            else error_reply(TypeError("a request is a dict"))
+        )
         data = wire.encode(reply)
     except wire.NotPlainData as exc:
         data = wire.encode(error_reply(exc))

@@ -205,15 +205,26 @@ def compile_in_subprocess(req: dict, timeout: float) -> dict:
             check=False,
         )
     except subprocess.TimeoutExpired:
-        return {"error": {"type": "WorkerTimeout", "traceback": "", "origin": "grader",
-                          "message": f"compiling {req.get('name')} took longer than {timeout:g} s"}}
+        return {
+            "error": {
+                "type": "WorkerTimeout",
+                "traceback": "",
+                "origin": "grader",
+                "message": f"compiling {req.get('name')} took longer than {timeout:g} s",
+            }
+        }
     try:
         return wire.decode(proc.stdout)
     except wire.NotPlainData:
         tail = proc.stderr.decode(errors="replace")[-800:]
-        return {"error": {"type": "WorkerCrashed", "traceback": "", "origin": "grader",
-                          "message": f"the compiler process exited with code {proc.returncode}: "
-                          f"{tail}"}}
+        return {
+            "error": {
+                "type": "WorkerCrashed",
+                "traceback": "",
+                "origin": "grader",
+                "message": f"the compiler process exited with code {proc.returncode}: {tail}",
+            }
+        }
 
 
 class InProcessBackend:

@@ -99,8 +99,9 @@ def require_reproduced(student: Any, record: dict, where: str) -> None:
             pytrace=False,
         )
     if not isinstance(got, dict):
-        pytest.fail(f"{where}: your {call} returned {type(got).__name__}, not a dict",
-                    pytrace=False)
+        pytest.fail(
+            f"{where}: your {call} returned {type(got).__name__}, not a dict", pytrace=False
+        )
     differ = [k for k in REPRODUCED_KEYS if not _agrees(record.get(k), got.get(k))]
     if differ:
         k = differ[0]
@@ -112,8 +113,9 @@ def require_reproduced(student: Any, record: dict, where: str) -> None:
         )
 
 
-def trusted_ms(op: Callable[[], Any], synchronize: Callable[[], Any], repeat: int = 10,
-               target_s: float = 0.25) -> float:
+def trusted_ms(
+    op: Callable[[], Any], synchronize: Callable[[], Any], repeat: int = 10, target_s: float = 0.25
+) -> float:
     """Milliseconds per call of `op` in this (trusted) process, timed like a student kernel:
     wall clock around R calls and one synchronize, R grown until that lasts `target_s`."""
     import time

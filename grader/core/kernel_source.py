@@ -33,13 +33,32 @@ VERSION = 1
 ALLOWED_MODULES = ("math", "numpy", "numba", "numba.cuda", "numba.types")
 # Builtins numba's CUDA target compiles; every other builtin name in a kernel is refused.
 ALLOWED_BUILTINS = frozenset(
-    {"range", "len", "min", "max", "abs", "float", "int", "bool", "round", "complex", "True",
-     "False", "None"}
+    {
+        "range",
+        "len",
+        "min",
+        "max",
+        "abs",
+        "float",
+        "int",
+        "bool",
+        "round",
+        "complex",
+        "True",
+        "False",
+        "None",
+    }
 )
 _BINOPS = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-    ast.FloorDiv: operator.floordiv, ast.Div: operator.truediv, ast.Mod: operator.mod,
-    ast.Pow: operator.pow, ast.LShift: operator.lshift, ast.RShift: operator.rshift,
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+    ast.Div: operator.truediv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+    ast.LShift: operator.lshift,
+    ast.RShift: operator.rshift,
 }
 MAX_CONSTANT_INT = 1 << 62
 
@@ -202,18 +221,33 @@ def _check_def(fn: ast.FunctionDef, what: str, mod: _Module) -> None:
     where = f"{what} (line {fn.lineno} of {mod.filename})"
     a = fn.args
     if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
-        raise KernelSourceError(f"{where} takes *args, **kwargs or keyword-only arguments; a "
-                                "kernel takes plain positional arguments")
+        raise KernelSourceError(
+            f"{where} takes *args, **kwargs or keyword-only arguments; a "
+            "kernel takes plain positional arguments"
+        )
     if a.defaults or a.kw_defaults:
-        raise KernelSourceError(f"{where} has default argument values; pass every argument "
-                                "explicitly (kernels have no defaults)")
+        raise KernelSourceError(
+            f"{where} has default argument values; pass every argument "
+            "explicitly (kernels have no defaults)"
+        )
     for sub in ast.walk(fn):
         if isinstance(sub, ast.Attribute) and sub.attr.startswith("__"):
-            raise KernelSourceError(f"{where} uses the attribute {sub.attr!r} (line "
-                                    f"{sub.lineno}); kernels use numbers, arrays and math only")
+            raise KernelSourceError(
+                f"{where} uses the attribute {sub.attr!r} (line "
+                f"{sub.lineno}); kernels use numbers, arrays and math only"
+            )
         if sub is not fn and isinstance(
-            sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.Global,
-                  ast.Nonlocal, ast.Import, ast.ImportFrom)
+            sub,
+            (
+                ast.FunctionDef,
+                ast.AsyncFunctionDef,
+                ast.ClassDef,
+                ast.Lambda,
+                ast.Global,
+                ast.Nonlocal,
+                ast.Import,
+                ast.ImportFrom,
+            ),
         ):
             raise KernelSourceError(
                 f"{where} defines a function, class or import inside its body (line "
@@ -222,8 +256,10 @@ def _check_def(fn: ast.FunctionDef, what: str, mod: _Module) -> None:
     lines = mod.bindings.get(fn.name, [])
     if len(lines) != 1:
         others = ", ".join(str(abs(x)) for x in lines if x != fn.lineno)
-        raise KernelSourceError(f"{where}: the name {fn.name} is also bound at line(s) {others}; "
-                                "define the graded kernel once, as a plain decorated function")
+        raise KernelSourceError(
+            f"{where}: the name {fn.name} is also bound at line(s) {others}; "
+            "define the graded kernel once, as a plain decorated function"
+        )
 
 
 def _constant_value(name: str, mod: _Module, seen: tuple[str, ...] = ()) -> Any:
@@ -232,8 +268,10 @@ def _constant_value(name: str, mod: _Module, seen: tuple[str, ...] = ()) -> Any:
     lines = mod.bindings.get(name, [])
     node = mod.constants.get(name)
     if node is None or len(lines) != 1:
-        raise KernelSourceError(f"{name} is bound {len(lines)} times in {mod.filename}; a "
-                                "constant a kernel reads is assigned once, at the top level")
+        raise KernelSourceError(
+            f"{name} is bound {len(lines)} times in {mod.filename}; a "
+            "constant a kernel reads is assigned once, at the top level"
+        )
     return _evaluate(node, mod, (*seen, name), name)
 
 
@@ -301,8 +339,11 @@ def extract(source: str, name: str, filename: str = "the notebook") -> KernelSou
         clean.decorator_list = []
         clean.returns = None
         clean.args = ast.arguments(
-            posonlyargs=[], args=[ast.arg(arg=a.arg) for a in clean.args.args], kwonlyargs=[],
-            kw_defaults=[], defaults=[],
+            posonlyargs=[],
+            args=[ast.arg(arg=a.arg) for a in clean.args.args],
+            kwonlyargs=[],
+            kw_defaults=[],
+            defaults=[],
         )
         lines.append(ast.unparse(ast.fix_missing_locations(clean)))
     return KernelSource(
@@ -313,9 +354,15 @@ def extract(source: str, name: str, filename: str = "the notebook") -> KernelSou
     )
 
 
-def _collect(fn: ast.FunctionDef, what: str, mod: _Module, order: list[str],
-             constants: dict[str, Any], imports: dict[str, str],
-             visiting: tuple[str, ...] = ()) -> None:
+def _collect(
+    fn: ast.FunctionDef,
+    what: str,
+    mod: _Module,
+    order: list[str],
+    constants: dict[str, Any],
+    imports: dict[str, str],
+    visiting: tuple[str, ...] = (),
+) -> None:
     """Check `fn` and gather what it needs; device functions land in `order`, callees first."""
     _check_def(fn, what, mod)
     visiting = (*visiting, fn.name)
@@ -323,8 +370,9 @@ def _collect(fn: ast.FunctionDef, what: str, mod: _Module, order: list[str],
         if ref in imports or ref in constants or ref in order:
             continue
         if ref in visiting:
-            raise KernelSourceError(f"{what} calls {ref} recursively (line {line}); CUDA "
-                                    "device code cannot recurse")
+            raise KernelSourceError(
+                f"{what} calls {ref} recursively (line {line}); CUDA device code cannot recurse"
+            )
         if ref in mod.imports:
             stmt = mod.imports[ref]
             if _import_module(stmt) not in ALLOWED_MODULES or len(mod.bindings.get(ref, [])) != 1:
@@ -360,8 +408,7 @@ def launches(source: str, function: str, kernel: str) -> bool:
         tree = ast.parse(source)
     except SyntaxError:
         return False
-    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function),
-              None)
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function), None)
     if fn is None:
         return False
     return any(

@@ -49,7 +49,6 @@ def failing_first(tests: list[TestResult]) -> list[TestResult]:
     return sorted(tests, key=lambda t: order.get(t.outcome, 0))
 
 
-
 @dataclass
 class Feedback:
     """One feedback text and every test (in report order) that received exactly it."""

@@ -75,8 +75,10 @@ def md_inline(text: str, limit: int) -> str:
     lead = _LEADING.match(text)
     if lead:  # "-", "+" or the delimiter after the digits of "1." / "1)"
         end = lead.end()
-        text = text[: end - 1] + "\\" + text[end - 1 :] if lead.group(0) in "-+" else (
-            text[:end] + "\\" + text[end:]
+        text = (
+            text[: end - 1] + "\\" + text[end - 1 :]
+            if lead.group(0) in "-+"
+            else (text[:end] + "\\" + text[end:])
         )
     return _LINK_TRIGGERS.sub(WORD_JOINER, text)
 
@@ -84,8 +86,8 @@ def md_inline(text: str, limit: int) -> str:
 def html_text(text: str) -> str:
     """Student text for HTML element content or a quoted attribute value."""
     text = visible(text)
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace(
-        '"', "&quot;"
+    return (
+        text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
     )
 
 

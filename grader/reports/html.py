@@ -61,8 +61,10 @@ def _tests_table(a: AssignmentResult, anchors: list[int]) -> list[str]:
     tests = failing_first(a.tests)
     where: dict[str, tuple[str, str]] = {}  # feedback -> (anchor id, first test's name)
     also = {fb.text: fb.tests[1:] for fb in fold_feedback(tests)}
-    rows = [f'<table class="tests">{_COLUMNS}<tr><th></th><th>Test</th><th>Points</th>'
-            "<th>Outcome</th><th>Feedback</th></tr>"]
+    rows = [
+        f'<table class="tests">{_COLUMNS}<tr><th></th><th>Test</th><th>Points</th>'
+        "<th>Outcome</th><th>Feedback</th></tr>"
+    ]
     for t in tests:
         name = clip(t.name, NAME_CHARS)
         if not t.feedback:

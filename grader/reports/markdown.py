@@ -97,8 +97,7 @@ def _assignment(a: AssignmentResult, course: Course) -> list[str]:
     if passed:
         rows = ["| | Test | Points |", "|---|---|---:|"]
         rows += [
-            f"| {EMOJI['passed']} | {_one(t.name)} | {pts(t.score, t.max_score)} |"
-            for t in passed
+            f"| {EMOJI['passed']} | {_one(t.name)} | {pts(t.score, t.max_score)} |" for t in passed
         ]
         got = sum(t.score for t in passed)
         top = sum(t.max_score for t in passed)
@@ -129,9 +128,7 @@ def markdown(result: GradeResult, course: Course, limit: int = BODY_BYTES) -> st
             else ", ".join(f"{n} {o}" for o, n in sorted(counts.items()))
         )
         late = f"{a.late_penalty * 100:.0f}%" if a.late_penalty else "–"
-        summary.append(
-            f"| {_one(a.id)} | {pts(a.score, a.max_score)} | {late} | {_one(status)} |"
-        )
+        summary.append(f"| {_one(a.id)} | {pts(a.score, a.max_score)} | {late} | {_one(status)} |")
     header.append("\n".join(summary))
     if result.environment.not_authoritative:
         header.insert(1, f"> **⚠️ {_one(result.environment.not_authoritative, 600)}**")

@@ -248,8 +248,14 @@ class WorkerBackend:
             ks = extract(self.graded_source(assignment), name, self.notebooks[assignment].name)
         except KernelSourceError as exc:
             return _error("KernelSourceError", str(exc))
-        req = {"op": "kernel_compile", "source": ks.text, "name": name,
-               "devices": list(ks.device_functions), "signature": signature, "cc": list(cc)}
+        req = {
+            "op": "kernel_compile",
+            "source": ks.text,
+            "name": name,
+            "devices": list(ks.device_functions),
+            "signature": signature,
+            "cc": list(cc),
+        }
         return self.kernel(req, timeout, "compile")
 
     def _sibling(self, target: str) -> WorkerBackend:
@@ -258,8 +264,15 @@ class WorkerBackend:
         if target not in self._siblings:
             limits, gpu, hide, course_root, pid_namespace = self._sibling_args
             worker = WorkerBackend(
-                self.workdir, {}, limits, gpu, hide, course_root, pid_namespace,
-                ptx_only=target == "compile", kernels=True,
+                self.workdir,
+                {},
+                limits,
+                gpu,
+                hide,
+                course_root,
+                pid_namespace,
+                ptx_only=target == "compile",
+                kernels=True,
                 allow_incomplete=self._allow_incomplete,
             )
             worker._spent = self._spent
@@ -275,8 +288,9 @@ class WorkerBackend:
                 self._start()
             except _Failure as exc:
                 return _error(exc.kind, exc.message)
-            reply = self._timed({"op": "ping"}, STARTUP_ALLOWANCE_S, "starting the worker",
-                                budget_end)
+            reply = self._timed(
+                {"op": "ping"}, STARTUP_ALLOWANCE_S, "starting the worker", budget_end
+            )
             if "error" in reply:
                 return reply
         t1 = time.monotonic()

@@ -50,8 +50,11 @@ def test_a_report_that_cannot_be_written_is_an_error_row(tmp_path):
     res = run_driver(tmp_path, driver, subs, out)
     assert res.returncode == 0, res.stderr
     assert "FAILED=badreport1\n" in res.stdout
-    rows = {json.loads(x)["student"]: json.loads(x) for x in
-            (out / "state.jsonl").read_text().splitlines() if x.strip()}
+    rows = {
+        json.loads(x)["student"]: json.loads(x)
+        for x in (out / "state.jsonl").read_text().splitlines()
+        if x.strip()
+    }
     assert set(rows) == set(students)
     assert rows["badreport1"]["status"] == "error"
     assert rows["alice"]["status"] == rows["zoe"]["status"] == "ok"

@@ -24,8 +24,9 @@ MEASURE = REPO / "tests" / "corpus" / "measure.py"
 
 
 def _measure(name: str) -> dict:
-    run = subprocess.run([sys.executable, str(MEASURE), name], capture_output=True, text=True,
-                         timeout=900, cwd=REPO)
+    run = subprocess.run(
+        [sys.executable, str(MEASURE), name], capture_output=True, text=True, timeout=900, cwd=REPO
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     return json.loads(run.stdout.strip().splitlines()[-1])
 
@@ -67,14 +68,23 @@ def test_batch_over_the_bounds_family(tmp_path):
     grade_one = functools.partial(build.corpus_grade_one, root=str(root), assignments=students)
     out = tmp_path / "out"
     with open(os.devnull, "w") as quiet:
-        outcome = grade_all(subs, out, jobs=2, grade_one=grade_one, course=load_course(root),
-                            progress=quiet, summary=quiet)
+        outcome = grade_all(
+            subs,
+            out,
+            jobs=2,
+            grade_one=grade_one,
+            course=load_course(root),
+            progress=quiet,
+            summary=quiet,
+        )
     assert not outcome.failed, outcome.failed
     assert sorted(outcome.graded) == sorted(students)
     con = sqlite3.connect(out / "gradebook.db")
     try:
-        rows = con.execute("select s.id, count(*) from student s join submitted_assignment a "
-                           "on a.student_id = s.id group by s.id").fetchall()
+        rows = con.execute(
+            "select s.id, count(*) from student s join submitted_assignment a "
+            "on a.student_id = s.id group by s.id"
+        ).fetchall()
     finally:
         con.close()
     assert sorted(r[0] for r in rows) == sorted(students)

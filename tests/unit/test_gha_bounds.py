@@ -23,8 +23,19 @@ def test_grade_pr_with_hostile_metrics(tmp_path, monkeypatch, kind):
     art = make_artifact(tmp_path)
     (art / "metrics.json").write_text(BOMBS[kind])
     out = tmp_path / "report"
-    rc = gha.main(["grade-pr", "--artifact", str(art), "--event", str(EVENT), "--out", str(out),
-                   "--root", str(ROOT)])
+    rc = gha.main(
+        [
+            "grade-pr",
+            "--artifact",
+            str(art),
+            "--event",
+            str(EVENT),
+            "--out",
+            str(out),
+            "--root",
+            str(ROOT),
+        ]
+    )
     assert rc == 0
     for name in ("comment.md", "summary.md", "report.md", "report.html", "result.json"):
         assert (out / name).stat().st_size > 0, name

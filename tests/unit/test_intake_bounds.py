@@ -23,11 +23,23 @@ def _submit(tmp_path, files: dict[str, str]):
 
 def test_fifty_thousand_cells_refused_fast(tmp_path):
     nb = json.loads(to_ipynb(DONE))
-    nb["cells"] += [{"cell_type": "code", "execution_count": None, "id": f"c{i}",
-                     "metadata": {}, "outputs": [], "source": ""} for i in range(50_000)]
-    course, sub = _submit(tmp_path, {
-        "exercises/a/a.ipynb": json.dumps(nb),
-    })
+    nb["cells"] += [
+        {
+            "cell_type": "code",
+            "execution_count": None,
+            "id": f"c{i}",
+            "metadata": {},
+            "outputs": [],
+            "source": "",
+        }
+        for i in range(50_000)
+    ]
+    course, sub = _submit(
+        tmp_path,
+        {
+            "exercises/a/a.ipynb": json.dumps(nb),
+        },
+    )
     start = time.perf_counter()
     got = intake.prepare(sub, tmp_path / "scratch", course)
     took = time.perf_counter() - start
@@ -40,8 +52,10 @@ def test_fifty_thousand_cells_refused_fast(tmp_path):
 def test_cell_and_source_limits_on_py(tmp_path):
     many = DONE + "\n# %%\n" * (MAX_CELLS + 1)
     big = DONE + "# %%\nx = '" + "y" * (MAX_SOURCE_BYTES + 1) + "'\n"
-    for name, text, words in (("many", many, "over the limit of 1,000"),
-                              ("big", big, "MB of cell source")):
+    for name, text, words in (
+        ("many", many, "over the limit of 1,000"),
+        ("big", big, "MB of cell source"),
+    ):
         course, sub = _submit(tmp_path / name, {"exercises/a/a.py": text})
         got = intake.prepare(sub, tmp_path / name / "scratch", course)
         assert words in got.errors["a"], got.errors["a"]

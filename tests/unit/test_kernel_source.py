@@ -12,7 +12,9 @@ from grader.student import InProcessBackend, KernelRefused, Student
 
 HEADER = "import math\nimport numba\nimport numpy as np\nfrom numba import cuda\n"
 
-TILED = HEADER + '''
+TILED = (
+    HEADER
+    + """
 TILE = 16
 PAD = TILE + 1
 UNUSED = open("/etc/passwd")  # never read by the kernel, so never evaluated by the grader
@@ -42,7 +44,8 @@ def host(src):
     dst = np.zeros(src.shape[::-1], dtype=src.dtype)
     transpose_tiled[(2, 2), (TILE, TILE)](src, dst)
     return dst
-'''
+"""
+)
 
 
 def test_extracts_kernel_device_functions_and_constants_only():
@@ -66,26 +69,40 @@ def test_the_course_kernels_extract(tmp_path):
 
 REFUSED = {
     "an object instead of a def": (
-        "class FakeCUDAKernel:\n    pass\n\nk = FakeCUDAKernel()\n", "no top-level `def k"),
-    "another decorator": ("import functools\n\n@functools.cache\ndef k(a):\n    a[0] = 1\n",
-                          "exactly @cuda.jit"),
+        "class FakeCUDAKernel:\n    pass\n\nk = FakeCUDAKernel()\n",
+        "no top-level `def k",
+    ),
+    "another decorator": (
+        "import functools\n\n@functools.cache\ndef k(a):\n    a[0] = 1\n",
+        "exactly @cuda.jit",
+    ),
     "two decorators": ("@cuda.jit\n@cuda.jit\ndef k(a):\n    a[0] = 1\n", "exactly @cuda.jit"),
     "bound twice": ("@cuda.jit\ndef k(a):\n    a[0] = 1\n\nk = 3\n", "also bound"),
-    "a global it may not use": ("import os\n\n@cuda.jit\ndef k(a):\n    os.system('x')\n",
-                                "only cuda, numba, math and numpy"),
-    "a builtin numba does not compile": ("@cuda.jit\ndef k(a):\n    a[0] = getattr(a, 'x')\n",
-                                         "uses getattr"),
+    "a global it may not use": (
+        "import os\n\n@cuda.jit\ndef k(a):\n    os.system('x')\n",
+        "only cuda, numba, math and numpy",
+    ),
+    "a builtin numba does not compile": (
+        "@cuda.jit\ndef k(a):\n    a[0] = getattr(a, 'x')\n",
+        "uses getattr",
+    ),
     "a dunder attribute": ("@cuda.jit\ndef k(a):\n    a.__class__\n", "'__class__'"),
-    "a computed constant": ("N = len('abc')\n\n@cuda.jit\ndef k(a):\n    a[0] = N\n",
-                            "constant N"),
-    "a plain helper": ("def h(x):\n    return x\n\n@cuda.jit\ndef k(a):\n    a[0] = h(1)\n",
-                       "device=True"),
+    "a computed constant": ("N = len('abc')\n\n@cuda.jit\ndef k(a):\n    a[0] = N\n", "constant N"),
+    "a plain helper": (
+        "def h(x):\n    return x\n\n@cuda.jit\ndef k(a):\n    a[0] = h(1)\n",
+        "device=True",
+    ),
     "a default argument": ("@cuda.jit\ndef k(a, n=3):\n    a[0] = n\n", "default"),
     "a nested function": ("@cuda.jit\ndef k(a):\n    def f():\n        pass\n", "inside its body"),
-    "recursion": ("@cuda.jit(device=True)\ndef d(x):\n    return d(x)\n\n@cuda.jit\n"
-                  "def k(a):\n    a[0] = d(1)\n", "recursively"),
-    "a global statement": ("@cuda.jit\ndef k(a):\n    a[0] = 1\n\ndef g():\n    global k\n",
-                           "also bound"),
+    "recursion": (
+        "@cuda.jit(device=True)\ndef d(x):\n    return d(x)\n\n@cuda.jit\n"
+        "def k(a):\n    a[0] = d(1)\n",
+        "recursively",
+    ),
+    "a global statement": (
+        "@cuda.jit\ndef k(a):\n    a[0] = 1\n\ndef g():\n    global k\n",
+        "also bound",
+    ),
 }
 
 
@@ -123,13 +140,17 @@ def test_2d_tiled_kernel_compiles_for_the_gpu_then_launches(tmp_path):
 
 
 def test_a_kernel_that_does_not_compile_for_the_gpu_never_runs(tmp_path):
-    student = _student(tmp_path, HEADER + '''
+    student = _student(
+        tmp_path,
+        HEADER
+        + """
 @cuda.jit
 def k(a):
     d = {}
     d[0] = 1.0
     a[0] = d[0]
-''')
+""",
+    )
     a = np.zeros(4, np.float32)
     with pytest.raises(KernelRefused, match="does not compile for the course GPU"):
         student.k[1, 4](a)
@@ -137,7 +158,10 @@ def k(a):
 
 
 def test_an_impersonating_object_is_refused(tmp_path):
-    student = _student(tmp_path, HEADER + '''
+    student = _student(
+        tmp_path,
+        HEADER
+        + """
 class FakeCUDAKernel:
     __module__ = "numba.cuda.simulator.kernel"
 
@@ -146,7 +170,8 @@ class FakeCUDAKernel:
 
 
 k = FakeCUDAKernel()
-''')
+""",
+    )
     a = np.zeros(4, np.float32)
     with pytest.raises(KernelRefused, match="no top-level"):
         student.k[1, 4](a)
@@ -154,7 +179,10 @@ k = FakeCUDAKernel()
 
 
 def test_timing_is_the_trusted_clock_and_checks_the_timed_outputs(tmp_path):
-    student = _student(tmp_path, HEADER + '''
+    student = _student(
+        tmp_path,
+        HEADER
+        + """
 @cuda.jit
 def add(a, b, c):
     i = cuda.grid(1)
@@ -167,7 +195,8 @@ def accumulate(a, b, c):
     i = cuda.grid(1)
     if i < c.size:
         c[i] += a[i] + b[i]
-''')
+""",
+    )
     a = np.ones(32, np.float32)
     ms = student.add[1, 32].time(a, a, np.zeros_like(a), repeat=2)
     assert isinstance(ms, float) and 0 < ms < 250

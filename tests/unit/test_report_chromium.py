@@ -29,8 +29,14 @@ pytestmark = pytest.mark.skipif(
     BROWSER is None, reason="chromium is not installed (CI installs it: apt-get install chromium)"
 )
 FLAGS = (
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--hide-scrollbars",
 )
 SHORT = "expected 295.2 FLOP/byte, got 0.0: ridge_point should divide peak FLOP/s by bandwidth"
 PROBE = """<script>
@@ -64,7 +70,9 @@ def _page() -> str:
 def _chromium(args: list[str], profile: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [BROWSER, *FLAGS, f"--user-data-dir={profile}", *args],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -90,8 +98,7 @@ def test_feedback_column_is_readable(tmp_path, width):
     shot_page = tmp_path / "report.html"
     shot_page.write_text(page, encoding="utf-8")
     shot = tmp_path / f"report-{width}.png"
-    _chromium([f"--window-size={width},1600", f"--screenshot={shot}", shot_page.as_uri()],
-              profile)
+    _chromium([f"--window-size={width},1600", f"--screenshot={shot}", shot_page.as_uri()], profile)
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     assert struct.unpack(">II", data[16:24]) == (width, 1600)

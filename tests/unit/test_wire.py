@@ -49,8 +49,16 @@ def test_special_floats_and_numpy_scalars():
 
 @pytest.mark.parametrize(
     "value",
-    [np.bool_(False), np.int8(-128), np.uint64(2**64 - 1), np.float32(1.5), np.float64("nan"),
-     np.float16(-np.inf), np.complex64(1 - 2j), np.int64(7)],
+    [
+        np.bool_(False),
+        np.int8(-128),
+        np.uint64(2**64 - 1),
+        np.float32(1.5),
+        np.float64("nan"),
+        np.float16(-np.inf),
+        np.complex64(1 - 2j),
+        np.int64(7),
+    ],
 )
 def test_numpy_scalars_arrive_as_their_own_type(value):
     """`type(x) is bool` must be able to fail: a numpy scalar is not turned into a Python one."""
