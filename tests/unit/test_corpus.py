@@ -19,6 +19,7 @@ import shutil
 import signal
 import socket
 import sqlite3
+import stat
 import subprocess
 import sys
 import threading
@@ -591,6 +592,19 @@ def _as_user(argv: list[str], base: Path, uid: int, gid: int, **kw) -> subproces
     )
 
 
+def _open_the_way(target: Path) -> list[tuple[Path, int]]:
+    """Give others the search bit (x, never read) on each folder above `target` that lacks it,
+    so USER can reach the checkout and its venv wherever CI cloned it (mktemp makes 0700
+    folders); returns what to put back. Nothing becomes listable, and nothing else opens."""
+    changed = []
+    for folder in [target, *target.parents]:
+        mode = folder.stat().st_mode
+        if not mode & stat.S_IXOTH:
+            folder.chmod(stat.S_IMODE(mode) | stat.S_IXOTH)
+            changed.append((folder, stat.S_IMODE(mode)))
+    return changed
+
+
 @pytest.fixture
 def user_world():
     import tempfile
@@ -600,6 +614,7 @@ def user_world():
     uid, gid = _ordinary_user()
     base = Path(tempfile.mkdtemp(prefix="grader-ci-user-"))
     base.chmod(0o755)
+    opened = _open_the_way(REPO) + _open_the_way(Path(sys.prefix).resolve())
     try:
         python = _user_python(base)
         home = base / "home"
@@ -608,6 +623,8 @@ def user_world():
         yield python, home, uid, gid
     finally:
         shutil.rmtree(base, ignore_errors=True)
+        for folder, mode in reversed(opened):
+            folder.chmod(mode)
 
 
 def _pytest_as_user(user_world, select: str, wrap: list[str] = ()) -> tuple[int, str, dict]:
