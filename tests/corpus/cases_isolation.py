@@ -95,15 +95,22 @@ def _start_sleeper(dest: Path, ctx: Ctx) -> None:
     write_fork(dest, {M9: patch(ctx.solutions[M9], "m9_record", CMDLINES)}, ctx=ctx)
 
 
+# As an attacker would: anything that looks like a token first, in full; then each process's
+# program and first two words that are not options, so the answer fits in the feedback however long bwrap's own
+# command line is (feedback is clipped, and a canary past the clip would prove nothing).
 CMDLINES = r"""
 import glob
-seen = []
+import os
+tokens, names = [], []
 for p in glob.glob("/proc/[0-9]*/cmdline"):
     try:
-        seen.append(open(p, "rb").read().replace(b"\0", b" ").decode(errors="replace"))
+        args = open(p, "rb").read().decode(errors="replace").split("\0")
     except OSError:
-        pass
-return " | ".join(seen)
+        continue
+    tokens += [a for a in args if "token" in a.lower()]
+    words = [a for a in args[1:] if a and not a.startswith("-")][:2]
+    names.append(" ".join([os.path.basename(args[0]), *words])[:60])
+return " | ".join(tokens + names)
 """
 
 
