@@ -183,8 +183,8 @@ def machine() -> dict:
 
 
 def sample_class(dest: Path) -> Path:
-    from grader.course import load_course
-    from grader.samples import build_sample_class
+    from grader.core.course import load_course
+    from grader.demo.samples import build_sample_class
 
     build_sample_class(load_course(ROOT), dest)
     return dest
@@ -315,7 +315,7 @@ def part_one_submission(tmp: Path, runs: int) -> dict:
 
 def grade_some(submission: Path, student: str, work_dir: Path, root: str, assignments: list[str]):
     """A grade_one for --quick: grade_submission over fewer assignments (top-level: picklable)."""
-    from grader.grade import grade_submission
+    from grader.grading.grade import grade_submission
 
     return grade_submission(
         Path(submission), root=Path(root), student=student, assignments=assignments
@@ -365,7 +365,7 @@ def _timed_gradebook(times: list[float]):
 
 def run_batch(klass: Path, out: Path, jobs: int, grade_one, checkpoints: list[int]) -> dict:
     from grader.batch import grade_all
-    from grader.course import load_course
+    from grader.core.course import load_course
 
     course = load_course(ROOT)
     record_s: list[float] = []
@@ -502,7 +502,7 @@ def _worker_env() -> dict:
 def spawn_cost(tmp: Path, runs: int) -> dict:
     """What bubblewrap adds to each sandboxed process start: `python -c pass` started bare and
     through `grader.sandbox.isolation.spawn` (namespaces, mounts, scratch tmpfs, setpriv)."""
-    from grader.course import load_course
+    from grader.core.course import load_course
     from grader.sandbox.isolation import (
         Sandbox,
         UidLease,
@@ -545,8 +545,8 @@ def spawn_cost(tmp: Path, runs: int) -> dict:
 def worker_startup(tmp: Path, runs: int) -> dict:
     """The sandboxed worker's start-up + first notebook load, and the PTX worker's first compile."""
     from grader.core import device
-    from grader.course import load_course
-    from grader.intake import prepare
+    from grader.core.course import load_course
+    from grader.grading.intake import prepare
     from grader.sandbox.backend import WorkerBackend
     from grader.sandbox.isolation import probe
 
@@ -581,8 +581,8 @@ def worker_startup(tmp: Path, runs: int) -> dict:
     code = (
         "import os, sys\n"
         "from grader.core import device; device.prepare_numba()\n"
-        "import grader.worker, grader.wire\n"
-        "from grader.harness import Harness\n"
+        "import grader.sandbox.worker, grader.sandbox.wire\n"
+        "from grader.sandbox.harness import Harness\n"
         f"h = Harness(sys.argv[1], {ASSIGNMENT!r}); assert h.load() == {{'ok': None}}\n"
     )
     nb = tmp / "work0" / "exercises" / ASSIGNMENT / f"{ASSIGNMENT}.py"
@@ -670,8 +670,8 @@ def part_gpu(root: Path = ROOT, quick: bool = False) -> dict:
     import torch
     from numba import cuda
 
-    from grader.course import load_course
-    from grader.harness import load_module
+    from grader.core.course import load_course
+    from grader.sandbox.harness import load_module
 
     ref = load_module(root / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.py", "bench_reference_gpu")
     name = cuda.get_current_device().name

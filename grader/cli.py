@@ -14,13 +14,13 @@ from grader.core.infra import INFRA_EXIT, InfrastructureError
 
 
 def _root(args: argparse.Namespace) -> Path:
-    from grader.course import find_root
+    from grader.core.course import find_root
 
     return find_root(Path(args.root) if args.root else None)
 
 
 def _assignment_table(results) -> str:
-    from grader.tables import format_table, points
+    from grader.core.tables import format_table, points
 
     rows = []
     for r in results:
@@ -59,14 +59,14 @@ def _feedback(text: str, verbose: bool) -> str:
 def cmd_check(args: argparse.Namespace) -> int:
     """Public suites against your own exercises, in this process, simulator when no GPU.
 
-    The notebook of each assignment is chosen by the same rule as grading (grader.intake.pair).
+    The notebook of each assignment is chosen by the same rule as grading (grader.grading.intake.pair).
     """
-    from grader.course import load_course
-    from grader.grade import _GradingBackend
-    from grader.intake import pair, release_for
-    from grader.student import InProcessBackend
-    from grader.suites import run_assignment
-    from grader.tables import format_table, points
+    from grader.core.course import load_course
+    from grader.grading.grade import _GradingBackend
+    from grader.grading.intake import pair, release_for
+    from grader.suites.student import InProcessBackend
+    from grader.suites.runner import run_assignment
+    from grader.core.tables import format_table, points
 
     root = _root(args)
     course = load_course(root)
@@ -118,14 +118,14 @@ def _shown_path(path: Path, submission: Path) -> str:
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
-    from grader.course import load_course
-    from grader.grade import grade_submission
-    from grader.tables import points
+    from grader.core.course import load_course
+    from grader.grading.grade import grade_submission
+    from grader.core.tables import points
 
     course = load_course(_root(args))
     timestamp = None
     if args.timestamp:
-        from grader.late import parse_timestamp
+        from grader.core.late import parse_timestamp
 
         timestamp = parse_timestamp(args.timestamp)
     from grader.sandbox.isolation import IsolationRefused
@@ -161,7 +161,7 @@ def _write_outputs(result, course, args: argparse.Namespace) -> list[str]:
     """Write each requested output; one that fails does not stop the others. Returns the failed."""
 
     def write_json() -> None:
-        from grader.results import validate
+        from grader.core.results import validate
 
         validate(result.to_dict())
         result.write(args.json)
@@ -227,7 +227,7 @@ def cmd_grade_all(args: argparse.Namespace) -> int:
 
 
 def cmd_class_report(args: argparse.Namespace) -> int:
-    from grader.course import load_course
+    from grader.core.course import load_course
     from grader.reports.class_report import terminal_summary, write_class_report
 
     course = load_course(_root(args))

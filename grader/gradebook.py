@@ -17,7 +17,7 @@ Late penalty: nbgrader stores the penalty in points on the submitted notebook (i
 `LateSubmissionPlugin` writes it during `nbgrader autograde`; `SubmittedAssignment.
 late_submission_penalty` is the sum over notebooks) and `nbgrader export` subtracts it:
 `score = max(0, raw - penalty)`. We never run `nbgrader autograde`, so nbgrader's own late plugin
-and its config never run; we store `raw_score x fraction` (the fraction from grader.late and
+and its config never run; we store `raw_score x fraction` (the fraction from grader.core.late and
 course.toml) in that column, and nbgrader's export then reports exactly the result's score.
 
 Grade cells are created on first sight. A regrade replaces the student's `auto_score`s in place
@@ -48,8 +48,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from grader.core.points import stored
-from grader.course import Course
-from grader.results import GradeResult, TestResult
+from grader.core.course import Course
+from grader.core.results import GradeResult, TestResult
 
 BUSY_TIMEOUT_S = 60.0
 LOCK_TIMEOUT_S = 300.0
@@ -76,7 +76,7 @@ def _naive_utc(value: datetime | str | None) -> datetime | None:
     if value is None:
         return None
     if isinstance(value, str):
-        from grader.late import parse_timestamp
+        from grader.core.late import parse_timestamp
 
         value = parse_timestamp(value)
     if value.tzinfo is None:

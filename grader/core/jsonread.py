@@ -6,7 +6,7 @@ miss) and a few MB of ``[]`` cost hundreds of MB. So the bytes are measured befo
 parsed: size, nesting depth and value count, with C-speed byte counts and replaces that build
 no objects (brackets inside strings are left out when that matters), and only then handed to
 ``json.loads``. Every failure is a `JsonReadError` whose message names the file and says what to
-do; nothing else escapes. `grader.wire` uses `count_values` for the trusted side's replies.
+do; nothing else escapes. `grader.sandbox.wire` uses `count_values` for the trusted side's replies.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ Anything else a kernel refers to (another global, a builtin outside numba's few,
 attribute, a default argument, a name that is bound twice) is refused with a `KernelSourceError`
 naming the line and what to change. The result, `KernelSource.text`, is a module whose execution
 runs only imports, literal assignments and ``def`` statements: no student code runs until the
-grader's own ``cuda.jit`` has compiled it (`grader.harness.KernelHost`).
+grader's own ``cuda.jit`` has compiled it (`grader.sandbox.harness.KernelHost`).
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 
 from grader.core.files import atomic_write
-from grader.course import Course
-from grader.results import GradeResult, validate
+from grader.core.course import Course
+from grader.core.results import GradeResult, validate
 
 
 def write_reports(

@@ -47,8 +47,8 @@ from pathlib import Path
 
 from grader.core.files import atomic_write
 from grader.core.points import fraction, rounded, shown
-from grader.course import Course
-from grader.results import GradeResult, validate
+from grader.core.course import Course
+from grader.core.results import GradeResult, validate
 
 SCHEMA_VERSION = 1
 REPORT_DIR = "class-report"
@@ -272,8 +272,8 @@ def _parse_time(text: str | None) -> datetime | None:
 def graded_cells(path: Path) -> str | None:
     """The code of the cells a student fills in (nbgrader `solution: true`; every code cell
     when a notebook lost its metadata), or None when the file cannot be read safely."""
-    from grader.intake import MAX_NOTEBOOK_BYTES
-    from grader.notebook import NotebookError, read_notebook
+    from grader.grading.intake import MAX_NOTEBOOK_BYTES
+    from grader.core.notebook import NotebookError, read_notebook
 
     try:
         if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_NOTEBOOK_BYTES:
@@ -687,7 +687,7 @@ def html(rep: ClassReport) -> str:
 
 def terminal_summary(rep: ClassReport, hardest: int = 10) -> str:
     """A few plain-text tables for the terminal (the page and summary.md have everything)."""
-    from grader.tables import format_table
+    from grader.core.tables import format_table
 
     parts = [
         format_table(

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from grader.core.points import shown
-from grader.course import Course
-from grader.results import GradeResult, TestResult
+from grader.core.course import Course
+from grader.core.results import GradeResult, TestResult
 
 FEEDBACK_CHARS = 1_500  # per test, markdown
 HTML_FEEDBACK_CHARS = 20_000  # per test, HTML page

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 
-from grader.course import Course
+from grader.core.course import Course
 from grader.reports.common import (
     EMOJI,
     HTML_FEEDBACK_CHARS,
@@ -25,7 +25,7 @@ from grader.reports.common import (
 )
 from grader.reports.escape import clip, html_text
 from grader.reports.plots import roofline_png
-from grader.results import AssignmentResult, GradeResult
+from grader.core.results import AssignmentResult, GradeResult
 
 _CSS = """
 body{font:15px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:980px;

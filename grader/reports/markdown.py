@@ -7,7 +7,7 @@ character comment limit whatever the feedback size.
 
 from __future__ import annotations
 
-from grader.course import Course
+from grader.core.course import Course
 from grader.reports.common import (
     BODY_BYTES,
     EMOJI,
@@ -25,7 +25,7 @@ from grader.reports.common import (
     title,
 )
 from grader.reports.escape import md_block, md_inline
-from grader.results import AssignmentResult, GradeResult, TestResult
+from grader.core.results import AssignmentResult, GradeResult, TestResult
 
 LISTED_TESTS = 40  # names listed under one folded feedback entry
 

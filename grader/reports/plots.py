@@ -10,7 +10,7 @@ import io
 import math
 from typing import Any
 
-from grader.course import Course
+from grader.core.course import Course
 
 M9_KEYS = ("intensity_b1", "intensity_b8", "intensity_b32")
 

@@ -1,7 +1,7 @@
-"""`WorkerBackend`: the `grader.student` backend that reaches student code in a sandboxed worker.
+"""`WorkerBackend`: the `grader.suites.student` backend that reaches student code in a sandboxed worker.
 
-Student code runs only in ``python -m grader.worker`` (see that module for the protocol); only
-`grader.wire` messages cross, and every verdict stays in this, the trusted, process. The isolation
+Student code runs only in ``python -m grader.sandbox.worker`` (see that module for the protocol); only
+`grader.sandbox.wire` messages cross, and every verdict stays in this, the trusted, process. The isolation
 each worker gets is `grader.sandbox.isolation`'s.
 
 Timeouts: each request has its own deadline; on expiry the whole worker (process group and PID
@@ -24,9 +24,9 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from grader import wire
+from grader.sandbox import wire
 from grader.core import device
-from grader.course import Limits
+from grader.core.course import Limits
 from grader.sandbox.isolation import (
     ALL_LAYERS,
     SANDBOX_DIR,
@@ -81,7 +81,7 @@ def _valid_reply(reply: object) -> bool:
 
 
 class WorkerBackend:
-    """The `grader.student.Backend` protocol, served by one sandboxed worker per submission."""
+    """The `grader.suites.student.Backend` protocol, served by one sandboxed worker per submission."""
 
     def __init__(
         self,
@@ -211,7 +211,7 @@ class WorkerBackend:
     def graded_source(self, assignment: str) -> str:
         """The graded cells of the submission's notebook, read here (the worker cannot write
         the submission's files: they stay the grader's and read-only to it)."""
-        from grader.notebook import graded_source, read_notebook
+        from grader.core.notebook import graded_source, read_notebook
 
         return graded_source(read_notebook(self.notebooks[assignment]))
 
@@ -302,7 +302,7 @@ class WorkerBackend:
     def warm(self, assignments: list[str], ptx_assignments: list[str] = ()) -> None:
         """Start the worker and run these notebooks now, and start the kernel workers when an
         assignment in `ptx_assignments` has kernels, exactly as the first request would;
-        failures are kept for the requests to report. Not thread-safe: `grader.grade` runs it
+        failures are kept for the requests to report. Not thread-safe: `grader.grading.grade` runs it
         in a background thread and joins it before any other request, so the workers start
         while pytest starts up."""
         timeout = self.limits.import_timeout_s + STARTUP_ALLOWANCE_S
@@ -386,7 +386,7 @@ class WorkerBackend:
     def _command(self) -> list[str]:
         """The worker's own command line; `spawn` puts it inside bubblewrap, whose init is PID 1
         of the namespace (so the worker's own --pid-namespace fork is not needed)."""
-        cmd = [sys.executable, "-P", "-s", "-m", "grader.worker"]
+        cmd = [sys.executable, "-P", "-s", "-m", "grader.sandbox.worker"]
         for key, path in self.notebooks.items():
             cmd += ["--notebook", f"{key}={path}"]
         lim = self.limits

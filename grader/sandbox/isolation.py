@@ -59,7 +59,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import grader
-from grader.course import Limits
+from grader.core.course import Limits
 
 SANDBOX_DIR = ".sandbox"
 BWRAP_ENV = "GRADER_BWRAP"  # the bwrap to run instead of the one on PATH (tests, odd installs)
@@ -183,7 +183,7 @@ def _inside(path: Path, folder: Path) -> bool:
 
 
 def _course_root_default() -> Path | None:
-    from grader.course import CourseError, find_root
+    from grader.core.course import CourseError, find_root
 
     try:
         return find_root(Path(grader.__file__).resolve().parent)
@@ -400,7 +400,7 @@ def _spawner() -> concurrent.futures.ThreadPoolExecutor:
 _PROBE = r"""
 import json, os, socket, sys
 out = {"uid": os.getuid(), "pid": os.getpid(), "nets": [n for _, n in socket.if_nameindex()]}
-import numpy, grader.worker, grader.harness
+import numpy, grader.sandbox.worker, grader.sandbox.harness
 st = open("/proc/self/status").read().split("\n")
 field = lambda k: [x.split(":", 1)[1].strip() for x in st if x.startswith(k + ":")][0]
 out["cap_eff"] = int(field("CapEff"), 16)

@@ -3,7 +3,7 @@
 Every entry is a `Case`: a name, what it attacks, a builder that writes a small fork-shaped folder
 (``exercises/<id>/<id>.py`` and/or ``.ipynb``, ``metrics.json``, plus tampered extras) and the
 asserted `Expect`ation. Builders start from the reference solution (or the release) and patch one
-solution region with `grader.samples.replace_region`, so the corpus stays small and never drifts
+solution region with `grader.demo.samples.replace_region`, so the corpus stays small and never drifts
 from the course. `tests/unit/test_corpus.py` grades each entry in the sandbox and checks it.
 
 Expectation rules: each test of the graded assignment is matched against the case's rules in
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.samples import replace_region
+from grader.demo.samples import replace_region
 
 M9 = "m9_roofline"
 GF = "gpu_fundamentals"
@@ -349,8 +349,8 @@ def _untouched_release_with_tampering(dest: Path, ctx: Ctx) -> None:
         f"tests/public/{M9}/test_free_points.py":
             "import pytest\n\n@pytest.mark.points(100)\ndef test_free():\n    assert True\n",
         f"tests/hidden/{M9}/test_m9_roofline_hidden.py": "def test_nothing():\n    pass\n",
-        "grader/plugin.py": "raise SystemExit('pwned')\n",
-        "grader/suites.py": "def run_assignment(*a, **k):\n    return 'full marks'\n",
+        "grader/suites/plugin.py": "raise SystemExit('pwned')\n",
+        "grader/suites/runner.py": "def run_assignment(*a, **k):\n    return 'full marks'\n",
         ".github/workflows/grade.yml": "on: pull_request_target\njobs: {}\n",
         "pyproject.toml": "[tool.pytest.ini_options]\naddopts = '-p no:grader'\n",
         "course.toml": "[limits]\ncall_timeout_s = 100000\n",
@@ -747,7 +747,7 @@ CASES: list[Case] = [
          "grader/, workflows, pyproject.toml and course.toml", _untouched_release_with_tampering,
          Expect(M9, [Rule(_student_tests(M9), BROKEN, ("not done yet", "NotImplementedError"))],
                 warnings=("conftest.py", "tests/public/m9_roofline/test_free_points.py",
-                          "grader/plugin.py", ".github/workflows/grade.yml", "pyproject.toml",
+                          "grader/suites/plugin.py", ".github/workflows/grade.yml", "pyproject.toml",
                           "course.toml"))),
     Case("monkeypatches_worker", "patches numpy, math, builtins and pytest inside the worker, "
          "with a wrong num_params",
@@ -840,8 +840,8 @@ def make_corpus_root(real_root: Path, dest: Path) -> Path:
 
 
 def make_ctx(root: Path, real_root: Path, port: int = 0) -> Ctx:
-    from grader.course import load_course
-    from grader.samples import _reference_metrics
+    from grader.core.course import load_course
+    from grader.demo.samples import _reference_metrics
 
     course = load_course(root)
     solutions = {a: (root / "solutions" / a / f"{a}.py").read_text(encoding="utf-8")
@@ -866,7 +866,7 @@ def build_all(ctx: Ctx, dest: Path, names: list[str] | None = None) -> dict[str,
 def corpus_grade_one(submission: Path, student: str, work_dir: Path, root: str,
                      assignments: dict[str, str]) -> Any:
     """`grade_one` for grader.batch over the corpus: each case graded on its own assignment."""
-    from grader.grade import grade_submission
+    from grader.grading.grade import grade_submission
 
     return grade_submission(Path(submission), root=Path(root), student=student,
                             assignments=[assignments[student]])

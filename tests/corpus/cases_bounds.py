@@ -46,7 +46,7 @@ HOSTILE_FILE = "notes/www.evil.example @octocat #1 <b>x</b> **y** [z](http-evil)
 # header decodes to 8 million lists (1.2 GB and 50-100 s in the trusted process, unbounded).
 REPLY_BOMB = """
 import struct
-import grader.wire as _wire
+import grader.sandbox.wire as _wire
 _body = b'{"value": {"__dict__": {"ok": [' + b"[]," * 8_000_000 + b'[]]}}, "buffers": []}'
 _bomb = _wire.MAGIC + struct.pack(">I", len(_body)) + _body
 _real = _wire.encode
@@ -105,7 +105,7 @@ def _inert_reports(result, ctx: Ctx) -> None:
     """Both reports of this result: nothing of the student's text became markup or control."""
     from markdown_it import MarkdownIt
 
-    from grader.course import load_course
+    from grader.core.course import load_course
     from grader.reports.html import html
     from grader.reports.markdown import markdown
 

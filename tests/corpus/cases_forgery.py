@@ -29,7 +29,7 @@ from build import (
     write_fork,
 )
 
-from grader.samples import replace_region
+from grader.demo.samples import replace_region
 
 KERNEL_TESTS = r"test_vector_add_(small|sizes|float64|compiles)"
 WRAPPER_TESTS = r"test_gpu_vector_add_(small|random)"
@@ -61,7 +61,7 @@ vector_add = FakeCUDAKernel()
 # writes zeros: each patch used to be able to forge one verdict.
 HARNESS_PATCHES = '''
 import numba.cuda as _cuda
-import grader.harness as _h
+import grader.sandbox.harness as _h
 
 _cuda.compile_ptx = lambda *a, **k: (".version 8.0\\n.target sm_75\\n.entry vector_add()", "ptx")
 
@@ -100,7 +100,7 @@ ZERO_KERNEL = "i = cuda.grid(1)\nif i < c.size:\n    c[i] = 0.0"
 READBACK_PATCHES = '''
 import builtins as _builtins
 import grader.core.readback as _rb
-import grader.student as _st
+import grader.suites.student as _st
 
 _rb.read_file = lambda *a, **k: b'{"m1": 3, "m9_roofline": {}}'
 _st.Student.read_file = lambda self, path: '{"m1": 3}'
@@ -198,7 +198,7 @@ def _forged_frame(src: str, ctx: Ctx) -> str:
 
 def _toy_record_with_stubs(dest: Path, ctx: Ctx) -> None:
     """The untouched release (stubs) and a correct record, computed by hand, for a toy model."""
-    from grader.harness import load_module
+    from grader.sandbox.harness import load_module
 
     ref = load_module(ctx.root / "solutions" / M9 / f"{M9}.py", "corpus_reference_m9")
     gpu = ref.load_hardware(ctx.root / "course.toml")[ref.COURSE_GPU]
@@ -209,7 +209,7 @@ def _toy_record_with_stubs(dest: Path, ctx: Ctx) -> None:
 
 def _toy_record_with_reference(dest: Path, ctx: Ctx) -> None:
     """The reference notebook and a record it does reproduce, but for a toy model."""
-    from grader.harness import load_module
+    from grader.sandbox.harness import load_module
 
     ref = load_module(ctx.root / "solutions" / M9 / f"{M9}.py", "corpus_reference_m9")
     gpu = ref.load_hardware(ctx.root / "course.toml")[ref.COURSE_GPU]

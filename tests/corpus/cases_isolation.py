@@ -119,7 +119,7 @@ def _no_cmdline(result, ctx: Ctx) -> None:
     try:
         assert proc.poll() is None, "the sleeper died before the check"
         assert CMDLINE_CANARY not in _json(result), "another process's command line leaked"
-        assert "grader.worker" in _json(result)  # the worker did read its own /proc
+        assert "grader.sandbox.worker" in _json(result)  # the worker did read its own /proc
     finally:
         proc.kill()
         proc.wait()
@@ -131,7 +131,7 @@ VICTIM = """
 import json, sys, time
 sys.path.insert(0, {corpus!r})
 from pathlib import Path
-from grader.grade import grade_submission
+from grader.grading.grade import grade_submission
 t0 = time.time()
 r = grade_submission(Path({sub!r}), root=Path({root!r}), student="victim", assignments=[{m9!r}])
 Path({out!r}).write_text(json.dumps({{"start": t0, "end": time.time(), "result": r.to_dict()}}))

@@ -38,8 +38,8 @@ def build(name: str, root: Path, sub: Path) -> str:
 
 
 def main(name: str) -> dict:
-    from grader.course import load_course
-    from grader.grade import grade_submission
+    from grader.core.course import load_course
+    from grader.grading.grade import grade_submission
 
     with tempfile.TemporaryDirectory(prefix="corpus-measure-") as tmp:
         root = corpus.make_corpus_root(REPO, Path(tmp) / "root")

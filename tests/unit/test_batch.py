@@ -26,7 +26,7 @@ DRIVER = textwrap.dedent(
     """
     import os, sys, time
     from pathlib import Path
-    from grader.results import AssignmentResult, Environment, GradeResult, TestResult
+    from grader.core.results import AssignmentResult, Environment, GradeResult, TestResult
 
     def grade(submission, student, work):
         with open(os.environ["CALLS"], "a") as fh:
@@ -43,7 +43,7 @@ DRIVER = textwrap.dedent(
 
     if __name__ == "__main__":
         from grader.batch import grade_all, parse_shard
-        from grader.course import load_course
+        from grader.core.course import load_course
         shard = parse_shard(sys.argv[3]) if len(sys.argv) > 3 else None
         out = grade_all(Path(sys.argv[1]), Path(sys.argv[2]), jobs=2, shard=shard,
                         grade_one=grade, course=load_course(os.environ["COURSE_ROOT"]))
@@ -393,7 +393,7 @@ GRADER_WITH_LOOPING_WORKER = textwrap.dedent(
     """
     import sys, threading, time
     from pathlib import Path
-    from grader.course import load_course
+    from grader.core.course import load_course
     from grader.sandbox import WorkerBackend
 
     work = Path(sys.argv[1])

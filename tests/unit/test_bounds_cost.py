@@ -57,7 +57,7 @@ def test_batch_over_the_bounds_family(tmp_path):
     import sqlite3
 
     from grader.batch import grade_all
-    from grader.course import load_course
+    from grader.core.course import load_course
 
     root = build.make_corpus_root(REPO, tmp_path / "root")
     ctx = build.make_ctx(root, REPO)

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from grader.course import load_course
+from grader.core.course import load_course
 from grader.reports import class_report as cr
-from grader.results import AssignmentResult, Environment, GradeResult
-from grader.results import TestResult as Case
+from grader.core.results import AssignmentResult, Environment, GradeResult
+from grader.core.results import TestResult as Case
 
 ROOT = Path(__file__).resolve().parents[2]
 AID = "m9_roofline"

@@ -8,7 +8,7 @@ import json
 from test_report import ROOT, make_result
 
 from grader.cli import _write_outputs
-from grader.course import load_course
+from grader.core.course import load_course
 
 
 def test_one_failing_output_does_not_stop_the_others(tmp_path):

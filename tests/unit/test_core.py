@@ -12,7 +12,7 @@ import pytest
 
 from grader.core.files import atomic_write
 from grader.core.points import fraction, rounded, shown, stored
-from grader.tables import points
+from grader.core.tables import points
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -125,7 +125,7 @@ def ctx(tmp_path_factory, server, request):
 
 @pytest.fixture(scope="session")
 def course(ctx):
-    from grader.course import load_course
+    from grader.core.course import load_course
 
     return load_course(ctx.root)
 
@@ -134,7 +134,7 @@ def course(ctx):
 
 
 def check(case: corpus.Case, result, ctx: corpus.Ctx) -> None:
-    from grader.results import validate
+    from grader.core.results import validate
 
     validate(result.to_dict())
     exp = case.expect
@@ -180,7 +180,7 @@ def check(case: corpus.Case, result, ctx: corpus.Ctx) -> None:
 
 
 def grade_case(case: corpus.Case, ctx: corpus.Ctx, course, folder: Path, monkeypatch):
-    from grader.grade import grade_submission
+    from grader.grading.grade import grade_submission
 
     case.build(folder, ctx)
     for k, v in case.env.items():
@@ -200,7 +200,7 @@ def grade_case(case: corpus.Case, ctx: corpus.Ctx, course, folder: Path, monkeyp
 def test_isolation_complete_or_refused(ctx, course, tmp_path):
     """Runs first, in both passes: every required layer holds for whoever runs the corpus, or
     grading refuses with the message that says what is missing, and this pass fails with it."""
-    from grader.grade import grade_submission
+    from grader.grading.grade import grade_submission
     from grader.sandbox import isolation
 
     p = isolation.probe()
@@ -332,7 +332,7 @@ import functools, sys
 sys.path.insert(0, {corpus!r})
 import build
 from grader.batch import grade_all
-from grader.course import load_course
+from grader.core.course import load_course
 course = load_course({root!r})
 grade_one = functools.partial(build.corpus_grade_one, root={root!r}, assignments={students!r})
 grade_all({subs!r}, {out!r}, jobs=1, grade_one=grade_one, course=course, shard={shard!r})
@@ -412,7 +412,7 @@ def test_two_graders_one_gradebook(ctx, tmp_path):
 
 
 def _fake_result(student: str, score: float):
-    from grader.results import AssignmentResult, Environment, GradeResult, TestResult
+    from grader.core.results import AssignmentResult, Environment, GradeResult, TestResult
 
     tests = [
         TestResult(
@@ -437,7 +437,7 @@ _WRITER = """
 import sys
 sys.path.insert(0, {here!r})
 from test_corpus import _fake_result
-from grader.course import load_course
+from grader.core.course import load_course
 from grader.gradebook import record
 course = load_course({root!r})
 for i in range({n}):
@@ -729,10 +729,10 @@ def test_grade_and_grade_all_refuse_without_bwrap(ctx, tmp_path):
 
 
 def test_override_grades_and_marks_every_output(ctx, course, tmp_path, no_bwrap):
-    from grader.grade import grade_submission
+    from grader.grading.grade import grade_submission
     from grader.reports import write_reports
     from grader.reports.escape import md_inline
-    from grader.results import GradeResult, validate
+    from grader.core.results import GradeResult, validate
 
     case = corpus.by_name()["function_missing"]
     case.build(tmp_path / "s", ctx)

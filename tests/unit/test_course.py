@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.course import CourseError, find_root, load_course
+from grader.core.course import CourseError, find_root, load_course
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from grader import wire
+from grader.sandbox import wire
 
 
 def test_many_small_objects_refused_before_parsing():

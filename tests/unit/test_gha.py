@@ -1,4 +1,4 @@
-"""grader.gha: the scripts the GitHub workflows call (artifact validation, PR grading, comment)."""
+"""grader.github: the scripts the GitHub workflows call (artifact validation, PR grading, comment)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import gha
+import grader.github
 
 DATA = Path(__file__).parent / "data"
 EVENT = DATA / "workflow_run_event.json"
@@ -304,7 +304,7 @@ def test_student_and_time_come_from_the_event_not_the_commit():
 
 
 def canned_result(student: str, timestamp: datetime):
-    from grader.results import AssignmentResult, Environment, GradeResult, TestResult
+    from grader.core.results import AssignmentResult, Environment, GradeResult, TestResult
 
     tests = [
         TestResult("test_ridge_point_h100", 4.0, 4.0, "passed", suite="public"),

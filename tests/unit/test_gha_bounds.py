@@ -8,7 +8,7 @@ import json
 import pytest
 from test_gha import EVENT, ROOT, canned_result, make_artifact
 
-from grader import gha
+import grader.github
 
 BOMBS = {
     "nested": "[" * 100_000 + "]" * 100_000,

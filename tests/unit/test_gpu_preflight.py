@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from grader import cli, gha
+from grader import cli
+
+import grader.github
 from grader.core import device, preflight
 from grader.core.infra import INFRA_EXIT
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from grader.course import load_course
+from grader.core.course import load_course
 from grader.gradebook import GradebookError, cell_names, export_csv, open_gradebook, record
-from grader.results import AssignmentResult, Environment, GradeResult
-from grader.results import TestResult as Case
+from grader.core.results import AssignmentResult, Environment, GradeResult
+from grader.core.results import TestResult as Case
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -196,7 +196,7 @@ WRITER = textwrap.dedent(
     from pathlib import Path
     sys.path.insert(0, sys.argv[3])
     sys.path.insert(0, str(Path(sys.argv[3]) / "tests" / "unit"))
-    from grader.course import load_course
+    from grader.core.course import load_course
     from grader.gradebook import record
     from test_gradebook import result
     course = load_course(sys.argv[3])

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.notebook import read_notebook
+from grader.core.notebook import read_notebook
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = [ROOT / "solutions" / "gpu_fundamentals" / "gpu_fundamentals.py"]

@@ -11,8 +11,8 @@ from pathlib import Path
 import jupytext
 import pytest
 
-from grader import intake
-from grader.course import Assignment, Course, Limits
+from grader.grading import intake
+from grader.core.course import Assignment, Course, Limits
 
 STUB = """# %% [markdown]
 # Fill in `f`.
@@ -255,7 +255,7 @@ def test_unknown_course_files_are_listed(course, tmp_path):
     (sub / "grader").mkdir()
     (sub / "grader" / "plugin.py").write_text("POINTS = 100\n")
     out = intake.prepare(sub, tmp_path / "scratch", replace(course), None)
-    assert any(w.startswith("ignored grader/plugin.py") for w in out.warnings)
+    assert any(w.startswith("ignored grader/suites/plugin.py") for w in out.warnings)
     assert not (tmp_path / "scratch" / "grader").exists()
 
 
@@ -302,7 +302,7 @@ def test_venv_caches_and_vcs_are_skipped_and_not_counted(course, tmp_path, monke
 def test_an_untouched_fork_warns_of_nothing(tmp_path):
     """The export renames README, workflows and .gitignore; a fork that kept them is quiet,
     and one that edited them is told, by name."""
-    from grader.course import load_course
+    from grader.core.course import load_course
     from grader.release import export_student
 
     root = Path(__file__).resolve().parents[2]

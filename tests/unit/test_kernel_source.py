@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from grader.core.kernel_source import KernelSourceError, extract, launches, signature
-from grader.notebook import graded_source, read_notebook
-from grader.student import InProcessBackend, KernelRefused, Student
+from grader.core.notebook import graded_source, read_notebook
+from grader.suites.student import InProcessBackend, KernelRefused, Student
 
 HEADER = "import math\nimport numba\nimport numpy as np\nfrom numba import cuda\n"
 

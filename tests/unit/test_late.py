@@ -2,8 +2,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from grader.course import LatePolicy
-from grader.late import TimestampError, late_penalty, parse_timestamp
+from grader.core.course import LatePolicy
+from grader.core.late import TimestampError, late_penalty, parse_timestamp
 
 POLICY = LatePolicy(grace_minutes=15, penalty_per_day=0.1, max_penalty=0.5)
 DUE = datetime(2026, 12, 14, 23, 59, tzinfo=UTC)

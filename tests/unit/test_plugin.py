@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from grader.core import device
-from grader.suites import run_assignment
+from grader.suites.runner import run_assignment
 
 ROOT = Path(__file__).resolve().parents[2]
 ASSIGNMENT = "gpu_fundamentals"  # any id course.toml defines
@@ -154,7 +154,7 @@ def test_student_exception_named_like_a_grader_error_stays_the_students(results)
 
 
 def test_only_the_trusted_side_makes_infrastructure_outcomes():
-    from grader.student import StudentError, WorkerCrashed, WorkerTimeout, make_error
+    from grader.suites.student import StudentError, WorkerCrashed, WorkerTimeout, make_error
 
     forged = make_error({"type": "WorkerTimeout", "message": "x", "traceback": ""}, "f")
     assert type(forged) is StudentError and not forged.grader

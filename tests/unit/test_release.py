@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from grader import release as rel
-from grader.course import load_course
+from grader.core.course import load_course
 from grader.release import (
     ExportError,
     export_student,
@@ -529,7 +529,7 @@ def test_export_mechanics(tmp_path: Path) -> None:
     files = snapshot(dest)
     assert not any(f.startswith(("solutions/", "tests/hidden/", "tests/unit/")) for f in files)
     assert not any(f"grader/{m}.py" in files for m in rel.INSTRUCTOR_MODULES)
-    assert "grader/cli.py" in files and "grader/plugin.py" in files
+    assert "grader/cli.py" in files and "grader/suites/plugin.py" in files
     assert ".github/workflows/check.yml" in files and ".gitignore" in files
     assert files["README.md"] == (root / "STUDENT_README.md").read_bytes()
     assert "exercises/m9_roofline/m9_roofline.ipynb" in files

@@ -6,20 +6,20 @@ from pathlib import Path
 
 import pytest
 
-from grader.course import load_course
+from grader.core.course import load_course
 from grader.reports import write_reports
 from grader.reports.common import NAME_CHARS
 from grader.reports.escape import md_inline as _md_inline
 from grader.reports.html import html
 from grader.reports.markdown import markdown
 from grader.reports.plots import roofline_png
-from grader.results import (
+from grader.core.results import (
     AssignmentResult,
     Environment,
     GradeResult,
     validate,
 )
-from grader.results import TestResult as Case
+from grader.core.results import TestResult as Case
 
 ROOT = Path(__file__).resolve().parents[2]
 

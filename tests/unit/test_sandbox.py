@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grader import wire
-from grader.course import Limits
+from grader.sandbox import wire
+from grader.core.course import Limits
 from grader.sandbox import backend as sandbox_backend
 from grader.sandbox import isolation as sandbox
-from grader.student import (
+from grader.suites.student import (
     NotebookFailed,
     NotPlainResult,
     Student,
@@ -704,11 +704,11 @@ def test_refuses_when_bwrap_cannot_create_namespaces(fresh_probe, tmp_path):
 
 
 def test_override_marks_the_result_and_both_reports(fresh_probe):
-    from grader.course import load_course
+    from grader.core.course import load_course
     from grader.reports.escape import md_inline
     from grader.reports.html import html
     from grader.reports.markdown import markdown
-    from grader.results import AssignmentResult, Environment, GradeResult, validate
+    from grader.core.results import AssignmentResult, Environment, GradeResult, validate
 
     fresh_probe.setenv(sandbox.BWRAP_ENV, "")
     note = sandbox.require_isolation(allow_incomplete=True)

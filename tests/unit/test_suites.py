@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.course import load_course
-from grader.harness import load_module
-from grader.suites import run_assignment
+from grader.core.course import load_course
+from grader.sandbox.harness import load_module
+from grader.suites.runner import run_assignment
 
 ROOT = Path(__file__).resolve().parents[2]
 ASSIGNMENTS = ("gpu_fundamentals", "m9_roofline")

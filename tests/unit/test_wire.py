@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grader.wire import MAGIC, NotPlainData, decode, encode, roundtrip
+from grader.sandbox.wire import MAGIC, NotPlainData, decode, encode, roundtrip
 
 plain = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),

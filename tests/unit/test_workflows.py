@@ -283,7 +283,7 @@ def test_grade_validates_the_artifact_before_anything_else():
     assert download["github-token"] == "${{ github.token }}"
     # only the trusted checkout and Python come before it; validation comes right after it
     assert names[:dl] == ["actions/checkout", "actions/setup-python"]
-    assert "grader.gha validate-artifact" in names[dl + 1]
+    assert "grader.github validate-artifact" in names[dl + 1]
     assert "--event" in names[dl + 1]
 
 
@@ -408,7 +408,7 @@ def test_grade_prepares_bubblewrap_before_grading_without_student_code():
     job = grade_wf()["jobs"]["grade"]
     runs = [s.get("run", "") for s in job["steps"]]
     prep = next(i for i, r in enumerate(runs) if "bwrap" in r)
-    grade = next(i for i, r in enumerate(runs) if "grader.gha grade-pr" in r)
+    grade = next(i for i, r in enumerate(runs) if "grader.github grade-pr" in r)
     assert prep < grade
     assert "apt-get install -y -q bubblewrap" in runs[prep]
     assert "userns," in runs[prep] and "/usr/bin/bwrap" in runs[prep]

@@ -58,8 +58,8 @@ import pytest
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
-from grader.student import StudentError
-from grader.testing import expect_value_error, first_mismatch, launch, trusted_ms
+from grader.suites.student import StudentError
+from grader.suites.testing import expect_value_error, first_mismatch, launch, trusted_ms
 
 FAST = settings(
     max_examples=25,

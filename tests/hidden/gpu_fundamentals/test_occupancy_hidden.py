@@ -28,8 +28,8 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from grader.student import StudentError
-from grader.testing import expect_value_error
+from grader.suites.student import StudentError
+from grader.suites.testing import expect_value_error
 
 FAST = settings(
     max_examples=25,

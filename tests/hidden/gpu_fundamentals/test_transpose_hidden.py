@@ -34,8 +34,8 @@ import re
 import numpy as np
 import pytest
 
-from grader.student import StudentError
-from grader.testing import first_mismatch, launch
+from grader.suites.student import StudentError
+from grader.suites.testing import first_mismatch, launch
 
 TILE = 32  # grader: public
 SIG_2D = "void(float32[:, :], float32[:, :])"

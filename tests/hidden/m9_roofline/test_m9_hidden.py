@@ -47,7 +47,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, assume, example, given, settings
 from hypothesis import strategies as st
 
-from grader.testing import expect_value_error, require_reproduced
+from grader.suites.testing import expect_value_error, require_reproduced
 
 FAST = settings(
     max_examples=25,

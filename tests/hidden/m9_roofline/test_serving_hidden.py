@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
-from grader.testing import expect_value_error
+from grader.suites.testing import expect_value_error
 
 FAST = settings(
     max_examples=25,

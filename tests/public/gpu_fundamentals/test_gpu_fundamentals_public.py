@@ -18,7 +18,7 @@ import math
 import numpy as np
 import pytest
 
-from grader.testing import expect_value_error, first_mismatch, launch
+from grader.suites.testing import expect_value_error, first_mismatch, launch
 
 H100_FLOPS = 989e12  # H100 SXM dense BF16, FLOP/s
 H100_BW = 3.35e12  # H100 SXM HBM3, byte/s

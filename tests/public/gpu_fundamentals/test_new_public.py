@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grader.testing import first_mismatch, launch
+from grader.suites.testing import first_mismatch, launch
 
 TILE = 32
 

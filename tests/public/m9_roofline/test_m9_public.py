@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from grader.testing import expect_value_error, require_reproduced
+from grader.suites.testing import expect_value_error, require_reproduced
 
 # The course model shipped in the notebook (written out here so the test does not depend on it).
 COURSE_MODEL = {

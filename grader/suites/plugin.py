@@ -3,7 +3,7 @@
 Registered through the ``pytest11`` entry point, so ``pytest tests/public/... --submission DIR``
 works anywhere the package is installed. Tests reach student code only through the ``student``
 fixture; which backend stands behind it (in-process, or the sandboxed worker) is decided here or
-by `grader.suites`, never by a test.
+by `grader.suites.runner`, never by a test.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from grader.core import device
-from grader.results import TestResult
+from grader.core.results import TestResult
 
 POINTS_KEY = pytest.StashKey[float]()
 SESSION_KEY = pytest.StashKey["GraderSession"]()
@@ -31,14 +31,14 @@ class GraderSession:
     submission: Path
     metrics: Path | None
     reference: Path
-    backend: Any = None  # a grader.student.Backend; built lazily when None
+    backend: Any = None  # a grader.suites.student.Backend; built lazily when None
     results: list[TestResult] = field(default_factory=list)
     _reference_modules: dict[str, Any] = field(default_factory=dict)
 
     def get_backend(self, course) -> Any:
         if self.backend is None:  # a plain `pytest tests/public`: grading's pairing rule
-            from grader.intake import pair, release_for
-            from grader.student import InProcessBackend
+            from grader.grading.intake import pair, release_for
+            from grader.suites.student import InProcessBackend
 
             release = release_for(self.submission, self.root / "exercises")
             notebooks = {}
@@ -51,8 +51,8 @@ class GraderSession:
 
     def reference_module(self, assignment_id: str):
         if assignment_id not in self._reference_modules:
-            from grader.harness import load_module
-            from grader.notebook import choose_notebook
+            from grader.sandbox.harness import load_module
+            from grader.core.notebook import choose_notebook
 
             path = choose_notebook(self.reference, assignment_id)
             self._reference_modules[assignment_id] = load_module(path, f"reference_{assignment_id}")
@@ -89,7 +89,7 @@ def pytest_configure(config: pytest.Config) -> None:
     submission = config.getoption("--submission", None)
     if submission is None and not _is_suite_run(config):
         return
-    from grader.course import CourseError, find_root
+    from grader.core.course import CourseError, find_root
 
     # The course is where the suites live (pytest's rootdir), not where the submission is: a
     # submission folder may sit anywhere (a scratch copy, a student's fork checkout).
@@ -160,7 +160,7 @@ def suite_of(path: Path) -> str:
 
 @pytest.fixture
 def course(request: pytest.FixtureRequest):
-    from grader.course import load_course
+    from grader.core.course import load_course
 
     return load_course(session(request.config).root)
 
@@ -173,7 +173,7 @@ def on_gpu() -> bool:
 @pytest.fixture
 def student(request: pytest.FixtureRequest, course):
     """The submission's notebook for this test file's assignment."""
-    from grader.student import Student
+    from grader.suites.student import Student
 
     s = session(request.config)
     limits = course.limits
@@ -245,7 +245,7 @@ def _result(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo)
 
 def classify(excinfo: pytest.ExceptionInfo | None) -> tuple[str, str]:
     """Outcome and student-facing feedback for a failed test."""
-    from grader.student import StudentError, WorkerTimeout
+    from grader.suites.student import StudentError, WorkerTimeout
 
     if excinfo is None:
         return "error", "the test failed without an exception"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from datetime import datetime, timedelta
 
-from grader.course import LatePolicy
+from grader.core.course import LatePolicy
 
 DAY = timedelta(days=1)
 

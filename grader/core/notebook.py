@@ -163,7 +163,7 @@ def notebook_paths(folder: Path, assignment_id: str) -> tuple[Path, Path]:
 
 
 def choose_notebook(folder: Path, assignment_id: str) -> Path:
-    """The file to run by hand: the .py if present, else the .ipynb (grading: grader.intake)."""
+    """The file to run by hand: the .py if present, else the .ipynb (grading: grader.grading.intake)."""
     py, ipynb = notebook_paths(folder, assignment_id)
     if py.is_file():
         return py

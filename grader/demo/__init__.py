@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 from grader.core.kernels import ipc_kernel_config
-from grader.course import load_course
-from grader.tables import format_table, points
+from grader.core.course import load_course
+from grader.core.tables import format_table, points
 
 
 def execute_notebooks(root: Path, ids: list[str], timeout: int = 600) -> list[list[object]]:
@@ -50,8 +50,8 @@ def execute_notebooks(root: Path, ids: list[str], timeout: int = 600) -> list[li
 
 def run_demo(root: Path, out: Path, execute: bool = True, jobs: int = 2) -> int:
     from grader.batch import run_class
-    from grader.samples import build_sample_class
-    from grader.suites import run_assignment
+    from grader.demo.samples import build_sample_class
+    from grader.suites.runner import run_assignment
 
     course = load_course(root)
     out.mkdir(parents=True, exist_ok=True)

@@ -60,9 +60,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from grader.core.jsonread import metrics_or_none
-from grader.course import Course, load_course
-from grader.results import AssignmentResult, Environment, GradeResult, validate
-from grader.tables import points
+from grader.core.course import Course, load_course
+from grader.core.results import AssignmentResult, Environment, GradeResult, validate
+from grader.core.tables import points
 
 GradeOne = Callable[[Path, str, Path], GradeResult]
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -134,7 +134,7 @@ def grading_inputs(root: Path) -> dict[str, str]:
     root = Path(root)
     parts = {
         "suites": [root / "tests" / "public", root / "tests" / "hidden"],
-        "grader": [Path(__file__).resolve().parent],
+        "grader": [Path(__file__).resolve().parent.parent],
         "course.toml": [root / "course.toml"],
         "reference": [root / "solutions"],
     }
@@ -229,7 +229,7 @@ def discover(submissions: Path, exclude: Path | None = None) -> dict[str, Path]:
 def submission_times(submissions: Path) -> dict[str, str]:
     """{student id: trusted submission time} from the third column of a CSV listing (checked
     here, so a typo stops the batch before any grading); {} for a folder."""
-    from grader.late import parse_timestamp
+    from grader.core.late import parse_timestamp
 
     src = Path(submissions)
     if not src.is_file():
@@ -433,7 +433,7 @@ def summary_table(
     regraded: dict[str, tuple[str, float | None]] | None = None,
 ) -> str:
     """The class table; `regraded` maps a student graded in this run to (why, score before)."""
-    from grader.tables import format_table, points, score
+    from grader.core.tables import format_table, points, score
 
     ids = course.assignment_ids
     regraded = regraded or {}
@@ -703,8 +703,8 @@ def grade_entry(
 ) -> GradeResult:
     """The real `grade_one`: grade.grade_submission in the sandbox (top-level, so picklable).
     `timestamp`: the trusted submission time from the CSV listing, for the late policy."""
-    from grader.grade import grade_submission
-    from grader.late import parse_timestamp
+    from grader.grading.grade import grade_submission
+    from grader.core.late import parse_timestamp
 
     when = parse_timestamp(timestamp) if timestamp else None
     return grade_submission(
@@ -717,7 +717,7 @@ def grade_entry(
 
 
 def reference_m9_record(course: Course) -> dict | None:
-    from grader.samples import reference_m9_record as compute
+    from grader.demo.samples import reference_m9_record as compute
 
     try:
         return compute(course)

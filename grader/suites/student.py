@@ -1,7 +1,7 @@
 """The `student` object that tests call, and the backends that reach student code.
 
 Tests read naturally (``student.ridge_point(...)``, ``student.vector_add[blocks, tpb](a, b, c)``)
-and never import the submission. Every argument and result goes through `grader.wire` in every
+and never import the submission. Every argument and result goes through `grader.sandbox.wire` in every
 backend, so a test passes or fails the same way in-process (a student's own `grader check`) and
 in the sandboxed worker (`grader.sandbox`).
 
@@ -24,9 +24,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from grader import wire
+from grader.sandbox import wire
 from grader.core import kernel_source
-from grader.harness import Harness, KernelHost
+from grader.sandbox.harness import Harness, KernelHost
 
 
 class StudentError(Exception):
@@ -197,7 +197,7 @@ def compile_in_subprocess(req: dict, timeout: float) -> dict:
     env.pop("NUMBA_ENABLE_CUDASIM", None)
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "grader.harness"],
+            [sys.executable, "-m", "grader.sandbox.harness"],
             input=wire.encode(req),
             capture_output=True,
             timeout=timeout,
@@ -261,7 +261,7 @@ class InProcessBackend:
         return reply
 
     def graded_source(self, assignment: str) -> str:
-        from grader.notebook import graded_source, read_notebook
+        from grader.core.notebook import graded_source, read_notebook
 
         return graded_source(read_notebook(self.notebooks[assignment]))
 

@@ -12,7 +12,7 @@ import re
 import shutil
 from pathlib import Path
 
-from grader.course import Course
+from grader.core.course import Course
 
 STUB = 'raise NotImplementedError("{name}: not done yet")'
 
@@ -39,7 +39,7 @@ def replace_region(source: str, grade_id: str, body: list[str]) -> str:
 
 def reference_m9_record(course: Course) -> dict | None:
     """The reference solution's M9 record for the course model (None without solutions/)."""
-    from grader.harness import load_module
+    from grader.sandbox.harness import load_module
 
     path = course.root / "solutions" / "m9_roofline" / "m9_roofline.py"
     if not path.is_file():

@@ -1,15 +1,15 @@
 """The sandboxed worker: the only process in which student code runs during grading.
 
-Started by `grader.sandbox.WorkerBackend` as ``python -P -m grader.worker [options]``:
+Started by `grader.sandbox.WorkerBackend` as ``python -P -m grader.sandbox.worker [options]``:
 
 * requests arrive on stdin and replies leave on the original stdout, each framed as an 8-byte
-  big-endian length followed by one `grader.wire` message. At start-up the worker moves both
+  big-endian length followed by one `grader.sandbox.wire` message. At start-up the worker moves both
   channels to private descriptors, points fd 0 at /dev/null and fd 1 at stderr, so whatever
   student code prints or reads can neither corrupt nor consume the channel;
-* one `grader.harness.Harness` per assignment (``--notebook ID=PATH``, keyed by
-  ``req["assignment"]``); with ``--kernels`` (and no notebook) one `grader.harness.KernelHost`
+* one `grader.sandbox.harness.Harness` per assignment (``--notebook ID=PATH``, keyed by
+  ``req["assignment"]``); with ``--kernels`` (and no notebook) one `grader.sandbox.harness.KernelHost`
   that builds kernels only from the source the trusted side sends; and every reply is
-  `grader.student.encode_reply` output, so replies are
+  `grader.suites.student.encode_reply` output, so replies are
   byte-for-byte what the in-process backend produces;
 * before reading a request it applies its own resource limits (idempotent when the launcher
   already set them) and ``no_new_privs``; with ``--pid-namespace`` (the launcher unshared a PID
@@ -38,7 +38,7 @@ PR_SET_PDEATHSIG = 1
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m grader.worker")
+    p = argparse.ArgumentParser(prog="python -m grader.sandbox.worker")
     p.add_argument("--notebook", action="append", default=[], metavar="ID=PATH")
     p.add_argument("--memory-mb", type=int, default=0, help="RLIMIT_AS (0: none, e.g. on GPU)")
     p.add_argument("--file-size-mb", type=int, default=0)
@@ -128,9 +128,9 @@ def _become_namespace_init() -> None:
 
 def serve(request_fd: int, reply_fd: int, notebooks: dict[str, str], kernels: bool = False) -> int:
     """Answer framed requests until EOF on `request_fd`."""
-    from grader import wire
-    from grader.harness import Harness, KernelHost
-    from grader.student import encode_reply
+    from grader.sandbox import wire
+    from grader.sandbox.harness import Harness, KernelHost
+    from grader.suites.student import encode_reply
 
     harnesses: dict[str, Harness] = {}
     host = KernelHost() if kernels else None

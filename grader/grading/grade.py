@@ -17,8 +17,8 @@ from pathlib import Path
 from grader import __version__
 from grader.core import device
 from grader.core.preflight import gpu_preflight
-from grader.course import Course, load_course
-from grader.results import AssignmentResult, Environment, GradeResult
+from grader.core.course import Course, load_course
+from grader.core.results import AssignmentResult, Environment, GradeResult
 
 
 class _GradingBackend:
@@ -130,7 +130,7 @@ class _GradingBackend:
 
 def _compiles_ptx(root: Path, assignment: str) -> bool:
     """Whether the suites of `assignment` compile kernels to PTX (so the PTX worker is needed)."""
-    from grader.suites import suite_dirs
+    from grader.suites.runner import suite_dirs
 
     return any(
         ".ptx(" in p.read_text(encoding="utf-8", errors="replace")
@@ -140,7 +140,7 @@ def _compiles_ptx(root: Path, assignment: str) -> bool:
 
 
 def apply_late_policy(result: AssignmentResult, course: Course, submitted: datetime | None) -> None:
-    from grader.late import late_penalty
+    from grader.core.late import late_penalty
 
     fraction = late_penalty(course.assignment(result.id).due, submitted, course.late_policy)
     result.raw_score = result.score
@@ -168,8 +168,8 @@ def grade_submission(
     layer holds; `allow_incomplete_isolation` grades anyway and marks the result not
     authoritative.
     """
-    from grader.intake import prepare
-    from grader.suites import run_assignment
+    from grader.grading.intake import prepare
+    from grader.suites.runner import run_assignment
 
     started = time.perf_counter()
     note = ""
@@ -199,7 +199,7 @@ def grade_submission(
                 allow_incomplete=allow_incomplete_isolation,
             )
         else:
-            from grader.student import InProcessBackend
+            from grader.suites.student import InProcessBackend
 
             inner = InProcessBackend(intake.notebooks)
         errors = {

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from grader.student import StudentError
+from grader.suites.student import StudentError
 
 
 def expect_value_error(call: Callable[[], Any], what: str, hint: str) -> None:

@@ -119,31 +119,9 @@ PUBLIC_MARK = "# grader: public"
 _PUBLIC_MARK_RE = re.compile(r"#\s*grader:\s*public\s*$")
 
 STUDENT_MODULES = frozenset(
-    {
-        "__init__",
-        "__main__",
-        "cli",
-        "course",
-        "wire",
-        "notebook",
-        "harness",
-        "student",
-        "sandbox",
-        "worker",
-        "plugin",
-        "suites",
-        "results",
-        "tables",
-        "testing",
-        "core",
-        "reports",
-        "grade",
-        "intake",
-        "late",
-        "gha",
-    }
+    {"__init__", "__main__", "cli", "core", "sandbox", "suites", "grading", "reports", "github"}
 )
-INSTRUCTOR_MODULES = frozenset({"release", "batch", "gradebook", "demo", "samples"})
+INSTRUCTOR_MODULES = frozenset({"release", "batch", "gradebook", "demo"})
 
 
 # --------------------------------------------------------------------------------------------
@@ -163,7 +141,7 @@ class ExportError(ReleaseError):
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    from grader.tables import format_table
+    from grader.core.tables import format_table
 
     return format_table(headers, [[str(c) for c in r] for r in rows])
 
@@ -754,7 +732,7 @@ def _swap(stage: Path, exercises: Path, ids: Sequence[str], backup: Path) -> lis
 
 def release(root: Path, ids: list[str] | None = None, check: bool = False) -> ReleaseReport:
     """Build exercises/ from solutions/ (or, with check=True, only compare; write nothing)."""
-    from grader.course import load_course
+    from grader.core.course import load_course
 
     t0 = time.perf_counter()
     root = Path(root).resolve()
@@ -889,7 +867,7 @@ def secret_and_public_lines(root: Path) -> tuple[dict[str, str], set[str]]:
     secret so that they cannot ride along; their lines that the release's scaffold ships anyway
     (outside every region of a solution notebook, and no region's line) reveal nothing and are
     left out."""
-    from grader.course import load_course
+    from grader.core.course import load_course
 
     root = Path(root).resolve()
     secrets: dict[str, str] = {}  # regions and hidden tests
@@ -1039,7 +1017,7 @@ def _student_grader(root: Path) -> list[Path]:
         raise ExportError(
             [
                 f"{u}: not classified; add it to STUDENT_MODULES or "
-                "INSTRUCTOR_MODULES in grader/release.py"
+                "INSTRUCTOR_MODULES in grader/release/__init__.py"
                 for u in unknown
             ]
         )
@@ -1166,7 +1144,7 @@ def stated_rules(root: Path, assignment_id: str) -> tuple[list[str], int]:
     markdown or code, so a hidden test can never check a rule a student could not have read.
     Returns (problems, number of hidden tests checked).
     """
-    from grader.notebook import NotebookError, read_notebook
+    from grader.core.notebook import NotebookError, read_notebook
 
     notebook = root / "exercises" / assignment_id / f"{assignment_id}.ipynb"
     try:
@@ -1208,7 +1186,7 @@ def stated_rules(root: Path, assignment_id: str) -> tuple[list[str], int]:
 def verify(root: Path) -> VerifyReport:
     """The instructor's one-stop check (see the issue): `ok` is False on any finding."""
     from grader.core import device
-    from grader.course import load_course
+    from grader.core.course import load_course
 
     t0 = time.perf_counter()
     root = Path(root).resolve()
@@ -1217,10 +1195,10 @@ def verify(root: Path) -> VerifyReport:
     rel = release(root, check=True)
     report.add("release in sync", "all", rel.findings, "exercises/ matches solutions/")
     try:
-        from grader.suites import run_assignment
+        from grader.suites.runner import run_assignment
     except ImportError as exc:
         run_assignment = None
-        report.add("suites", "all", [f"grader.suites unavailable: {exc}"], "")
+        report.add("suites", "all", [f"grader.suites.runner unavailable: {exc}"], "")
     for a in course.assignments:
         problems, checked = stated_rules(root, a.id)
         report.add(

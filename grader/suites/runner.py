@@ -1,7 +1,7 @@
 """Running the pytest suites of one assignment against one submission, in this process.
 
 The suites are trusted code; the student's code sits behind the `student` fixture's backend.
-Results come back as typed `TestResult`s collected by `grader.plugin`, never parsed from
+Results come back as typed `TestResult`s collected by `grader.suites.plugin`, never parsed from
 pytest's output (which student code could print into).
 """
 
@@ -14,7 +14,7 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
-from grader.results import AssignmentResult
+from grader.core.results import AssignmentResult
 
 SUITES = ("public", "hidden")
 
@@ -40,12 +40,12 @@ def run_assignment(
     """Run the suites of `assignment_id` and score them.
 
     `submission` is the folder holding `<id>/<id>.py|.ipynb`; `backend` is a ready
-    `grader.student` backend (default: in-process over `submission`).
+    `grader.suites.student` backend (default: in-process over `submission`).
     """
     import pytest
 
-    from grader import plugin
-    from grader.course import load_course
+    from grader.suites import plugin
+    from grader.core.course import load_course
 
     root = Path(root).resolve()
     submission = Path(submission).resolve()

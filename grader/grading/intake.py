@@ -15,7 +15,7 @@ anything in.
 
 Notebook pairing rule (`pair`, the one rule: `grader check`, `grader grade`, the PR path and a
 student's own `pytest tests/public` all use it), per assignment, over ``exercises/<id>/<id>.py``
-and ``<id>.ipynb`` ("changed" compares the graded source, `grader.notebook.graded_source`, with
+and ``<id>.ipynb`` ("changed" compares the graded source, `grader.core.notebook.graded_source`, with
 the release's, ``release_dir/<id>/...``, default ``<course root>/exercises``, so Colab's metadata
 edits are not changes; when there is no release apart from the submission itself, as in a
 student's own clone, "changed" means "has no more release stubs left than the other file"):
@@ -45,8 +45,8 @@ from pathlib import Path
 from grader.core.jsonread import METRICS_LIMITS
 from grader.core.stubs import count_stubs
 from grader.core.student_repo import exported_original
-from grader.course import Course
-from grader.notebook import MAX_NOTEBOOK_BYTES
+from grader.core.course import Course
+from grader.core.notebook import MAX_NOTEBOOK_BYTES
 
 MAX_FILE_BYTES = 20 * 1024 * 1024
 MAX_METRICS_BYTES = METRICS_LIMITS.max_bytes
@@ -170,14 +170,14 @@ def _is_taken(rel: Path) -> bool:
 
 
 def _source(path: Path) -> str:
-    """Graded source of a notebook; raises grader.notebook.NotebookError."""
-    from grader.notebook import graded_source, read_notebook
+    """Graded source of a notebook; raises grader.core.notebook.NotebookError."""
+    from grader.core.notebook import graded_source, read_notebook
 
     return graded_source(read_notebook(path))
 
 
 def _release_source(release: Path, aid: str) -> str | None:
-    from grader.notebook import NotebookError
+    from grader.core.notebook import NotebookError
 
     for suffix in NOTEBOOK_SUFFIXES:
         path = release / aid / f"{aid}{suffix}"
@@ -220,7 +220,7 @@ def pair(
     `exercises` holds `<id>/<id>.py|.ipynb`; `release` is the release to compare with (see
     `release_for`; None: decide by the release stubs left in each file); `refused` names files
     intake would not take, for the error message."""
-    from grader.notebook import NotebookError
+    from grader.core.notebook import NotebookError
 
     refused = refused or {}
     notes: list[str] = []

@@ -1,9 +1,9 @@
 """The scripts the GitHub workflows call (.github/student-workflows/*.yml), kept out of the YAML.
 
-    python -m grader.gha pack-submission --out DIR --pr N --head-sha SHA
+    python -m grader.github pack-submission --out DIR --pr N --head-sha SHA
         student check (pull_request, untrusted, no secrets): copy `exercises/**`, `metrics.json`
         and a `pr.json` into DIR for the `submission` artifact.
-    python -m grader.gha validate-artifact SRC [--event EVENT.json] [--extract-to DIR]
+    python -m grader.github validate-artifact SRC [--event EVENT.json] [--extract-to DIR]
                                               [--github-output FILE]
         grading (workflow_run, trusted): SRC is the downloaded artifact, either a directory or
         the artifact's zip (a directory holding one zip file, as download-artifact writes it with
@@ -11,15 +11,15 @@
         device files, files outside `exercises/**` + `metrics.json` + `pr.json`, a file over
         20 MB, over 100 MB in all, over 500 files, a `pr.json` without a positive integer PR
         number. With --extract-to, writes the accepted files (regular files only) there.
-    python -m grader.gha grade-pr --artifact DIR --event EVENT.json --out OUT [--timestamp ISO]
+    python -m grader.github grade-pr --artifact DIR --event EVENT.json --out OUT [--timestamp ISO]
         grade a validated submission with the sandboxed grader; writes OUT/comment.md (starts with
         the marker), summary.md, result.json, report.html, report.md and pr.json. No network.
         When the grading machine cannot grade (its GPU fails the preflight), writes only
         OUT/comment.md and summary.md saying so, records no score and exits 3.
-    python -m grader.gha failure-comment --out OUT --job-result RESULT
+    python -m grader.github failure-comment --out OUT --job-result RESULT
         the comment job, when grading wrote no comment (the job failed or was cancelled): a short
         OUT/comment.md saying what failed and that no score was recorded.
-    python -m grader.gha post-comment --pr N --body FILE --repo OWNER/NAME [--head-sha SHA]
+    python -m grader.github post-comment --pr N --body FILE --repo OWNER/NAME [--head-sha SHA]
         create or update the one PR comment that starts with the marker, with `gh api`.
 
 Everything in the artifact is data written by a student's workflow run (a pull request can change
@@ -436,7 +436,7 @@ def submitted_at(event: dict[str, Any]) -> str:
 
 def _grade(submission: Path, root: Path, student: str, timestamp: datetime):
     """Grade with the sandboxed grader (tests replace this with a stand-in)."""
-    from grader.grade import grade_submission
+    from grader.grading.grade import grade_submission
 
     return grade_submission(submission, root=root, student=student, timestamp=timestamp)
 
@@ -469,8 +469,8 @@ def grade_pr(
     grade: Callable[..., Any] | None = None,
 ) -> dict[str, Path]:
     """Grade the validated submission of one PR; write the comment, summary and reports to out."""
-    from grader.course import find_root, load_course
-    from grader.late import parse_timestamp
+    from grader.core.course import find_root, load_course
+    from grader.core.late import parse_timestamp
     from grader.reports import write_reports
 
     artifact = Path(artifact)
@@ -712,7 +712,7 @@ def _resume_commands(token: str | None) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m grader.gha", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m grader.github", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
 
     v = sub.add_parser("validate-artifact", help="check a downloaded submission artifact")

@@ -8,7 +8,7 @@ source the trusted side extracted (`grader.core.kernel_source`) and compiles it 
 launches it, or launches it many times for the trusted side's clock.
 
 Student cells can import and patch this module in their own process, so nothing it says is a
-verdict: the trusted side checks every reply (`grader.student`, `grader.sandbox.backend`).
+verdict: the trusted side checks every reply (`grader.suites.student`, `grader.sandbox.backend`).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def load_module(path: Path, name: str) -> types.ModuleType:
     The joined cells are registered in linecache under `graded_filename(path)`, so a traceback
     quotes the line that actually ran rather than whatever sits at that line number in the file.
     """
-    from grader.notebook import graded_source, read_notebook
+    from grader.core.notebook import graded_source, read_notebook
 
     nb = read_notebook(path)
     source = graded_source(nb)
@@ -370,14 +370,14 @@ def _synchronize() -> None:
 
 
 def _compile_main() -> int:
-    """``python -m grader.harness``: one ``kernel_compile`` request on stdin, its reply on stdout.
+    """``python -m grader.sandbox.harness``: one ``kernel_compile`` request on stdin, its reply on stdout.
 
     The in-process backend's compile worker: a fresh process with the real CUDA target that
     runs nothing of the notebook (the request carries the extracted kernel source).
     """
     import os
 
-    from grader import wire
+    from grader.sandbox import wire
 
     os.environ[device.PTX_ENV] = "1"
     reply_fd = os.dup(1)

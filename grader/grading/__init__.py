@@ -1,0 +1,1 @@
+"""Grading one submission: intake (the submission as data) and the graded result."""
