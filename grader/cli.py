@@ -1,7 +1,9 @@
-"""`grader`: a thin command line over functions you can call from Python.
+"""`grader`: argparse, then one phase's API, then print. Nothing else lives here.
 
-Heavy libraries (numpy, numba, torch, nbgrader) are imported inside the commands, so
-`grader --help` stays fast.
+Each command imports its phase inside the command, for two reasons said at each import:
+`grader --help` and `grader check` must start fast (numpy, pytest, matplotlib load only for the
+command that needs them), and the student repository lacks the instructor packages (release,
+batch, gradebook, demo), whose commands then say so (see `main`).
 """
 
 from __future__ import annotations
@@ -10,126 +12,36 @@ import argparse
 import sys
 from pathlib import Path
 
+from grader.core.course import find_root, load_course
 from grader.core.infra import INFRA_EXIT, InfrastructureError
+from grader.core.jsonread import metrics_or_none
+from grader.core.late import parse_timestamp
 
 
 def _root(args: argparse.Namespace) -> Path:
-    from grader.core.course import find_root
-
     return find_root(Path(args.root) if args.root else None)
 
 
-def _assignment_table(results) -> str:
-    from grader.core.tables import format_table, points
-
-    rows = []
-    for r in results:
-        counts = {
-            o: sum(t.outcome == o for t in r.tests)
-            for o in ("passed", "failed", "error", "timeout", "skipped")
-        }
-        rows.append(
-            [
-                r.id,
-                points(r.score, r.max_score),
-                counts["passed"],
-                counts["failed"],
-                counts["error"],
-                counts["timeout"],
-                counts["skipped"],
-                r.error or "",
-            ]
-        )
-    return format_table(
-        ["assignment", "score", "passed", "failed", "error", "timeout", "skipped", "note"], rows
-    )
-
-
-FEEDBACK_CHARS = 100  # per test in `grader check`'s table; -v shows whole messages
-
-
-def _feedback(text: str, verbose: bool) -> str:
-    if verbose or not text:
-        return text or ""
-    first = text.splitlines()[0]
-    cut = len(first) > FEEDBACK_CHARS or "\n" in text.strip()
-    return first[: FEEDBACK_CHARS - 1] + "…" if cut else first
-
-
 def cmd_check(args: argparse.Namespace) -> int:
-    """Public suites against your own exercises, in this process, simulator when no GPU.
+    """Public suites against your own exercises, in this process, simulator when no GPU."""
+    from grader.grading.check import all_passed, check  # lazy: imports numpy and pytest
+    from grader.reports.terminal import check_report  # lazy: as above
 
-    The notebook of each assignment is chosen by the same rule as grading (grader.grading.intake.pair).
-    """
-    from grader.core.course import load_course
-    from grader.grading.grade import _GradingBackend
-    from grader.grading.intake import pair, release_for
-    from grader.suites.student import InProcessBackend
-    from grader.suites.runner import run_assignment
-    from grader.core.tables import format_table, points
-
-    root = _root(args)
-    course = load_course(root)
-    ids = args.assignment or course.assignment_ids
-    for a in ids:
-        course.assignment(a)
-    submission = Path(args.submission).resolve() if args.submission else root / "exercises"
-    release = release_for(submission, root / "exercises")
-    chosen = {a: pair(submission, a, release) for a in ids}
-    notebooks = {a: c.path for a, c in chosen.items() if c.path is not None}
-    errors = {a: c.error or "no notebook" for a, c in chosen.items() if c.path is None}
-    backend = _GradingBackend(InProcessBackend(notebooks), errors)
-    results = []
-    try:
-        for a in ids:
-            r = run_assignment(
-                root, a, submission, root / "metrics.json", suites=("public",), backend=backend
-            )
-            if a in errors:
-                r.error = errors[a]
-            results.append(r)
-    finally:
-        backend.close()
-    cut = False
-    for r in results:
-        c = chosen[r.id]
-        checked = _shown_path(c.path, submission) if c.path is not None else "nothing"
-        print(f"\n{r.id} (checked {checked})")
-        rows = []
-        for t in r.tests:
-            fb = _feedback(t.feedback, args.verbose)
-            cut |= fb != (t.feedback or "")
-            rows.append([t.name, points(t.score, t.max_score), t.outcome, fb])
-        print(format_table(["test", "points", "outcome", "feedback"], rows))
-        for w in c.warnings:
-            print(f"warning: {w}")
-    print()
-    print(_assignment_table(results))
-    if cut:
-        print("\n(feedback shortened to one line; `grader check -v` shows whole messages)")
-    return 0 if all(r.score == r.max_score for r in results) else 1
-
-
-def _shown_path(path: Path, submission: Path) -> str:
-    try:
-        return f"exercises/{path.resolve().relative_to(submission.resolve()).as_posix()}"
-    except ValueError:
-        return str(path)
+    submission = Path(args.submission) if args.submission else None
+    checked = check(_root(args), args.assignment, submission)
+    print(check_report(checked, args.verbose))
+    return 0 if all_passed(checked) else 1
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
-    from grader.core.course import load_course
-    from grader.grading.grade import grade_submission
-    from grader.core.tables import points
+    from grader.batch import reference_m9_record  # lazy: numpy, the sandbox
+    from grader.grading.grade import grade_submission  # lazy: as above
+    from grader.reports.outputs import report_outputs, write_each  # lazy: matplotlib
+    from grader.reports.terminal import grade_summary  # lazy: as above
+    from grader.sandbox.isolation import IsolationRefused  # lazy: as above
 
     course = load_course(_root(args))
-    timestamp = None
-    if args.timestamp:
-        from grader.core.late import parse_timestamp
-
-        timestamp = parse_timestamp(args.timestamp)
-    from grader.sandbox.isolation import IsolationRefused
-
+    timestamp = parse_timestamp(args.timestamp) if args.timestamp else None
     try:
         result = grade_submission(
             Path(args.submission),
@@ -143,13 +55,23 @@ def cmd_grade(args: argparse.Namespace) -> int:
     except IsolationRefused as exc:
         print(exc, file=sys.stderr)
         return 3
-    failed = _write_outputs(result, course, args)
-    print(_assignment_table(result.assignments))
-    print(
-        f"\ntotal {points(result.score, result.max_score)}  ({result.duration_s:.1f} s, "
-        f"{result.environment.device}, isolation: "
-        f"{', '.join(result.environment.isolation) or 'none'})"
+    outputs = report_outputs(
+        result,
+        course,
+        json=args.json,
+        markdown_path=args.markdown,
+        html_path=args.html,
+        metrics=lambda: metrics_or_none(Path(args.submission) / "metrics.json"),
+        reference=lambda: reference_m9_record(course),
     )
+
+    def write_gradebook() -> None:
+        from grader.gradebook import record  # lazy: nbgrader; not in the student repository
+
+        record(Path(args.gradebook), result, course)
+
+    failed = write_each([*outputs, ("--gradebook", args.gradebook, write_gradebook)])
+    print(grade_summary(result))
     for w in result.warnings:
         print(f"warning: {w}")
     for what in failed:
@@ -157,59 +79,9 @@ def cmd_grade(args: argparse.Namespace) -> int:
     return 2 if failed else 0
 
 
-def _write_outputs(result, course, args: argparse.Namespace) -> list[str]:
-    """Write each requested output; one that fails does not stop the others. Returns the failed."""
-
-    def write_json() -> None:
-        from grader.core.results import validate
-
-        validate(result.to_dict())
-        result.write(args.json)
-
-    def write_html() -> None:
-        from grader.batch import reference_m9_record
-        from grader.core.jsonread import metrics_or_none
-
-        metrics = metrics_or_none(Path(args.submission) / "metrics.json")
-        reference = reference_m9_record(course)
-        from grader.reports.html import html
-
-        Path(args.html).write_text(html(result, course, metrics, reference), "utf-8")
-
-    def write_gradebook() -> None:
-        from grader.gradebook import record
-
-        record(Path(args.gradebook), result, course)
-
-    def write_markdown() -> None:
-        from grader.reports.markdown import markdown
-
-        Path(args.markdown).write_text(markdown(result, course), encoding="utf-8")
-
-    failed = []
-    for flag, target, write in (
-        ("--json", args.json, write_json),
-        ("--markdown", args.markdown, write_markdown),
-        ("--html", args.html, write_html),
-        ("--gradebook", args.gradebook, write_gradebook),
-    ):
-        if not target:
-            continue
-        try:
-            write()
-        except Exception as exc:  # named below and in the exit status, never silent
-            failed.append(f"{flag} {target} ({type(exc).__name__}: {str(exc)[:300]})")
-    return failed
-
-
 def cmd_grade_all(args: argparse.Namespace) -> int:
-    from grader.batch import run_class
-    from grader.core import device
-    from grader.core.preflight import gpu_preflight
-    from grader.sandbox.isolation import IsolationRefused
-
-    if device.has_gpu():
-        gpu_preflight()  # once for the class, before any submission (InfrastructureError: exit 3)
+    from grader.batch import run_class  # lazy: instructor-only, not in the student repo
+    from grader.sandbox.isolation import IsolationRefused  # lazy: numpy, the sandbox
 
     try:
         return run_class(
@@ -227,15 +99,11 @@ def cmd_grade_all(args: argparse.Namespace) -> int:
 
 
 def cmd_class_report(args: argparse.Namespace) -> int:
-    from grader.core.course import load_course
-    from grader.reports.class_report import terminal_summary, write_class_report
+    from grader.batch import discover  # lazy: instructor-only, not in the student repo
+    from grader.reports.class_report import terminal_summary, write_class_report  # lazy: plots
 
     course = load_course(_root(args))
-    submissions = None
-    if args.submissions:
-        from grader.batch import discover
-
-        submissions = discover(Path(args.submissions))
+    submissions = discover(Path(args.submissions)) if args.submissions else None
     report, paths = write_class_report(
         Path(args.graded),
         course,
@@ -250,7 +118,7 @@ def cmd_class_report(args: argparse.Namespace) -> int:
 
 
 def cmd_release(args: argparse.Namespace) -> int:
-    from grader.release import release
+    from grader.release import release  # lazy: instructor-only, not in the student repo
 
     report = release(_root(args), args.assignment or None, check=args.check)
     print(report.table())
@@ -258,7 +126,7 @@ def cmd_release(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from grader.release import verify
+    from grader.release import verify  # lazy: instructor-only, not in the student repo
 
     report = verify(_root(args))
     print(report.table())
@@ -266,7 +134,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_export_student(args: argparse.Namespace) -> int:
-    from grader.release import export_student
+    from grader.release import export_student  # lazy: instructor-only, not in the student repo
 
     dest = export_student(_root(args), Path(args.dest))
     print(f"student repository written to {dest}")
@@ -274,8 +142,8 @@ def cmd_export_student(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from grader.demo import run_demo
-    from grader.sandbox.isolation import IsolationRefused
+    from grader.demo import run_demo  # lazy: instructor-only, not in the student repo
+    from grader.sandbox.isolation import IsolationRefused  # lazy: numpy, the sandbox
 
     try:
         return run_demo(_root(args), Path(args.out), execute=not args.no_execute, jobs=args.jobs)

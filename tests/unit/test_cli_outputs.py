@@ -2,28 +2,41 @@
 
 from __future__ import annotations
 
-import argparse
 import json
+from pathlib import Path
 
 from test_report import ROOT, make_result
 
-from grader.cli import _write_outputs
 from grader.core.course import load_course
+from grader.core.jsonread import metrics_or_none
+from grader.gradebook import record
+from grader.reports.outputs import report_outputs, write_each
 
 
 def test_one_failing_output_does_not_stop_the_others(tmp_path):
     sub = tmp_path / "sub"
     sub.mkdir()
     (sub / "metrics.json").write_text("[" * 100_000 + "]" * 100_000)  # hostile: still readable
-    args = argparse.Namespace(
-        submission=str(sub),
+    result, course = make_result(), load_course(ROOT)
+    outputs = report_outputs(
+        result,
+        course,
         json=str(tmp_path / "r.json"),
-        markdown=str(tmp_path / "missing-dir" / "r.md"),  # cannot be written
-        html=str(tmp_path / "r.html"),
-        gradebook=str(tmp_path / "gb.db"),
+        markdown_path=str(tmp_path / "missing-dir" / "r.md"),  # cannot be written
+        html_path=str(tmp_path / "r.html"),
+        metrics=lambda: metrics_or_none(sub / "metrics.json"),
     )
-    failed = _write_outputs(make_result(), load_course(ROOT), args)
+    gradebook = tmp_path / "gb.db"
+    failed = write_each(
+        [*outputs, ("--gradebook", str(gradebook), lambda: record(gradebook, result, course))]
+    )
     assert len(failed) == 1 and failed[0].startswith("--markdown ") and "missing-dir" in failed[0]
     assert json.loads((tmp_path / "r.json").read_text())["student"] == "alice"
     assert (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
-    assert (tmp_path / "gb.db").stat().st_size > 0
+    assert gradebook.stat().st_size > 0
+
+
+def test_an_output_not_asked_for_is_not_written(tmp_path):
+    outputs = report_outputs(make_result(), load_course(ROOT), json=str(tmp_path / "r.json"))
+    assert write_each(outputs) == []
+    assert [p.name for p in Path(tmp_path).iterdir()] == ["r.json"]

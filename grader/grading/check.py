@@ -1,0 +1,71 @@
+"""`grader check`: the public suites against a student's own exercises, in this process.
+
+What a student runs before pushing. The notebook of each assignment is chosen by the rule grading
+uses (`intake.pair`), the suites are the public ones, and there is no sandbox: the code is the
+student's own, on their own machine. Nothing here prints; `reports.terminal` lays the outcome out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.core.course import load_course
+from grader.core.results import AssignmentResult
+from grader.grading.grade import _GradingBackend
+from grader.grading.intake import pair, release_for
+from grader.suites.runner import run_assignment
+from grader.suites.student import InProcessBackend
+
+
+@dataclass
+class Checked:
+    """One assignment checked: its result, the notebook chosen as the student names it
+    (`exercises/<id>/<id>.py`, or "nothing") and the intake's warnings."""
+
+    result: AssignmentResult
+    notebook: str
+    warnings: list[str] = field(default_factory=list)
+
+
+def check(
+    root: Path, assignment_ids: Sequence[str] = (), submission: Path | None = None
+) -> list[Checked]:
+    """Run the public suites of `assignment_ids` (default: all) against `submission`
+    (default: the course's exercises/). An unknown id raises the course's error first."""
+    course = load_course(root)
+    ids = list(assignment_ids) or course.assignment_ids
+    for a in ids:
+        course.assignment(a)
+    submission = submission.resolve() if submission else root / "exercises"
+    release = release_for(submission, root / "exercises")
+    chosen = {a: pair(submission, a, release) for a in ids}
+    notebooks = {a: c.path for a, c in chosen.items() if c.path is not None}
+    errors = {a: c.error or "no notebook" for a, c in chosen.items() if c.path is None}
+    backend = _GradingBackend(InProcessBackend(notebooks), errors)
+    checked = []
+    try:
+        for a in ids:
+            r = run_assignment(
+                root, a, submission, root / "metrics.json", suites=("public",), backend=backend
+            )
+            if a in errors:
+                r.error = errors[a]
+            c = chosen[a]
+            shown = _shown_path(c.path, submission) if c.path is not None else "nothing"
+            checked.append(Checked(r, shown, list(c.warnings)))
+    finally:
+        backend.close()
+    return checked
+
+
+def _shown_path(path: Path, submission: Path) -> str:
+    try:
+        return f"exercises/{path.resolve().relative_to(submission.resolve()).as_posix()}"
+    except ValueError:
+        return str(path)
+
+
+def all_passed(checked: Sequence[Checked]) -> bool:
+    return all(c.result.score == c.result.max_score for c in checked)

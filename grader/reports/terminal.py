@@ -1,0 +1,62 @@
+"""What the CLI prints: plain-text tables of results, for a terminal (and a CI log).
+
+Feedback in `grader check`'s table is one line per test (a long first line is cut at
+`CHECK_FEEDBACK_CHARS`); `-v` shows whole messages. Scores use the one points format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from grader.core.results import AssignmentResult, GradeResult
+from grader.core.tables import format_table, points
+from grader.grading.check import Checked
+
+CHECK_FEEDBACK_CHARS = 100
+OUTCOMES = ("passed", "failed", "error", "timeout", "skipped")
+
+
+def assignment_table(results: Sequence[AssignmentResult]) -> str:
+    """One row per assignment: score, counts per outcome and the assignment's error."""
+    rows = []
+    for r in results:
+        counts = [sum(t.outcome == o for t in r.tests) for o in OUTCOMES]
+        rows.append([r.id, points(r.score, r.max_score), *counts, r.error or ""])
+    return format_table(["assignment", "score", *OUTCOMES, "note"], rows)
+
+
+def one_line(text: str, verbose: bool) -> str:
+    """A feedback message as `grader check` shows it: its first line, cut, unless verbose."""
+    if verbose or not text:
+        return text or ""
+    first = text.splitlines()[0]
+    cut = len(first) > CHECK_FEEDBACK_CHARS or "\n" in text.strip()
+    return first[: CHECK_FEEDBACK_CHARS - 1] + "…" if cut else first
+
+
+def check_report(checked: Sequence[Checked], verbose: bool) -> str:
+    """Each assignment's tests, then the assignment table, then a hint when feedback was cut."""
+    out, cut = [], False
+    for c in checked:
+        out.append(f"\n{c.result.id} (checked {c.notebook})")
+        rows = []
+        for t in c.result.tests:
+            fb = one_line(t.feedback, verbose)
+            cut |= fb != (t.feedback or "")
+            rows.append([t.name, points(t.score, t.max_score), t.outcome, fb])
+        out.append(format_table(["test", "points", "outcome", "feedback"], rows))
+        out += [f"warning: {w}" for w in c.warnings]
+    out += ["", assignment_table([c.result for c in checked])]
+    if cut:
+        out.append("\n(feedback shortened to one line; `grader check -v` shows whole messages)")
+    return "\n".join(out)
+
+
+def grade_summary(result: GradeResult) -> str:
+    """The assignment table and the total line `grader grade` prints."""
+    env = result.environment
+    return (
+        assignment_table(result.assignments)
+        + f"\n\ntotal {points(result.score, result.max_score)}  ({result.duration_s:.1f} s, "
+        f"{env.device}, isolation: {', '.join(env.isolation) or 'none'})"
+    )
