@@ -21,6 +21,7 @@ test: setup
 
 lint: setup
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 release: setup
 	$(BIN)/grader release
