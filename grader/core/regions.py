@@ -2,7 +2,8 @@
 
 A region opens on a line holding ``BEGIN SOLUTION`` (``BEGIN HIDDEN TESTS``) and closes on the
 next line holding the matching ``END``; the lines between are its body. Regions do not nest and
-do not cross cells, so a scan is given the lines of one cell. Lines are numbered from `first`
+do not cross cells, so a scan is given the lines of one cell (or of a whole well-formed script,
+whose regions all sit inside its cells). Lines are numbered from `first`
 (1 for a cell's own lines, the file line of the cell's first line for a percent script), and
 every position and message uses those numbers.
 
