@@ -1,6 +1,6 @@
 """The release's stub: the one text every cleared solution region becomes.
 
-Release writes it (grader.release); intake counts it to tell which file of a pair a student
+Release writes it (grader.release.build); intake counts it to tell which file of a pair a student
 worked in when there is no separate release to compare with (a student's own clone).
 """
 

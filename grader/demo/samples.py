@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 from grader.core.course import Course
+from grader.core.regions import SOLUTION, regions
 
 STUB = 'raise NotImplementedError("{name}: not done yet")'
 
@@ -30,8 +31,9 @@ def replace_region(source: str, grade_id: str, body: list[str]) -> str:
     )
     if header is None:
         raise ValueError(f"no cell with grade_id {grade_id!r}")
-    begin = next(i for i in range(header, len(lines)) if "### BEGIN SOLUTION" in lines[i])
-    end = next(i for i in range(begin, len(lines)) if "### END SOLUTION" in lines[i])
+    begin, end = next(
+        (r.begin, r.end) for r in regions(lines, first=0) if r.kind == SOLUTION and r.begin > header
+    )
     indent = re.match(r"\s*", lines[begin]).group(0)
     new = [indent + b for b in body]
     return "\n".join(lines[:begin] + new + lines[end + 1 :]) + "\n"

@@ -14,6 +14,7 @@ import re
 import subprocess
 import sys
 import tomllib
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -102,8 +103,6 @@ def test_fresh_colab_gets_the_build_its_driver_runs(tmp_path, notebook, driver, 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
 def test_colab_with_the_right_build_installs_nothing(tmp_path, notebook):
-    from importlib import metadata
-
     major = int(metadata.version("cuda-bindings").split(".")[0])  # what this venv has
     driver = {12: "550", 13: "580"}[major]
     said, pip = run_cell(tmp_path, notebook, "colab", driver, "installed")

@@ -9,7 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jupytext
 import pytest
+from nbconvert.preprocessors import Preprocessor
+from nbgrader.preprocessors import ClearHiddenTests, ClearOutput, ClearSolutions, LockCells
 
 from grader import release as rel
 from grader.core.course import load_course
@@ -19,6 +22,7 @@ from grader.release import (
     is_generic,
     leak_check,
     release,
+    verify,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -147,8 +151,6 @@ def test_release_writes_pair_deterministically(course: Path) -> None:
 
 
 def test_pair_is_declared_and_keeps_nbgrader_metadata(course: Path) -> None:
-    import jupytext
-
     assert release(course).ok
     folder = course / "exercises" / "m9_roofline"
     nb = json.loads((folder / "m9_roofline.ipynb").read_text())
@@ -177,6 +179,16 @@ def test_stubs_name_their_function_and_solutions_are_gone(course: Path) -> None:
     assert 'assert double(2) == 4, "double(2) should be 4"' in py  # the public self-check stays
     assert "BEGIN SOLUTION" not in py and "HIDDEN TESTS" not in py
     assert "__GRADER_STUB" not in py
+
+
+def test_the_stub_step_is_an_nbgrader_preprocessor_in_the_pipeline() -> None:
+    """The build runs nbgrader's own preprocessors in order; the stub step is one of them."""
+    pipeline = rel.PIPELINE
+    assert all(issubclass(step, Preprocessor) for step in pipeline)
+    assert rel.StubSolutions in pipeline and issubclass(rel.StubSolutions, ClearSolutions)
+    assert ClearSolutions not in pipeline, "StubSolutions stands in for it"
+    order = [pipeline.index(s) for s in (LockCells, rel.StubSolutions, ClearOutput)]
+    assert order == sorted(order) and ClearHiddenTests in pipeline
 
 
 def test_release_time_whole_course_is_reported(course: Path) -> None:
@@ -328,10 +340,10 @@ def test_failure_during_swap_rolls_back(course: Path, monkeypatch) -> None:
             raise OSError("disk full")
         return real_replace(a, b)
 
-    monkeypatch.setattr(rel.os, "replace", flaky)
+    monkeypatch.setattr(os, "replace", flaky)
     with pytest.raises(OSError):
         release(course)
-    monkeypatch.setattr(rel.os, "replace", real_replace)
+    monkeypatch.setattr(os, "replace", real_replace)
     assert snapshot(course / "exercises") == before
 
 
@@ -644,8 +656,6 @@ def test_{name}(student):
 @pytest.mark.slow
 def test_verify_reports_a_vacuous_test_by_name(course: Path) -> None:
     """Synthetic course: all checks pass except one hidden test that passes on the stub."""
-    from grader.release import verify
-
     start = SOURCE.index('# %% nbgrader={"grade": false, "grade_id": "quad_cell"')
     end = SOURCE.index('# %% nbgrader={"grade": true')
     for a in IDS:  # a whole-function region leaves a module-level raise: nothing would import

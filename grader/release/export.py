@@ -1,0 +1,125 @@
+"""The student export: the repository students fork, written only from a proven release.
+
+`export_student` writes `exercises/`, `tests/public/`, the grader package's student part,
+`course.toml`, `pyproject.toml`, `README.md` (from `STUDENT_README.md`), `.github/workflows/`
+(from `.github/student-workflows/`) and a `.gitignore`; never `solutions/`, `tests/hidden/` or
+`tests/unit/`. The grader package holds no secrets (hidden tests live in `tests/hidden/`, never in
+the package), but the instructor's tooling is left out. The package is classified by its
+top-level entries, which follow the phase packages: `STUDENT_MODULES` ship (what `grader check`,
+`grader grade` and the student workflows run: the CLI, core, the sandbox, the suites, grading,
+reports, the workflows' github helpers); `INSTRUCTOR_MODULES` stay home (release, batch grading,
+the gradebook, the demo). The CLI imports every command's module lazily, so the student commands
+work without them. An entry in neither list stops the export until it is classified here: a new
+module must never ship by accident. Data folders without an `__init__.py` ship as they are.
+
+It refuses (`ExportError`) when `exercises/` is not what release would write, a module is
+unclassified or the leak proof (`grader.release.leak`) finds anything in the finished tree; the
+tree is built beside `dest` and moved into place only once proven, so a refusal leaves `dest`
+as it was.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from grader.core.student_repo import STUDENT_GITIGNORE, STUDENT_README, STUDENT_WORKFLOWS
+from grader.release.leak import leak_check
+from grader.release.swap import release
+from grader.release.tree import JUNK_DIRS, copy_path
+from grader.release.validate import ReleaseError
+
+STUDENT_MODULES = frozenset(
+    {"__init__", "__main__", "cli", "core", "sandbox", "suites", "grading", "reports", "github"}
+)
+INSTRUCTOR_MODULES = frozenset({"release", "batch", "gradebook", "demo"})
+
+
+class ExportError(ReleaseError):
+    """The student export was refused (stale release, leak, unclassified module...)."""
+
+
+def _student_grader(root: Path) -> list[Path]:
+    pkg = root / "grader"
+    ship, unknown = [], []
+    for p in sorted(pkg.iterdir()):
+        if p.name in JUNK_DIRS or p.name.startswith("."):
+            continue
+        if p.is_file() and p.suffix == ".py":
+            name = p.stem
+        elif p.is_dir() and (p / "__init__.py").exists():
+            name = p.name
+        else:
+            ship.append(p)  # data without code
+            continue
+        if name in STUDENT_MODULES:
+            ship.append(p)
+        elif name not in INSTRUCTOR_MODULES:
+            unknown.append(f"grader/{p.name}")
+    if unknown:
+        raise ExportError(
+            [
+                f"{u}: not classified; add it to STUDENT_MODULES or "
+                "INSTRUCTOR_MODULES in grader/release/export.py"
+                for u in unknown
+            ]
+        )
+    return ship
+
+
+def export_student(root: Path, dest: Path) -> Path:
+    """Write the repository students fork into `dest` (must not exist or be empty).
+
+    Refuses (ExportError) when exercises/ is stale, a grader module is unclassified, or the leak
+    proof finds anything; `dest` is then left as it was.
+    """
+    root = Path(root).resolve()
+    dest = Path(dest).resolve()
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+        raise ExportError([f"{dest}: exists and is not empty; choose a new directory"])
+    rel = release(root, check=True)
+    if not rel.ok:
+        raise ExportError(
+            [
+                "exercises/ is not what release would write; run `grader release` first",
+                *rel.findings,
+            ]
+        )
+    readme = root / STUDENT_README
+    if not readme.is_file():
+        raise ExportError([f"{readme}: missing (the student README's source)"])
+    grader_files = _student_grader(root)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".export-", dir=dest.parent) as tmp:
+        out = Path(tmp) / "student"
+        out.mkdir()
+        copy_path(root / "exercises", out / "exercises")
+        public = root / "tests" / "public"
+        if public.is_dir():
+            copy_path(public, out / "tests" / "public")
+        else:
+            (out / "tests" / "public").mkdir(parents=True)
+        for extra in ("tests/conftest.py", "tests/__init__.py", "conftest.py"):
+            if (root / extra).is_file():
+                copy_path(root / extra, out / extra)
+        for p in grader_files:
+            copy_path(p, out / "grader" / p.name)
+        for name in ("course.toml", "pyproject.toml"):
+            copy_path(root / name, out / name)
+        copy_path(readme, out / "README.md")
+        (out / ".gitignore").write_text(STUDENT_GITIGNORE, encoding="utf-8")
+        flows = root / STUDENT_WORKFLOWS
+        if flows.is_dir():
+            for wf in sorted([*flows.glob("*.yml"), *flows.glob("*.yaml")]):
+                copy_path(wf, out / ".github" / "workflows" / wf.name)
+        for forbidden in ("solutions", "tests/hidden", "tests/unit"):
+            if (out / forbidden).exists():  # cannot happen; kept as a tripwire
+                raise ExportError([f"{forbidden}/ would be exported"])
+        leaks = leak_check(root, out)
+        if leaks:
+            raise ExportError([f"leak: {lk}" for lk in leaks])
+        if dest.exists():
+            dest.rmdir()
+        os.replace(out, dest)
+    return dest

@@ -1,0 +1,281 @@
+"""`verify`: the instructor's one-stop proof that the course is ready to hand out.
+
+`verify` runs every check below and reports one row per check and assignment (`VerifyReport`,
+`ok` False on any finding); it writes nothing into the course (scratch copies live in a
+temporary directory). What a green run proves:
+
+- release in sync: `exercises/` is exactly what `release` writes from `solutions/`, leak-free;
+- hidden rules stated: every hidden test quotes, word for word, the sentence of the released
+  notebook that states its rule (`stated_rules`), so no test checks a rule a student cannot read;
+- the solution notebook passes `nbgrader validate` (its cells run in the CUDA simulator without
+  a GPU), and the released notebook fails it (`nbgrader validate --invert` passes);
+- the solutions score full marks on the public and hidden suites (GPU-only tests skipped without
+  a GPU are noted), every test carries points and they add up to `course.toml`'s;
+- the stubs score zero on every graded test: no test is vacuous.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jupytext
+from nbgrader.validator import Validator
+
+from grader.core import device
+from grader.core.course import load_course
+from grader.core.kernels import ipc_kernel_config
+from grader.core.notebook import NotebookError, read_notebook
+from grader.core.tables import format_table
+from grader.release.swap import release
+from grader.release.tree import copy_path, rel_name, tree_files
+from grader.release.validate import data_files
+from grader.suites.runner import run_assignment
+
+RULES_HEADING = "Stated rules"
+_RULE = re.compile(r'^- (test_\w+): "(.*?)"[ \t]*$', re.MULTILINE | re.DOTALL)
+
+
+@dataclass
+class VerifyRow:
+    check: str
+    assignment: str
+    ok: bool
+    detail: str
+
+
+@dataclass
+class VerifyReport:
+    rows: list[VerifyRow] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def add(self, check: str, assignment: str, problems: Sequence[str], ok_detail: str) -> None:
+        if problems:
+            for p in problems:
+                self.rows.append(VerifyRow(check, assignment, False, p))
+        else:
+            self.rows.append(VerifyRow(check, assignment, True, ok_detail))
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.rows)
+
+    @property
+    def findings(self) -> list[str]:
+        return [f"{r.check} [{r.assignment}]: {r.detail}" for r in self.rows if not r.ok]
+
+    def table(self) -> str:
+        rows = [(r.check, r.assignment, "ok" if r.ok else "FAIL", r.detail) for r in self.rows]
+        out = [format_table(("check", "assignment", "result", "detail"), rows)]
+        out += [f"note: {n}" for n in self.notes]
+        bad = len(self.findings)
+        out.append(f"verify: {'OK' if self.ok else f'{bad} finding(s)'} in {self.seconds:.1f} s")
+        return "\n".join(out)
+
+
+def _solution_ipynbs(root: Path, ids: Sequence[str], work: Path) -> dict[str, Path]:
+    """Convert each solution source to an .ipynb inside a scratch course tree `work`."""
+    shutil.copyfile(root / "course.toml", work / "course.toml")
+    out = {}
+    for a in ids:
+        src = root / "solutions" / a / f"{a}.py"
+        folder = work / "solutions" / a
+        folder.mkdir(parents=True)
+        for data in data_files(root, a):
+            copy_path(data, folder / data.relative_to(src.parent))
+        nb = jupytext.read(src)
+        path = folder / f"{a}.ipynb"
+        path.write_text(jupytext.writes(nb, fmt="ipynb"), encoding="utf-8")
+        out[a] = path
+    return out
+
+
+def _validate(path: Path, invert: bool, timeout: int) -> dict:
+    with ipc_kernel_config() as cfg:  # no TCP kernel, no "without encryption" warning
+        cfg.Execute.timeout = timeout
+        return Validator(invert=invert, config=cfg).validate(str(path))
+
+
+def _first(text: str, n: int = 100) -> str:
+    line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+    return line if len(line) <= n else line[: n - 3] + "..."
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def stated_rules(root: Path, assignment_id: str) -> tuple[list[str], int]:
+    """Every hidden test of an assignment quotes the student-facing sentence that states its rule.
+
+    The table lives in each hidden test module's docstring, under a line starting with
+    `RULES_HEADING`, one entry per test: ``- test_name: "a sentence of the notebook"`` (wrapped
+    freely). Each quote must appear word for word (whitespace aside) in the released notebook,
+    markdown or code, so a hidden test can never check a rule a student could not have read.
+    Returns (problems, number of hidden tests checked).
+    """
+    notebook = root / "exercises" / assignment_id / f"{assignment_id}.ipynb"
+    try:
+        text = _words("\n".join(c.source for c in read_notebook(notebook).cells))
+    except NotebookError as exc:
+        return [f"cannot read the released notebook: {exc}"], 0
+    problems: list[str] = []
+    count = 0
+    for path in sorted((root / "tests" / "hidden" / assignment_id).glob("test_*.py")):
+        where = rel_name(root, path)
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        tests = [
+            n.name
+            for n in tree.body
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name.startswith("test_")
+        ]
+        count += len(tests)
+        doc = ast.get_docstring(tree) or ""
+        table = doc.split(RULES_HEADING, 1)[1] if RULES_HEADING in doc else ""
+        quotes = {name: _words(quote) for name, quote in _RULE.findall(table)}
+        for name in tests:
+            if name not in quotes:
+                problems.append(
+                    f"{where}::{name} is not listed under '{RULES_HEADING}' in the module "
+                    'docstring (add: - NAME: "the notebook sentence that states its rule")'
+                )
+            elif not quotes[name] or quotes[name] not in text:
+                problems.append(
+                    f"{where}::{name}: its quoted rule is not in {rel_name(root, notebook)}: "
+                    f"{_first(quotes[name], 120)!r}"
+                )
+        problems += [
+            f"{where}: '{RULES_HEADING}' lists {name}, which is not a test in the module"
+            for name in sorted(set(quotes) - set(tests))
+        ]
+    return problems, count
+
+
+def _nbgrader_findings(res: dict, bad: str) -> list[str]:
+    """What nbgrader validate reported against the notebook: the `bad` cells, then edited ones."""
+    if bad == "failed":
+        probs = [
+            f"cell fails on the solution: {_first(c['source'])} -> {_first(c.get('raw_error', ''))}"
+            for c in res.get("failed", [])
+        ]
+    else:
+        probs = [
+            f"graded cell passes on the stub: {_first(c['source'])}" for c in res.get("passed", [])
+        ]
+    return probs + [
+        f"{k}: {_first(c['source'])}" for k in ("changed", "type_changed") for c in res.get(k, [])
+    ]
+
+
+def _check_notebooks(report: VerifyReport, root: Path, work: Path, a, sol_nb: Path, timeout):
+    # the solution notebook passes nbgrader validate (and, as a student would, writes
+    # metrics.json into the scratch course root, which grades the solution afterwards)
+    try:
+        probs = _nbgrader_findings(_validate(sol_nb, invert=False, timeout=timeout), "failed")
+    except Exception as exc:  # noqa: BLE001 - reported as a finding
+        probs = [f"nbgrader validate could not run: {type(exc).__name__}: {exc}"]
+    report.add("solution passes nbgrader validate", a.id, probs, "all graded cells pass")
+    # the released notebook fails it (nbgrader validate --invert passes)
+    released = root / "exercises" / a.id / f"{a.id}.ipynb"
+    if released.is_file():
+        stub_dir = work / "stub" / "exercises" / a.id
+        stub_dir.mkdir(parents=True)
+        shutil.copyfile(root / "course.toml", work / "stub" / "course.toml")
+        for name, p in tree_files(released.parent).items():
+            copy_path(p, stub_dir / name)
+        try:
+            res = _validate(stub_dir / released.name, invert=True, timeout=timeout)
+            probs = _nbgrader_findings(res, "passed")
+        except Exception as exc:  # noqa: BLE001
+            probs = [f"nbgrader validate --invert could not run: {type(exc).__name__}: {exc}"]
+    else:
+        probs = [f"exercises/{a.id}/{a.id}.ipynb missing; run grader release"]
+    report.add("stub fails nbgrader validate", a.id, probs, "validate --invert passes")
+
+
+def _check_scores(report: VerifyReport, root: Path, work: Path, a, empty_metrics: Path) -> None:
+    # the solutions score full marks; every test carries points; totals match
+    metrics = work / "sol" / "metrics.json"
+    sol = run_assignment(
+        root,
+        a.id,
+        root / "solutions",
+        metrics if metrics.is_file() else empty_metrics,
+        suites=("public", "hidden"),
+    )
+    probs = [f"suites could not run: {_first(sol.error, 300)}"] if sol.error else []
+    skipped = [t.name for t in sol.tests if t.outcome == "skipped"]
+    for t in sol.tests:
+        if t.outcome != "skipped" and t.score < t.max_score - 1e-9:
+            probs.append(
+                f"{t.name}: {t.outcome} ({t.score:g}/{t.max_score:g}) {_first(t.feedback)}"
+            )
+    report.add(
+        "solution scores full marks",
+        a.id,
+        probs,
+        f"{sol.score:g}/{sol.max_score:g}"
+        + (f" ({len(skipped)} GPU test(s) skipped)" if skipped else ""),
+    )
+    if skipped:
+        report.notes.append(f"{a.id}: skipped without a GPU: {', '.join(skipped)}")
+    probs = [f"{t.name} carries no points" for t in sol.tests if t.max_score <= 0]
+    total = sum(t.max_score for t in sol.tests)
+    if abs(total - a.points) > 1e-6:
+        by = {s: sum(t.max_score for t in sol.tests if t.suite == s) for s in ("public", "hidden")}
+        probs.append(
+            f"tests total {total:g} points (public {by['public']:g} + hidden "
+            f"{by['hidden']:g}); course.toml says {a.points:g}"
+        )
+    report.add("points match course.toml", a.id, probs, f"{total:g} = {a.points:g} points")
+    # the stubs score zero on every graded test
+    stub = run_assignment(
+        root, a.id, root / "exercises", empty_metrics, suites=("public", "hidden")
+    )
+    probs = [f"suites could not run on the stubs: {_first(stub.error, 300)}"] if stub.error else []
+    probs += [
+        f"vacuous test {t.name}: scores {t.score:g}/{t.max_score:g} on the stub"
+        for t in stub.tests
+        if t.score > 0
+    ]
+    report.add(
+        "stubs score zero", a.id, probs, f"0/{stub.max_score:g} on {len(stub.tests)} test(s)"
+    )
+
+
+def verify(root: Path) -> VerifyReport:
+    """Every check of the module docstring over the course at `root`; `ok` False on a finding."""
+    t0 = time.perf_counter()
+    root = Path(root).resolve()
+    course = load_course(root)
+    report = VerifyReport()
+    rel = release(root, check=True)
+    report.add("release in sync", "all", rel.findings, "exercises/ matches solutions/")
+    for a in course.assignments:
+        problems, checked = stated_rules(root, a.id)
+        report.add(
+            "hidden rules stated",
+            a.id,
+            problems,
+            f"{checked} hidden tests, each quoting the notebook sentence that states its rule",
+        )
+    device.prepare_numba()  # kernels executed by nbgrader validate run in the simulator on CPU
+    timeout = int(max(120, course.limits.kernel_timeout_s))
+    with tempfile.TemporaryDirectory(prefix="grader-verify-") as tmp:
+        work = Path(tmp)
+        (work / "sol").mkdir()
+        sol_nbs = _solution_ipynbs(root, course.assignment_ids, work / "sol")
+        empty_metrics = work / "empty-metrics.json"
+        empty_metrics.write_text("{}\n", encoding="utf-8")
+        for a in course.assignments:
+            _check_notebooks(report, root, work, a, sol_nbs[a.id], timeout)
+            _check_scores(report, root, work, a, empty_metrics)
+    report.seconds = time.perf_counter() - t0
+    return report
