@@ -99,17 +99,19 @@ def cmd_grade_all(args: argparse.Namespace) -> int:
 
 
 def cmd_class_report(args: argparse.Namespace) -> int:
-    from grader.batch import discover  # lazy: instructor-only, not in the student repo
-    from grader.reports.class_report import terminal_summary, write_class_report  # lazy: plots
+    # lazy: instructor-only, not in the student repo; the class report loads matplotlib
+    from grader.batch import STATE, StateFile, discover
+    from grader.reports.class_report import terminal_summary, write_class_report
 
     course = load_course(_root(args))
-    submissions = discover(Path(args.submissions)) if args.submissions else None
+    graded = Path(args.graded)
     report, paths = write_class_report(
-        Path(args.graded),
+        graded,
         course,
-        Path(args.report) if args.report else None,
-        submissions,
-        args.threshold,
+        StateFile(graded / STATE).read() if graded.is_dir() else {},
+        out=Path(args.report) if args.report else None,
+        submissions=discover(Path(args.submissions)) if args.submissions else None,
+        threshold=args.threshold,
     )
     print(terminal_summary(report), end="\n\n")
     for kind, path in paths.items():

@@ -32,11 +32,17 @@ one file system, or a CLI run beside a batch) and SQLite's busy timeout covers r
 formgrader; each student's write is one `BEGIN IMMEDIATE` transaction, so a crash, a full disk or a
 read-only directory leaves the previous state of the database intact (SQLite's journal rolls an
 interrupted transaction back). A new database is built under a temporary name and renamed into
-place, so no half-created schema is ever visible.
+place (grader.core.files.atomic_path, as the exported CSV), so no half-created schema is ever
+visible.
+
+nbgrader, SQLAlchemy and alembic are imported where they are used (lazy: together they take about
+a second to import, and every spawned batch child imports grader.batch, and with it this module,
+without writing a gradebook).
 """
 
 from __future__ import annotations
 
+import csv
 import errno
 import fcntl
 import os
@@ -47,8 +53,10 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from grader.core.points import stored
 from grader.core.course import Course
+from grader.core.files import atomic_path
+from grader.core.late import parse_timestamp
+from grader.core.points import shown, stored
 from grader.core.results import GradeResult, TestResult
 
 BUSY_TIMEOUT_S = 60.0
@@ -76,8 +84,6 @@ def _naive_utc(value: datetime | str | None) -> datetime | None:
     if value is None:
         return None
     if isinstance(value, str):
-        from grader.core.late import parse_timestamp
-
         value = parse_timestamp(value)
     if value.tzinfo is None:
         raise ValueError(f"time {value.isoformat()} has no time zone")
@@ -129,7 +135,7 @@ def _locked(db_path: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
 
 def _alembic_head() -> str:
     """nbgrader's current schema revision, read in-process (nbgrader shells out to `alembic`)."""
-    import nbgrader
+    import nbgrader  # lazy: see the module docstring
     from alembic.script import ScriptDirectory
 
     return ScriptDirectory(str(Path(nbgrader.__file__).parent / "alembic")).get_current_head()
@@ -137,30 +143,23 @@ def _alembic_head() -> str:
 
 def _create_database(db_path: Path) -> None:
     """Build an empty nbgrader gradebook under a temporary name, then rename it into place."""
-    from nbgrader.api import Base
+    from nbgrader.api import Base  # lazy: see the module docstring
     from sqlalchemy import create_engine, text
 
-    tmp = db_path.with_name(f".{db_path.name}.{os.getpid()}.new")
-    tmp.unlink(missing_ok=True)
-    engine = create_engine(_url(tmp))
-    try:
-        with engine.begin() as conn:
-            Base.metadata.create_all(conn)
-            conn.execute(text("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)"))
-            conn.execute(
-                text("INSERT INTO alembic_version (version_num) VALUES (:v)"),
-                {"v": _alembic_head()},
-            )
-        engine.dispose()
-        os.replace(tmp, db_path)
-        dir_fd = os.open(db_path.parent, os.O_RDONLY)
+    with atomic_path(db_path, sync_dir=True) as tmp:
+        engine = create_engine(_url(tmp))
         try:
-            os.fsync(dir_fd)
+            with engine.begin() as conn:
+                Base.metadata.create_all(conn)
+                conn.execute(
+                    text("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)")
+                )
+                conn.execute(
+                    text("INSERT INTO alembic_version (version_num) VALUES (:v)"),
+                    {"v": _alembic_head()},
+                )
         finally:
-            os.close(dir_fd)
-    finally:
-        engine.dispose()
-        tmp.unlink(missing_ok=True)
+            engine.dispose()
 
 
 @contextmanager
@@ -169,7 +168,7 @@ def open_gradebook(db_path: Path | str, course_id: str | None = None, create: bo
 
     Errors of the database or the file system become GradebookError.
     """
-    from nbgrader.api import Gradebook
+    from nbgrader.api import Gradebook  # lazy: see the module docstring
     from sqlalchemy.exc import SQLAlchemyError
 
     path = Path(db_path).absolute()
@@ -206,6 +205,8 @@ def _reason(exc: BaseException) -> str:
 
 def record(db_path: Path | str, result: GradeResult, course: Course) -> None:
     """Record (or replace) one student's grades, one transaction under an exclusive file lock."""
+    from sqlalchemy.exc import SQLAlchemyError  # lazy: see the module docstring
+
     path = Path(db_path).absolute()
     for a in result.assignments:
         course.assignment(a.id)  # unknown assignment: CourseError before touching the database
@@ -215,8 +216,6 @@ def record(db_path: Path | str, result: GradeResult, course: Course) -> None:
         raise GradebookError(path, f"directory {path.parent} does not exist")
     with _locked(path):
         with open_gradebook(path, course.id) as gb:
-            from sqlalchemy.exc import SQLAlchemyError
-
             session = gb.db
             try:
                 _write(session, result, course)
@@ -229,8 +228,19 @@ def record(db_path: Path | str, result: GradeResult, course: Course) -> None:
                 raise
 
 
+def _get_or_add(session, model, key: dict, **fields):
+    """The row of `model` matching `key`, or a new one made of `fields`, added and flushed (so
+    that it has its id)."""
+    row = session.query(model).filter_by(**key).one_or_none()
+    if row is None:
+        row = model(**fields)
+        session.add(row)
+        session.flush()
+    return row
+
+
 def _write(session, result: GradeResult, course: Course) -> None:
-    from nbgrader.api import (
+    from nbgrader.api import (  # lazy: see the module docstring
         Assignment,
         Grade,
         GradeCell,
@@ -250,20 +260,13 @@ def _write(session, result: GradeResult, course: Course) -> None:
         session.add(student)
     for a in result.assignments:
         due = _naive_utc(course.assignment(a.id).due)
-        assignment = session.query(Assignment).filter_by(name=a.id).one_or_none()
-        if assignment is None:
-            assignment = Assignment(name=a.id, duedate=due, course_id=course.id)
-            session.add(assignment)
-            session.flush()
-        elif assignment.duedate != due:
-            assignment.duedate = due
-        notebook = (
-            session.query(Notebook).filter_by(name=a.id, assignment_id=assignment.id).one_or_none()
+        assignment = _get_or_add(
+            session, Assignment, {"name": a.id}, name=a.id, duedate=due, course_id=course.id
         )
-        if notebook is None:
-            notebook = Notebook(name=a.id, assignment=assignment)
-            session.add(notebook)
-            session.flush()
+        if assignment.duedate != due:
+            assignment.duedate = due
+        key = {"name": a.id, "assignment_id": assignment.id}
+        notebook = _get_or_add(session, Notebook, key, name=a.id, assignment=assignment)
 
         cells = {c.name: c for c in notebook.grade_cells}
         by_name: dict[str, TestResult] = {}
@@ -282,25 +285,13 @@ def _write(session, result: GradeResult, course: Course) -> None:
                 cell.max_score = float(t.max_score)
         session.flush()
 
-        submission = (
-            session.query(SubmittedAssignment)
-            .filter_by(assignment_id=assignment.id, student_id=student.id)
-            .one_or_none()
-        )
-        if submission is None:
-            submission = SubmittedAssignment(assignment=assignment, student=student)
-            session.add(submission)
+        key = {"assignment_id": assignment.id, "student_id": student.id}
+        fields = {"assignment": assignment, "student": student, "timestamp": timestamp}
+        submission = _get_or_add(session, SubmittedAssignment, key, **fields)
         submission.timestamp = timestamp
         session.flush()
-        snb = (
-            session.query(SubmittedNotebook)
-            .filter_by(notebook_id=notebook.id, assignment_id=submission.id)
-            .one_or_none()
-        )
-        if snb is None:
-            snb = SubmittedNotebook(notebook=notebook, assignment=submission)
-            session.add(snb)
-            session.flush()
+        key = {"notebook_id": notebook.id, "assignment_id": submission.id}
+        snb = _get_or_add(session, SubmittedNotebook, key, notebook=notebook, assignment=submission)
 
         if new_cells:  # other students' notebooks get an ungraded row, flagged for a human
             others = (
@@ -333,19 +324,9 @@ def _write(session, result: GradeResult, course: Course) -> None:
 CSV_SCORES = ("raw_score", "late_submission_penalty", "score", "max_score")
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def _round_csv(path: Path) -> None:
     """nbgrader sums the grades in SQL (35.999999999999986): round its score columns to the
     shown points format, so the CSV a gradebook or an LMS imports says 36."""
-    import csv
-
-    from grader.core.points import shown
-
     with open(path, newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
         fields = list(rows[0]) if rows else None
@@ -370,21 +351,16 @@ def export_csv(db_path: Path | str, out_csv: Path | str) -> Path:
     Columns: assignment, duedate, timestamp, student_id, last_name, first_name, email, raw_score,
     late_submission_penalty, score, max_score. Written to a temporary file and renamed.
     """
-    from nbgrader.plugins.export import CsvExportPlugin
+    from nbgrader.plugins.export import CsvExportPlugin  # lazy: see the module docstring
 
     path = Path(db_path).absolute()
     out = Path(out_csv)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     try:
-        with open_gradebook(path, create=False) as gb:
+        with atomic_path(out) as tmp, open_gradebook(path, create=False) as gb:
             CsvExportPlugin(to=str(tmp)).export(gb)
-        _round_csv(tmp)
-        os.chmod(tmp, 0o644 & ~_umask())
-        os.replace(tmp, out)
+            _round_csv(tmp)
     except OSError as exc:
         if isinstance(exc, GradebookError):
             raise
         raise GradebookError(path, f"cannot write {out}: {exc.strerror or exc}") from exc
-    finally:
-        tmp.unlink(missing_ok=True)
     return out

@@ -61,6 +61,7 @@ from typing import IO, Any
 
 from grader.core.jsonread import metrics_or_none
 from grader.core.course import Course, load_course
+from grader.core.feedback import FEEDBACK_CHARS
 from grader.core.results import AssignmentResult, Environment, GradeResult, validate
 from grader.core.tables import points
 
@@ -352,7 +353,7 @@ def _child(
         payload: dict[str, Any] = {"result": result.to_dict()}
     except BaseException as exc:  # noqa: BLE001 - every failure becomes a recorded error
         payload = {
-            "error": f"{type(exc).__name__}: {exc}"[:2000],
+            "error": f"{type(exc).__name__}: {exc}"[:FEEDBACK_CHARS],
             "traceback": traceback.format_exc()[-8000:],
         }
         traceback.print_exc()

@@ -14,13 +14,13 @@ import tempfile
 from collections.abc import Iterator
 from typing import Any
 
+from traitlets.config import Config
+
 
 @contextlib.contextmanager
 def ipc_kernel_config() -> Iterator[Any]:
     """A traitlets Config for nbclient/nbgrader that puts the kernel's sockets in a private
     folder for as long as the `with` block runs."""
-    from traitlets.config import Config
-
     folder = tempfile.mkdtemp(prefix="grader-kernel-")
     os.chmod(folder, 0o700)
     cfg = Config()

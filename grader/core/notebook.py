@@ -44,7 +44,7 @@ def _jupytext():
     for name in blocked:
         sys.modules[name] = None  # import raises ImportError, which jupytext catches
     try:
-        import jupytext
+        import jupytext  # lazy: imported with its contents managers blocked (see above)
     finally:
         for name in blocked:
             if sys.modules.get(name, 0) is None:
@@ -163,7 +163,8 @@ def notebook_paths(folder: Path, assignment_id: str) -> tuple[Path, Path]:
 
 
 def choose_notebook(folder: Path, assignment_id: str) -> Path:
-    """The file to run by hand: the .py if present, else the .ipynb (grading: grader.grading.intake)."""
+    """The file to run by hand: the .py if present, else the .ipynb (grading chooses in
+    grader.grading.intake)."""
     py, ipynb = notebook_paths(folder, assignment_id)
     if py.is_file():
         return py

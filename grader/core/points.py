@@ -1,5 +1,8 @@
 """The one points format: how scores are rounded where they are stored and where they are shown.
 
+One fraction, `12.5 / 40`, wherever a score is shown beside its maximum: the PR comment, the
+HTML page, the terminal tables and the class report.
+
 Two precisions, each for a reason. Stored values (result.json, gradebook.db) keep 6 decimals:
 enough to drop float noise such as 35.999999999999986, while a test's points split over three
 parametrized cases (1.333333 each) still add up to its points within 1e-6. Shown values (terminal
@@ -37,5 +40,5 @@ def shown(x: float) -> str:
 
 
 def fraction(score: float, max_score: float) -> str:
-    """`12.5/40`."""
-    return f"{shown(score)}/{shown(max_score)}"
+    """`12.5 / 40`: a score out of its maximum."""
+    return f"{shown(score)} / {shown(max_score)}"

@@ -1,13 +1,21 @@
-"""Plain-text tables for the terminal (the CLI's only output format besides files)."""
+"""Plain-text tables for the terminal (the CLI's only output format besides files).
+
+Numbers in a table are shown in the one points format (grader.core.points); `points` and `score`
+are that format's two functions under the names the CLI and the batch use for table cells.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from grader.core.points import fraction, shown
+from grader.core.points import fraction as points
+from grader.core.points import shown as score
+
+__all__ = ["format_table", "points", "score"]
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """Columns padded to their widest cell, a dashed rule under the headers."""
     cells = [[str(h) for h in headers]] + [[_fmt(c) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
@@ -17,15 +25,5 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> st
 
 def _fmt(value: object) -> str:
     if isinstance(value, float):
-        return shown(value)
+        return score(value)
     return str(value)
-
-
-def points(score: float, max_score: float) -> str:
-    """`12.5/40` (grader.core.points: parametrized tests split points into fractions)."""
-    return fraction(score, max_score)
-
-
-def score(x: float) -> str:
-    """`12.5`: one score in the points format."""
-    return shown(x)

@@ -1,24 +1,34 @@
 """The main job: run the solution notebooks headlessly, score the solutions, grade a class.
 
 `grader demo` is what a new instructor runs first: it shows every moving part on this machine
-(no GPU needed) and leaves the reports and the gradebook in one folder.
+(no GPU needed) and leaves the reports and the gradebook in one folder. `run_demo` is that job
+(`grader demo`; `python -m grader.demo OUT`); the sample class it grades is `samples`.
 """
 
 from __future__ import annotations
 
+import csv
 import shutil
-import sys
 import tempfile
 import time
+from datetime import timedelta
 from pathlib import Path
 
+from grader.batch import STATE, StateFile, run_class
+from grader.core import device
+from grader.core.course import Course, load_course
 from grader.core.kernels import ipc_kernel_config
-from grader.core.course import load_course
 from grader.core.tables import format_table, points
+from grader.demo.samples import build_sample_class
+from grader.reports.class_report import terminal_summary, write_class_report
+from grader.suites.runner import run_assignment
+
+__all__ = ["build_sample_class", "execute_notebooks", "run_demo"]
 
 
 def execute_notebooks(root: Path, ids: list[str], timeout: int = 600) -> list[list[object]]:
     """Execute each solution notebook top to bottom in a scratch copy of the course."""
+    # lazy: jupytext and nbclient load Jupyter's client stack, which `--no-execute` never needs
     import jupytext
     from nbclient import NotebookClient
 
@@ -49,10 +59,8 @@ def execute_notebooks(root: Path, ids: list[str], timeout: int = 600) -> list[li
 
 
 def run_demo(root: Path, out: Path, execute: bool = True, jobs: int = 2) -> int:
-    from grader.batch import run_class
-    from grader.demo.samples import build_sample_class
-    from grader.suites.runner import run_assignment
-
+    """Run the notebooks (unless `execute` is false), score the solutions, grade the sample class
+    into `out/grades` and write its class report; 0 when every step did what it should."""
     course = load_course(root)
     out.mkdir(parents=True, exist_ok=True)
     ok = True
@@ -92,21 +100,17 @@ def run_demo(root: Path, out: Path, execute: bool = True, jobs: int = 2) -> int:
     print(f"\nReports, gradebook and grades.csv are in {out / 'grades'}")
 
     print("\n4. The class report (grader class-report)")
-    from grader.reports.class_report import terminal_summary, write_class_report
-
-    report, paths = write_class_report(out / "grades", course)
+    grades = out / "grades"
+    report, paths = write_class_report(grades, course, StateFile(grades / STATE).read())
     print(terminal_summary(report))
     print(f"\nClass report: {paths['html']} (and {paths['markdown'].name}, {paths['png'].name})")
     return 0 if ok and code == 0 else 1
 
 
-def _class_listing(course, class_dir: Path, students: list[str]) -> Path:
+def _class_listing(course: Course, class_dir: Path, students: list[str]) -> Path:
     """`class.csv` beside the class: each submission with a trusted time, as an instructor would
     take it from the grading runs. One student hands in a day and a half after the first due
     date, so the late policy and the class report's late table have something to show."""
-    import csv
-    from datetime import timedelta
-
     first_due = min(a.due for a in course.assignments)
     path = class_dir.parent / "class.csv"
     with path.open("w", newline="", encoding="utf-8") as fh:
@@ -120,10 +124,4 @@ def _class_listing(course, class_dir: Path, students: list[str]) -> Path:
 
 
 def _simulator() -> bool:
-    from grader.core import device
-
     return not device.has_gpu()
-
-
-if __name__ == "__main__":
-    raise SystemExit(run_demo(Path.cwd(), Path(sys.argv[1] if len(sys.argv) > 1 else "demo")))

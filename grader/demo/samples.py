@@ -14,6 +14,7 @@ from pathlib import Path
 
 from grader.core.course import Course
 from grader.core.regions import SOLUTION, regions
+from grader.sandbox.harness import load_module
 
 STUB = 'raise NotImplementedError("{name}: not done yet")'
 
@@ -41,8 +42,6 @@ def replace_region(source: str, grade_id: str, body: list[str]) -> str:
 
 def reference_m9_record(course: Course) -> dict | None:
     """The reference solution's M9 record for the course model (None without solutions/)."""
-    from grader.sandbox.harness import load_module
-
     path = course.root / "solutions" / "m9_roofline" / "m9_roofline.py"
     if not path.is_file():
         return None

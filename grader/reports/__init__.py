@@ -2,6 +2,9 @@
 
 `write_reports` writes the set for one result; `markdown.markdown` and `html.html` render them.
 Student text is escaped once, in `escape`; what both share is in `common`.
+
+The class report (`class_report`: rendering; `class_data`: the numbers; `similarity`: the pairs)
+is imported on its own, by the commands that write it: it loads matplotlib and copydetect.
 """
 
 from __future__ import annotations
@@ -9,9 +12,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from grader.core.files import atomic_write
 from grader.core.course import Course
+from grader.core.files import atomic_write
 from grader.core.results import GradeResult, validate
+from grader.reports import html, markdown
+
+__all__ = ["write_reports"]
 
 
 def write_reports(
@@ -35,11 +41,8 @@ def write_reports(
         "markdown": out / "report.md",
         "html": out / "report.html",
     }
-    from grader.reports.html import html
-    from grader.reports.markdown import markdown
-
-    atomic_write(paths["markdown"], markdown(result, course))
-    atomic_write(paths["html"], html(result, course, metrics, reference))
+    atomic_write(paths["markdown"], markdown.markdown(result, course))
+    atomic_write(paths["html"], html.html(result, course, metrics, reference))
     # result.json last: its presence means the whole set is complete (batch resume relies on it)
     atomic_write(paths["json"], json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n")
     return paths

@@ -1,19 +1,18 @@
-"""What both reports share: limits, outcome icons, number formatting, folding of feedback."""
+"""What both reports share: limits, outcome icons, percentages, folding of feedback.
+
+Scores are shown in the one points format (`grader.core.points.shown` and `fraction`, `12.5 / 40`)
+and a test's feedback is capped once, where it is stored (`grader.core.feedback`).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from grader.core.points import shown
 from grader.core.course import Course
 from grader.core.results import GradeResult, TestResult
 
-FEEDBACK_CHARS = 1_500  # per test, markdown
-HTML_FEEDBACK_CHARS = 20_000  # per test, HTML page
 NAME_CHARS = 200
 WARNING_CHARS = 500
-MAX_WARNINGS = 50
-BODY_BYTES = 60_000  # GitHub rejects comments over 65,536 characters; keep a margin (in bytes)
 
 EMOJI = {
     "passed": "✅",
@@ -23,14 +22,6 @@ EMOJI = {
     "skipped": "⏭️",
 }
 FAILING = ("failed", "error", "timeout")
-
-
-def num(x: float) -> str:
-    return shown(x)  # the one points format (grader.core.points)
-
-
-def pts(score: float, max_score: float) -> str:
-    return f"{num(score)} / {num(max_score)}"
 
 
 def pct(score: float, max_score: float) -> str:

@@ -10,22 +10,13 @@ from __future__ import annotations
 import base64
 
 from grader.core.course import Course
-from grader.reports.common import (
-    EMOJI,
-    HTML_FEEDBACK_CHARS,
-    NAME_CHARS,
-    WARNING_CHARS,
-    env_line,
-    failing_first,
-    fold_feedback,
-    num,
-    pct,
-    pts,
-    title,
-)
+from grader.core.points import fraction, shown
+from grader.core.results import AssignmentResult, GradeResult
+from grader.reports import common
 from grader.reports.escape import clip, html_text
 from grader.reports.plots import roofline_png
-from grader.core.results import AssignmentResult, GradeResult
+
+HTML_FEEDBACK_CHARS = 20_000  # per test: the page has room for the whole stored text and more
 
 _CSS = """
 body{font:15px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:980px;
@@ -58,15 +49,15 @@ def _e(text: object) -> str:
 
 def _tests_table(a: AssignmentResult, anchors: list[int]) -> list[str]:
     """The rows of one assignment's tests, identical feedback shown once (see module doc)."""
-    tests = failing_first(a.tests)
+    tests = common.failing_first(a.tests)
     where: dict[str, tuple[str, str]] = {}  # feedback -> (anchor id, first test's name)
-    also = {fb.text: fb.tests[1:] for fb in fold_feedback(tests)}
+    also = {fb.text: fb.tests[1:] for fb in common.fold_feedback(tests)}
     rows = [
         f'<table class="tests">{_COLUMNS}<tr><th></th><th>Test</th><th>Points</th>'
         "<th>Outcome</th><th>Feedback</th></tr>"
     ]
     for t in tests:
-        name = clip(t.name, NAME_CHARS)
+        name = clip(t.name, common.NAME_CHARS)
         if not t.feedback:
             cell = "<td></td>"
         elif t.feedback in where:
@@ -79,16 +70,16 @@ def _tests_table(a: AssignmentResult, anchors: list[int]) -> list[str]:
             cell = f'<td id="{anchor}"><pre>{_e(clip(t.feedback, HTML_FEEDBACK_CHARS))}</pre>'
             others = also.get(t.feedback, [])
             if others:
-                listed = ", ".join(_e(clip(o.name, NAME_CHARS)) for o in others)
+                listed = ", ".join(_e(clip(o.name, common.NAME_CHARS)) for o in others)
                 cell += (
                     f'<p class="also">The same feedback for {len(others)} more '
                     f"test{'s' if len(others) > 1 else ''}: {listed}</p>"
                 )
             cell += "</td>"
         rows.append(
-            f'<tr class="{_e(t.outcome)}"><td>{EMOJI.get(t.outcome, "?")}</td>'
+            f'<tr class="{_e(t.outcome)}"><td>{common.EMOJI.get(t.outcome, "?")}</td>'
             f"<td>{_e(name)}<br><small>{_e(t.suite)}</small></td>"
-            f"<td class=n>{_e(pts(t.score, t.max_score))}</td>"
+            f"<td class=n>{_e(fraction(t.score, t.max_score))}</td>"
             f"<td class=o>{_e(t.outcome)}</td>{cell}</tr>"
         )
     rows.append("</table>")
@@ -110,36 +101,41 @@ def html(
         f"<style>{_CSS}</style></head><body>",
         f"<h1>{_e(course.title)}</h1>",
         f"<p><strong>{_e(result.student)}</strong>: "
-        f"<strong>{_e(pts(result.score, result.max_score))}</strong> "
-        f"({_e(pct(result.score, result.max_score))})</p>",
+        f"<strong>{_e(fraction(result.score, result.max_score))}</strong> "
+        f"({_e(common.pct(result.score, result.max_score))})</p>",
     ]
-    meta = env_line(result) + (f" · submitted {result.timestamp}" if result.timestamp else "")
+    meta = common.env_line(result) + (
+        f" · submitted {result.timestamp}" if result.timestamp else ""
+    )
     parts.append(f'<p class="meta">{_e(meta)}</p>')
     if result.environment.not_authoritative:
         note = _e(result.environment.not_authoritative)
         parts.append(f'<div class="err"><strong>⚠️ {note}</strong></div>')
     if result.warnings:
-        items = "".join(f"<li>{_e(clip(w, WARNING_CHARS))}</li>" for w in result.warnings[:200])
+        items = "".join(
+            f"<li>{_e(clip(w, common.WARNING_CHARS))}</li>" for w in result.warnings[:200]
+        )
         parts.append(f'<div class="warn"><strong>Warnings</strong><ul>{items}</ul></div>')
 
     parts.append("<table><tr><th>Assignment</th><th>Score</th><th>Late penalty</th></tr>")
     for a in result.assignments:
-        late = f"{a.late_penalty * 100:.0f}% of {num(a.raw_score)}" if a.late_penalty else "–"
+        late = f"{a.late_penalty * 100:.0f}% of {shown(a.raw_score)}" if a.late_penalty else "–"
         parts.append(
-            f"<tr><td>{_e(title(course, a.id))}</td><td class=n>{_e(pts(a.score, a.max_score))}"
-            f"</td><td class=n>{_e(late)}</td></tr>"
+            f"<tr><td>{_e(common.title(course, a.id))}</td>"
+            f"<td class=n>{_e(fraction(a.score, a.max_score))}</td><td class=n>{_e(late)}</td></tr>"
         )
     parts.append("</table>")
 
     anchors = [0]
     for a in result.assignments:
         parts.append(
-            f'<h2 id="{_e(a.id)}">{_e(title(course, a.id))}: {_e(pts(a.score, a.max_score))}</h2>'
+            f'<h2 id="{_e(a.id)}">{_e(common.title(course, a.id))}: '
+            f"{_e(fraction(a.score, a.max_score))}</h2>"
         )
         if a.late_penalty:
             parts.append(
                 f"<p>Late penalty: {a.late_penalty * 100:.0f}% of "
-                f"{_e(num(a.raw_score))} points.</p>"
+                f"{_e(shown(a.raw_score))} points.</p>"
             )
         if a.error:
             parts.append(

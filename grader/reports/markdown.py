@@ -8,45 +8,34 @@ character comment limit whatever the feedback size.
 from __future__ import annotations
 
 from grader.core.course import Course
-from grader.reports.common import (
-    BODY_BYTES,
-    EMOJI,
-    FAILING,
-    FEEDBACK_CHARS,
-    MAX_WARNINGS,
-    NAME_CHARS,
-    WARNING_CHARS,
-    env_line,
-    failing_first,
-    fold_feedback,
-    num,
-    pct,
-    pts,
-    title,
-)
-from grader.reports.escape import md_block, md_inline
+from grader.core.feedback import FEEDBACK_CHARS
+from grader.core.points import fraction, shown
 from grader.core.results import AssignmentResult, GradeResult, TestResult
+from grader.reports import common
+from grader.reports.escape import md_block, md_inline
 
+BODY_BYTES = 60_000  # GitHub rejects comments over 65,536 characters; keep a margin (in bytes)
+MAX_WARNINGS = 50
 LISTED_TESTS = 40  # names listed under one folded feedback entry
 
 
-def _one(text: str, limit: int = NAME_CHARS) -> str:
+def _one(text: str, limit: int = common.NAME_CHARS) -> str:
     return md_inline(text, limit)
 
 
 def _feedback_entries(tests: list[TestResult]) -> list[str]:
     """One block per distinct feedback (listing its tests), then failing tests with none."""
     blocks = []
-    for fb in fold_feedback(tests):
+    for fb in common.fold_feedback(tests):
         first = fb.tests[0]
         if len(fb.tests) == 1:
             head = (
-                f"**{EMOJI.get(first.outcome, '?')} {_one(first.name)}** "
-                f"({_one(first.outcome)}, {pts(first.score, first.max_score)})"
+                f"**{common.EMOJI.get(first.outcome, '?')} {_one(first.name)}** "
+                f"({_one(first.outcome)}, {fraction(first.score, first.max_score)})"
             )
         else:
             outcomes = sorted({t.outcome for t in fb.tests})
-            icon = EMOJI.get(outcomes[0], "?") if len(outcomes) == 1 else "❗"
+            icon = common.EMOJI.get(outcomes[0], "?") if len(outcomes) == 1 else "❗"
             got = sum(t.score for t in fb.tests)
             top = sum(t.max_score for t in fb.tests)
             names = ", ".join(_one(t.name) for t in fb.tests[:LISTED_TESTS])
@@ -54,14 +43,14 @@ def _feedback_entries(tests: list[TestResult]) -> list[str]:
                 names += f" and {len(fb.tests) - LISTED_TESTS} more"
             head = (
                 f"**{icon} {len(fb.tests)} tests got the same feedback** "
-                f"({_one(', '.join(outcomes))}, {pts(got, top)}): {names}"
+                f"({_one(', '.join(outcomes))}, {fraction(got, top)}): {names}"
             )
         blocks.append(f"{head}\n\n{md_block(fb.text, FEEDBACK_CHARS)}")
     for t in tests:
-        if not t.feedback and t.outcome in FAILING:
+        if not t.feedback and t.outcome in common.FAILING:
             blocks.append(
-                f"**{EMOJI.get(t.outcome, '?')} {_one(t.name)}** "
-                f"({_one(t.outcome)}, {pts(t.score, t.max_score)})\n\n_no feedback_"
+                f"**{common.EMOJI.get(t.outcome, '?')} {_one(t.name)}** "
+                f"({_one(t.outcome)}, {fraction(t.score, t.max_score)})\n\n_no feedback_"
             )
     return blocks
 
@@ -69,25 +58,27 @@ def _feedback_entries(tests: list[TestResult]) -> list[str]:
 def _assignment(a: AssignmentResult, course: Course) -> list[str]:
     """Blocks (each valid markdown on its own) for one assignment."""
     blocks: list[str] = []
-    head = f"### {_one(title(course, a.id))} ({_one(a.id)}): {pts(a.score, a.max_score)}"
+    head = (
+        f"### {_one(common.title(course, a.id))} ({_one(a.id)}): {fraction(a.score, a.max_score)}"
+    )
     if a.late_penalty:
         head += (
             f"\n\n⏰ Late penalty: **{a.late_penalty * 100:.0f}%** of "
-            f"{num(a.raw_score)} points taken off."
+            f"{shown(a.raw_score)} points taken off."
         )
     if a.error:
         error = md_block(a.error, FEEDBACK_CHARS)
         head += f"\n\n💥 **This assignment could not be graded:**\n\n{error}"
     blocks.append(head)
-    not_passed = [t for t in failing_first(a.tests) if t.outcome != "passed"]
+    not_passed = [t for t in common.failing_first(a.tests) if t.outcome != "passed"]
     passed = [t for t in a.tests if t.outcome == "passed"]
     if not a.tests:
         blocks.append("_No tests ran._")
     elif not_passed:
         rows = ["| | Test | Points | Outcome |", "|---|---|---:|---|"]
         rows += [
-            f"| {EMOJI.get(t.outcome, '?')} | {_one(t.name)} | {pts(t.score, t.max_score)} "
-            f"| {_one(t.outcome)} |"
+            f"| {common.EMOJI.get(t.outcome, '?')} | {_one(t.name)} "
+            f"| {fraction(t.score, t.max_score)} | {_one(t.outcome)} |"
             for t in not_passed
         ]
         blocks.append("\n".join(rows))
@@ -97,12 +88,13 @@ def _assignment(a: AssignmentResult, course: Course) -> list[str]:
     if passed:
         rows = ["| | Test | Points |", "|---|---|---:|"]
         rows += [
-            f"| {EMOJI['passed']} | {_one(t.name)} | {pts(t.score, t.max_score)} |" for t in passed
+            f"| {common.EMOJI['passed']} | {_one(t.name)} | {fraction(t.score, t.max_score)} |"
+            for t in passed
         ]
         got = sum(t.score for t in passed)
         top = sum(t.max_score for t in passed)
         blocks.append(
-            f"<details><summary>{len(passed)} passed tests ({pts(got, top)} points)</summary>"
+            f"<details><summary>{len(passed)} passed tests ({fraction(got, top)} points)</summary>"
             f"\n\n" + "\n".join(rows) + "\n\n</details>"
         )
     return blocks
@@ -112,8 +104,8 @@ def markdown(result: GradeResult, course: Course, limit: int = BODY_BYTES) -> st
     """The PR comment / job summary. At most `limit` UTF-8 bytes, whatever the feedback size."""
     icon = "✅" if result.max_score and result.score >= result.max_score else "📝"
     header = [
-        f"## {icon} {_one(course.title)}: {pts(result.score, result.max_score)} "
-        f"({pct(result.score, result.max_score)})",
+        f"## {icon} {_one(course.title)}: {fraction(result.score, result.max_score)} "
+        f"({common.pct(result.score, result.max_score)})",
         f"Student: **{_one(result.student)}**"
         + (f" · submitted {_one(result.timestamp)}" if result.timestamp else ""),
     ]
@@ -128,18 +120,20 @@ def markdown(result: GradeResult, course: Course, limit: int = BODY_BYTES) -> st
             else ", ".join(f"{n} {o}" for o, n in sorted(counts.items()))
         )
         late = f"{a.late_penalty * 100:.0f}%" if a.late_penalty else "–"
-        summary.append(f"| {_one(a.id)} | {pts(a.score, a.max_score)} | {late} | {_one(status)} |")
+        summary.append(
+            f"| {_one(a.id)} | {fraction(a.score, a.max_score)} | {late} | {_one(status)} |"
+        )
     header.append("\n".join(summary))
     if result.environment.not_authoritative:
         header.insert(1, f"> **⚠️ {_one(result.environment.not_authoritative, 600)}**")
     if result.warnings:
-        shown = result.warnings[:MAX_WARNINGS]
-        lines = ["**⚠️ Warnings**", ""] + [f"- {_one(w, WARNING_CHARS)}" for w in shown]
-        if len(result.warnings) > len(shown):
-            lines.append(f"- … and {len(result.warnings) - len(shown)} more")
+        listed = result.warnings[:MAX_WARNINGS]
+        lines = ["**⚠️ Warnings**", ""] + [f"- {_one(w, common.WARNING_CHARS)}" for w in listed]
+        if len(result.warnings) > len(listed):
+            lines.append(f"- … and {len(result.warnings) - len(listed)} more")
         header.append("\n".join(lines))
 
-    footer = f"<sub>{_one(env_line(result), 1000)}</sub>"
+    footer = f"<sub>{_one(common.env_line(result), 1000)}</sub>"
     body: list[str] = []
     for a in result.assignments:
         body.extend(_assignment(a, course))

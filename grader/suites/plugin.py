@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 
 from grader.core import device
+from grader.core.feedback import clip
 from grader.core.results import TestResult
 
 POINTS_KEY = pytest.StashKey[float]()
 SESSION_KEY = pytest.StashKey["GraderSession"]()
-FEEDBACK_CHARS = 2000
 
 
 @dataclass
@@ -251,18 +251,12 @@ def classify(excinfo: pytest.ExceptionInfo | None) -> tuple[str, str]:
         return "error", "the test failed without an exception"
     exc = excinfo.value
     if isinstance(exc, WorkerTimeout):
-        return "timeout", _trim(exc.feedback())
+        return "timeout", clip(exc.feedback())
     if isinstance(exc, StudentError):
         text = exc.feedback()
         if exc.traceback:
             text += "\n" + exc.traceback
-        return "error", _trim(text)
+        return "error", clip(text)
     if isinstance(exc, (AssertionError, pytest.fail.Exception)):
-        return "failed", _trim(str(exc) or "assertion failed")
-    return "error", _trim(f"{type(exc).__name__}: {exc}")
-
-
-def _trim(text: str) -> str:
-    return (
-        text if len(text) <= FEEDBACK_CHARS else text[: FEEDBACK_CHARS - 20] + "\n... (truncated)"
-    )
+        return "failed", clip(str(exc) or "assertion failed")
+    return "error", clip(f"{type(exc).__name__}: {exc}")

@@ -14,6 +14,7 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
+from grader.core.feedback import excerpt
 from grader.core.results import AssignmentResult
 
 SUITES = ("public", "hidden")
@@ -110,7 +111,7 @@ def run_assignment(
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         error = f"the test suites could not run (pytest exit code {int(code)})"
         if quiet:
-            error += ": " + sink.getvalue()[-1500:]
+            error += ": " + excerpt(sink.getvalue())
     tests = session.results
     score = sum(t.score for t in tests)
     return AssignmentResult(

@@ -26,6 +26,7 @@ import numpy as np
 
 from grader.sandbox import wire
 from grader.core import kernel_source
+from grader.core.feedback import excerpt
 from grader.sandbox.harness import Harness, KernelHost
 
 
@@ -401,7 +402,7 @@ class Student:
                     "KernelRefused",
                     f"{name} does not compile for the course GPU (compute capability "
                     f"{cc[0]}.{cc[1]}, {signature}): "
-                    f"{str(err.get('message', ''))[-1500:]}. A GPU accepts only what Numba "
+                    f"{excerpt(str(err.get('message', '')))}. A GPU accepts only what Numba "
                     "compiles (numbers and arrays, no lists, dicts, strings or numpy calls "
                     "inside a kernel), so the kernel earns none of its points",
                     name,

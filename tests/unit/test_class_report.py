@@ -13,9 +13,11 @@ from pathlib import Path
 import pytest
 
 from grader.core.course import load_course
-from grader.reports import class_report as cr
 from grader.core.results import AssignmentResult, Environment, GradeResult
 from grader.core.results import TestResult as Case
+from grader.reports import class_data as cd
+from grader.reports import class_report as cr
+from grader.reports import similarity as sim
 
 ROOT = Path(__file__).resolve().parents[2]
 AID = "m9_roofline"
@@ -100,7 +102,7 @@ def test_pass_rates_hardest_first_with_the_commonest_failure():
         )
         for i in range(4)
     }
-    rows = cr.pass_rates(results)
+    rows = cd.pass_rates(results)
     assert [r.name for r in rows] == ["hard", "hang", "easy", "gpu_only"]
     hard = rows[0]
     assert (hard.passed, hard.failed, hard.pass_rate) == (1, 3, 0.25)
@@ -121,7 +123,7 @@ def test_late_rows(course):
         ),
         "penalised": result("penalised", [case("t", "passed")], late=0.2),
     }
-    rows = cr.late_rows(results, course)
+    rows = cd.late_rows(results, course)
     assert [(r.student, r.hours_late, r.penalty) for r in rows] == [
         ("late", 30.0, 0.1),
         ("penalised", None, 0.2),
@@ -137,25 +139,25 @@ def test_similarity_flags_copies_not_starter_code(tmp_path, course):
         "eli": (result("eli", [case("t", "failed", "x")]), None),
     }
     graded, paths = write_class(tmp_path, course, people)
-    sources = {s: cr.graded_cells(paths[s] / f"exercises/{AID}/{AID}.py") for s in people}
+    sources = {s: sim.graded_cells(paths[s] / f"exercises/{AID}/{AID}.py") for s in people}
     assert "Fill in the cell" not in sources["ann"]  # graded cells only, no markdown
-    pairs, info = cr.similar_pairs(
-        sources, cr.graded_cells(paths["dev"] / f"exercises/{AID}/{AID}.py"), AID
+    pairs, info = sim.similar_pairs(
+        sources, sim.graded_cells(paths["dev"] / f"exercises/{AID}/{AID}.py"), AID
     )
     assert [(p.student_a, p.student_b) for p in pairs] == [("ann", "ben")]
     assert pairs[0].similarity_a > 0.9 and pairs[0].similarity_b > 0.9
     assert info["submissions"] == 5 and info["candidate_pairs"] < info["all_pairs"]
-    again, _ = cr.similar_pairs(sources, sources["dev"], AID)
+    again, _ = sim.similar_pairs(sources, sources["dev"], AID)
     assert again == pairs  # stable hashes: the same numbers on every run
 
 
 def test_an_idiom_most_of_a_big_class_shares_is_not_evidence(tmp_path):
     sources = {f"s{i:02d}": ORIGINAL for i in range(30)}  # everyone wrote the same thing
     sources["own"] = OWN
-    pairs, info = cr.similar_pairs(sources, "", AID)
+    pairs, info = sim.similar_pairs(sources, "", AID)
     assert pairs == [] and info["common_fingerprints_dropped"] > 0
     few = {"a": ORIGINAL, "b": ORIGINAL, "c": OWN}  # in a small class it is still listed
-    assert [(p.student_a, p.student_b) for p in cr.similar_pairs(few, "", AID)[0]] == [("a", "b")]
+    assert [(p.student_a, p.student_b) for p in sim.similar_pairs(few, "", AID)[0]] == [("a", "b")]
 
 
 def test_report_files_escaping_and_cli(tmp_path, course):
@@ -197,9 +199,24 @@ def test_report_files_escaping_and_cli(tmp_path, course):
     md = (folder / "summary.md").read_text()
     assert "<script>" not in md and "not a verdict" in md
     data = json.loads((folder / "class-report.json").read_text())
-    assert data["schema_version"] == cr.SCHEMA_VERSION and data["students"] == 2
+    assert data["schema_version"] == cd.SCHEMA_VERSION and data["students"] == 2
     assert [(p["student_a"], p["student_b"]) for p in data["similar"]] == [("ann", "ben")]
     assert data["tests"][0]["pass_rate"] == 0.0
+
+
+def test_state_entries_name_the_submission_folders(tmp_path, course):
+    people = {
+        "ann": (result("ann", [case("t", "passed")]), ORIGINAL),
+        "ben": (result("ben", [case("t", "passed")]), RENAMED),
+    }
+    graded, paths = write_class(tmp_path, course, people)
+    state = {s: {"student": s, "submission": str(p)} for s, p in paths.items()}
+    state["gone"] = {"student": "gone", "submission": None}  # no folder recorded
+    rep, _ = cr.write_class_report(graded, course, state, out=tmp_path / "report")
+    assert [(p.student_a, p.student_b) for p in rep.similar] == [("ann", "ben")]
+    assert (tmp_path / "report" / "index.html").is_file()
+    alone, _ = cr.write_class_report(graded, course, out=tmp_path / "none")
+    assert alone.similar == [] and any("similarity was not computed" in n for n in alone.notes)
 
 
 def test_no_batch_is_a_clear_error(tmp_path, course):

@@ -1,4 +1,4 @@
-"""grader.core: the points format, atomic 0644 writes, kernels over IPC."""
+"""grader.core: the points format, the feedback cap, atomic 0644 writes, kernels over IPC."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.core.files import atomic_write
+from grader.core.feedback import EXCERPT_CHARS, FEEDBACK_CHARS, clip, excerpt
+from grader.core.files import atomic_path, atomic_write
 from grader.core.points import fraction, rounded, shown, stored
 from grader.core.tables import points
 
@@ -37,7 +38,7 @@ def test_stored_keeps_splits_exact_enough():
     third = stored(4 / 3)
     assert third == 1.333333 and abs(3 * third - 4) < 1e-5
     assert stored(35.999999999999986) == 36.0
-    assert fraction(35.999999999999986, 40) == points(35.999999999999986, 40) == "36/40"
+    assert fraction(35.999999999999986, 40) == points(35.999999999999986, 40) == "36 / 40"
 
 
 def test_atomic_write_is_world_readable(tmp_path):
@@ -49,6 +50,25 @@ def test_atomic_write_is_world_readable(tmp_path):
     assert path.read_text() == "hello\n"
     assert path.stat().st_mode & 0o777 == 0o644
     assert [p.name for p in tmp_path.iterdir()] == ["report.md"]  # no temporary left
+
+
+def test_atomic_path_keeps_the_old_file_when_the_writer_fails(tmp_path):
+    target = tmp_path / "gradebook.db"
+    target.write_text("old")
+    with pytest.raises(RuntimeError), atomic_path(target) as tmp:
+        tmp.write_text("half")
+        raise RuntimeError("the library failed")
+    assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == [target.name]
+    with atomic_path(target, sync_dir=True) as tmp:
+        tmp.write_text("new")
+    assert target.read_text() == "new" and [p.name for p in tmp_path.iterdir()] == [target.name]
+
+
+def test_one_feedback_cap():
+    assert clip("short") == "short" and clip("x" * FEEDBACK_CHARS) == "x" * FEEDBACK_CHARS
+    cut = clip("x" * 5000)
+    assert len(cut) <= FEEDBACK_CHARS and cut.endswith("(truncated)")
+    assert excerpt("a" * 10 + "b" * EXCERPT_CHARS) == "b" * EXCERPT_CHARS  # the tail: the cause
 
 
 RUN = textwrap.dedent(
