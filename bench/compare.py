@@ -81,13 +81,16 @@ class Tree:
         return where
 
     def commit(self) -> str:
-        proc = subprocess.run(
-            ["git", "-C", str(self.root), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        return proc.stdout.strip() or "unknown"
+        """The tree's commit, with `+changes` when its working tree differs from it."""
+
+        def git(*args: str) -> str:
+            proc = subprocess.run(
+                ["git", "-C", str(self.root), *args], capture_output=True, text=True, check=False
+            )
+            return proc.stdout.strip()
+
+        head = git("rev-parse", "--short", "HEAD") or "unknown"
+        return head + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
 
     def call(self, name: str, timeout: float = 1800, **kwargs) -> dict:
         """`bench/run.py`'s `name(**kwargs)` of this tree, in a child process; its result."""

@@ -696,6 +696,7 @@ def _startup_before_after(tmp: Path, runs: int, trees: tuple[Tree, Tree]) -> dic
             key: {
                 "wall_s": summary([x["wall_s"] for x in r[key]]),
                 "load": [x["load"][0] for x in r[key]],
+                "rc": r[key][-1]["rc"],
             }
             for key in ("help", "check")
         }
@@ -718,7 +719,7 @@ def part_startup(tmp: Path, runs: int, trees: tuple[Tree, Tree] | None = None) -
         after, before = both[trees[0].label], both[trees[1].label]
         res["before"] = before
         res["compare"] = {}
-        rows = []
+        compare_rows = []
         for key, what, unit in (
             ("help", "python -m grader --help", "s"),
             ("check", "python -m grader check gpu_fundamentals", "s"),
@@ -737,7 +738,7 @@ def part_startup(tmp: Path, runs: int, trees: tuple[Tree, Tree] | None = None) -
             )
             c = compared(a["wall_s"], b["wall_s"], [*a["load"], *b["load"]])
             res["compare"][key] = c
-            rows.append((what, unit, c))
+            compare_rows.append((what, unit, c))
     for key, args in (("help", ["--help"]), ("check", ["check", ASSIGNMENT])):
         rs = [timed_run([grader_bin, *args], ROOT) for _ in range(runs)]
         imp = timed_run([sys.executable, "-X", "importtime", grader_bin, *args], ROOT)
@@ -778,7 +779,7 @@ def part_startup(tmp: Path, runs: int, trees: tuple[Tree, Tree] | None = None) -
             + ", ".join(f"{e['module']} {e['self_ms']:.0f} ms" for e in imp["top_self"][:4])
         )
     if trees:
-        _print_compare("3. Start-up, before and after", trees, rows)
+        _print_compare("3. Start-up, before and after", trees, compare_rows)
     res["load"] = [load()]
     return res
 
