@@ -28,9 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from grader.core.course import load_course  # noqa: E402
-from grader.reports.class_report import write_class_report  # noqa: E402
 from grader.core.results import AssignmentResult, Environment, GradeResult, TestResult  # noqa: E402
 from grader.demo.samples import replace_region  # noqa: E402
+from grader.reports.class_report import write_class_report  # noqa: E402
 
 STATEMENTS = [
     "acc = acc + {a}",

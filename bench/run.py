@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/run.py [--quick] [--json out.json] [--parts 1,2,3,4] [--runs N]
     .venv/bin/python bench/run.py --gpu-only --json gpu.json     # part 4 alone, on a GPU machine
+    .venv/bin/python bench/run.py --parts 1,2,3 --against DIR    # before (DIR) and after (here)
 
 Parts (each prints a table; all figures go to the JSON file with the date and the machine):
 
@@ -19,6 +20,11 @@ Parts (each prints a table; all figures go to the JSON file with the date and th
 
 Wall times on a shared machine move with its load, so every figure carries the load average
 measured around it, and CPU times (this process's children, from getrusage) are given too.
+
+`--against DIR` (another checkout of the repository, the "before") runs each measurement of parts
+1-3 in both trees, interleaved, and adds a table of the two side by side with the ratio after /
+before (`bench/compare.py`). Both trees' commands then run as `python -m grader`, and the
+in-process measurements (part 2, the worker's start-up) in a child process per tree.
 """
 
 from __future__ import annotations
@@ -41,6 +47,8 @@ import time
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
+
+from compare import Tree, compared, side_by_side
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
@@ -243,18 +251,27 @@ def nbgrader_score(course: Path) -> str:
         return f"{s.score:g}/{s.max_score:g}"
 
 
-def part_one_submission(tmp: Path, runs: int) -> dict:
-    """Part 1: the same reference submission graded by `grader grade` and `nbgrader autograde`."""
+def _graded(cmd: list[str], cwd: Path, env: dict | None = None) -> dict:
+    r = timed_run(cmd, cwd, env)
+    if r["rc"] != 0:
+        raise RuntimeError(f"grader grade in {cwd} failed:\n{r['stderr'][-3000:]}")
+    return r
+
+
+def part_one_submission(tmp: Path, runs: int, trees: tuple[Tree, Tree] | None = None) -> dict:
+    """Part 1: the same reference submission graded by `grader grade` and `nbgrader autograde`
+    (and, with `trees`, by the before tree's `grader grade` in the same rounds)."""
     submission = sample_class(tmp / "class") / "ada_reference"
     course, env, setup_s = nbgrader_course(tmp)
-    ours_cmd = [str(VENV_BIN / "grader"), "grade", str(submission), "--assignment", ASSIGNMENT]
+    args = ["grade", str(submission), "--assignment", ASSIGNMENT]
+    ours_cmd = trees[0].grader(*args) if trees else [str(VENV_BIN / "grader"), *args]
+    ours_env = trees[0].env if trees else None
     nbg_cmd = [str(VENV_BIN / "nbgrader"), "autograde", ASSIGNMENT, "--force"]
-    ours, nbg = [], []
+    ours, nbg, before = [], [], []
     for _ in range(runs):  # interleaved, so that a change of the machine's load hits both
-        r = timed_run(ours_cmd, ROOT)
-        if r["rc"] != 0:
-            raise RuntimeError(f"grader grade failed:\n{r['stderr'][-3000:]}")
-        ours.append(r)
+        ours.append(_graded(ours_cmd, ROOT, ours_env))
+        if trees:
+            before.append(_graded(trees[1].grader(*args), trees[1].root, trees[1].env))
         r = timed_run(nbg_cmd, course, env)
         if r["rc"] != 0:
             raise RuntimeError(f"nbgrader autograde failed:\n{r['stderr'][-3000:]}")
@@ -307,7 +324,33 @@ def part_one_submission(tmp: Path, runs: int) -> dict:
         f"(target {res['target']:g}x: {'met' if res['met'] else 'NOT met'}); "
         f"nbgrader generate_assignment (once) {setup_s:.1f} s"
     )
+    if trees:
+        loads = [x for r in ours + before for x in r["load"]]
+        res["before"] = {
+            "wall_s": summary([r["wall_s"] for r in before]),
+            "cpu_s": summary([r["cpu_s"] for r in before]),
+            "runs": [
+                {"wall_s": r["wall_s"], "cpu_s": r["cpu_s"], "load": r["load"]} for r in before
+            ],
+        }
+        res["compare"] = {
+            key: compared(res["ours"][key], res["before"][key], loads)
+            for key in ("wall_s", "cpu_s")
+        }
+        _print_compare(
+            "1. One submission, before and after",
+            trees,
+            [
+                ("grader grade, wall", "s", res["compare"]["wall_s"]),
+                ("grader grade, CPU", "s", res["compare"]["cpu_s"]),
+            ],
+        )
     return res
+
+
+def _print_compare(title: str, trees: tuple[Tree, Tree], rows: list[tuple[str, str, dict]]) -> None:
+    print(f"\n### {title}\n")
+    print(table(*side_by_side(rows, trees[1].commit(), trees[0].commit())))
 
 
 # ----------------------------------------------------------------------------- part 2
@@ -407,8 +450,11 @@ def run_batch(klass: Path, out: Path, jobs: int, grade_one, checkpoints: list[in
     }
 
 
-def part_class(tmp: Path, n: int, assignments: list[str] | None) -> dict:
-    """Part 2: a synthetic class of n submissions with grade_all, 1 and 2 jobs."""
+def part_class(
+    tmp: Path, n: int, assignments: list[str] | None, trees: tuple[Tree, Tree] | None = None
+) -> dict:
+    """Part 2: a synthetic class of n submissions with grade_all, 1 and 2 jobs (with `trees`:
+    each tree's own run_batch in a child process, the trees in turn for each job count)."""
     from grader.batch import grade_entry
 
     sample = sample_class(tmp / "sample")
@@ -418,8 +464,22 @@ def part_class(tmp: Path, n: int, assignments: list[str] | None) -> dict:
     else:
         grade_one = functools.partial(grade_entry, root=str(ROOT))
     checkpoints = sorted({k for k in (10, 20, 40) if k < n} | {n} | ({n // 2} if n < 20 else set()))
-    j1 = run_batch(klass, tmp / "out-j1", 1, grade_one, checkpoints)
-    j2 = run_batch(klass, tmp / "out-j2", 2, grade_one, checkpoints)
+    if trees:
+        runs = {}
+        for jobs in (1, 2):
+            for tree in trees:
+                runs[tree.label, jobs] = tree.call(
+                    "run_batch",
+                    klass=klass,
+                    out=tmp / f"out-{tree.label}-j{jobs}",
+                    jobs=jobs,
+                    grade_one={"assignments": assignments},
+                    checkpoints=checkpoints,
+                )
+        j1, j2 = runs[trees[0].label, 1], runs[trees[0].label, 2]
+    else:
+        j1 = run_batch(klass, tmp / "out-j1", 1, grade_one, checkpoints)
+        j2 = run_batch(klass, tmp / "out-j2", 2, grade_one, checkpoints)
     speedup = ratio(j1["wall_s"], j2["wall_s"])
     res = {
         "submissions": n,
@@ -480,6 +540,17 @@ def part_class(tmp: Path, n: int, assignments: list[str] | None) -> dict:
         + ", ".join(f"{k}: {v:.2f}" for k, v in j2["marginal_per_submission"].items())
         + f"; last/first block {res['per_submission_growth']:.2f}x"
     )
+    if trees:
+        b1, b2 = runs[trees[1].label, 1], runs[trees[1].label, 2]
+        res["before"] = {"j1": b1, "j2": b2, "speedup": ratio(b1["wall_s"], b2["wall_s"])}
+        res["compare"] = {}
+        rows = []
+        for key, a, b in (("j1", j1, b1), ("j2", j2, b2)):
+            for field, unit in (("wall_s", "s"), ("seconds_per_submission", "s"), ("cpu_s", "s")):
+                c = compared(summary([a[field]]), summary([b[field]]), [*a["load"], *b["load"]])
+                res["compare"][f"{key}_{field}"] = c
+                rows.append((f"-j {key[1]} {field.removesuffix('_s').replace('_', ' ')}", unit, c))
+        _print_compare("2. Class throughput, before and after", trees, rows)
     return res
 
 
@@ -606,10 +677,68 @@ def worker_startup(tmp: Path, runs: int) -> dict:
     }
 
 
-def part_startup(tmp: Path, runs: int) -> dict:
-    """Part 3: `grader --help`, `grader check gpu_fundamentals`, the worker's start-up."""
+def _startup_before_after(tmp: Path, runs: int, trees: tuple[Tree, Tree]) -> dict:
+    """Part 3's figures for both trees, round by round: the two commands, then the worker's
+    start-up (each tree's own worker_startup, one run per round, in a child process)."""
+    rounds: dict = {t.label: {"help": [], "check": [], "worker": []} for t in trees}
+    for i in range(runs):
+        for key, args in (("help", ["--help"]), ("check", ["check", ASSIGNMENT])):
+            for t in trees:
+                rounds[t.label][key].append(timed_run(t.grader(*args), t.root, t.env))
+        for t in trees:
+            rounds[t.label]["worker"].append(
+                t.call("worker_startup", tmp=tmp / f"{t.label}{i}", runs=1)
+            )
+    out = {}
+    for t in trees:
+        r = rounds[t.label]
+        out[t.label] = {
+            key: {
+                "wall_s": summary([x["wall_s"] for x in r[key]]),
+                "load": [x["load"][0] for x in r[key]],
+                "rc": r[key][-1]["rc"],
+            }
+            for key in ("help", "check")
+        }
+        for key in ("start_and_load_s", "roundtrip_ms", "ptx_worker_first_compile_s"):
+            out[t.label][key] = summary([w[key]["median"] for w in r["worker"]])
+        out[t.label]["bubblewrap_ms"] = summary(
+            [w["spawn"]["bubblewrap_ms"]["median"] for w in r["worker"]]
+        )
+        out[t.label]["worker_load"] = [x for w in r["worker"] for x in w["load"]]
+    return out
+
+
+def part_startup(tmp: Path, runs: int, trees: tuple[Tree, Tree] | None = None) -> dict:
+    """Part 3: `grader --help`, `grader check gpu_fundamentals`, the worker's start-up (with
+    `trees`: also both trees side by side, as `python -m grader`)."""
     grader_bin = str(VENV_BIN / "grader")
     res = {}
+    if trees:
+        both = _startup_before_after(tmp / "compare", runs, trees)
+        after, before = both[trees[0].label], both[trees[1].label]
+        res["before"] = before
+        res["compare"] = {}
+        compare_rows = []
+        for key, what, unit in (
+            ("help", "python -m grader --help", "s"),
+            ("check", "python -m grader check gpu_fundamentals", "s"),
+            ("start_and_load_s", "worker start + notebook load", "s"),
+            ("roundtrip_ms", "worker round trip (has)", "ms"),
+            ("ptx_worker_first_compile_s", "PTX worker start + load + compile", "s"),
+            ("bubblewrap_ms", "`python -c pass` in bubblewrap", "ms"),
+        ):
+            a, b = (
+                (after[key], before[key])
+                if key in ("help", "check")
+                else (
+                    {"wall_s": after[key], "load": after["worker_load"]},
+                    {"wall_s": before[key], "load": before["worker_load"]},
+                )
+            )
+            c = compared(a["wall_s"], b["wall_s"], [*a["load"], *b["load"]])
+            res["compare"][key] = c
+            compare_rows.append((what, unit, c))
     for key, args in (("help", ["--help"]), ("check", ["check", ASSIGNMENT])):
         rs = [timed_run([grader_bin, *args], ROOT) for _ in range(runs)]
         imp = timed_run([sys.executable, "-X", "importtime", grader_bin, *args], ROOT)
@@ -649,6 +778,8 @@ def part_startup(tmp: Path, runs: int) -> dict:
             f"  most self time, {label}: "
             + ", ".join(f"{e['module']} {e['self_ms']:.0f} ms" for e in imp["top_self"][:4])
         )
+    if trees:
+        _print_compare("3. Start-up, before and after", trees, compare_rows)
     res["load"] = [load()]
     return res
 
@@ -859,7 +990,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--gpu-only", action="store_true", help="part 4 alone (same as --parts 4)")
     p.add_argument("--runs", type=int, help="runs per timing in parts 1 and 3 (default 5; quick 1)")
     p.add_argument("--class-size", type=int, help="submissions in part 2 (default 40; quick 4)")
+    p.add_argument(
+        "--against",
+        metavar="DIR",
+        help="another checkout (the before): parts 1-3 also run there, side by side with this one",
+    )
     args = p.parse_args(argv)
+    trees = None
+    if args.against:
+        trees = (Tree.at("after", ROOT), Tree.at("before", Path(args.against)))
+        for t in trees:
+            t.check()
     parts = {"4"} if args.gpu_only else set(args.parts.split(","))
     runs = args.runs or (1 if args.quick else 5)
     size = args.class_size or (4 if args.quick else 40)
@@ -871,6 +1012,8 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine(),
         "targets": TARGETS,
     }
+    if trees:
+        out["against"] = {t.label: {"root": str(t.root), "commit": t.commit()} for t in trees}
     m = out["machine"]
     print(
         f"# grader benchmarks, {out['date']}\n{m['cpu']}, {m['cores']} cores, Python "
@@ -879,13 +1022,13 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="grader-bench-") as scratch:
         tmp = Path(scratch)
         if "1" in parts:
-            out["one_submission"] = part_one_submission(tmp / "p1", runs)
+            out["one_submission"] = part_one_submission(tmp / "p1", runs, trees)
         if "2" in parts:  # quick: m9_roofline only, so that a unit test can afford it
             out["class_throughput"] = part_class(
-                tmp / "p2", size, ["m9_roofline"] if args.quick else None
+                tmp / "p2", size, ["m9_roofline"] if args.quick else None, trees
             )
         if "3" in parts:
-            out["startup"] = part_startup(tmp / "p3", max(runs, 3) if not args.quick else 1)
+            out["startup"] = part_startup(tmp / "p3", max(runs, 3) if not args.quick else 1, trees)
         if "4" in parts:
             out["gpu"] = part_gpu(ROOT, quick=args.quick)
     out["seconds"] = round((datetime.now(UTC) - started).total_seconds(), 1)

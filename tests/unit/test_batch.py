@@ -1,7 +1,6 @@
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -79,20 +78,12 @@ def run_driver(tmp_path, driver, subs, out, *extra, sleep=0.0, wait=True):
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
 
 
-def db_rows(db, sql):
-    con = sqlite3.connect(db)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
-
-
 def state_students(out):
     lines = (out / "state.jsonl").read_text().splitlines()
     return [json.loads(line)["student"] for line in lines if line.strip()]
 
 
-def test_sigkill_midway_then_resume(tmp_path):
+def test_sigkill_midway_then_resume(tmp_path, db_rows):
     students = [f"s{i:02d}" for i in range(8)] + ["crash1", "die1"]
     subs, driver = make_class(tmp_path, students)
     out = tmp_path / "out"
@@ -286,7 +277,7 @@ def _rows(stdout):
     return rows
 
 
-def test_regrade_when_what_grades_changes_and_force(tmp_path):
+def test_regrade_when_what_grades_changes_and_force(tmp_path, umask):
     root = _course_copy(tmp_path)
     subs, driver = make_class(tmp_path, ["s00", "s01", "s02"])
     driver.write_text(
@@ -335,13 +326,7 @@ def test_regrade_when_what_grades_changes_and_force(tmp_path):
     for s in ("s00", "s01", "s02"):
         assert not (out / s / ".child-result.json").exists()
         for name in ("report.md", "report.html", "result.json"):
-            assert (out / s / name).stat().st_mode & 0o777 == 0o644 & ~_umask()
-
-
-def _umask():
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+            assert (out / s / name).stat().st_mode & 0o777 == 0o644 & ~umask
 
 
 def _alive(pid):

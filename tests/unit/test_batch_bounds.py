@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from test_batch import DRIVER, db_rows, make_class, run_driver, state_students
+from test_batch import DRIVER, make_class, run_driver, state_students
 
 BOMBS = {
     "deep": "[" * 100_000 + "]" * 100_000,  # 200 kB: RecursionError in json.loads before
@@ -27,7 +27,7 @@ BAD_REPORT = DRIVER.replace(
 assert BAD_REPORT != DRIVER
 
 
-def test_hostile_metrics_do_not_stop_the_batch(tmp_path):
+def test_hostile_metrics_do_not_stop_the_batch(tmp_path, db_rows):
     students = ["alice", *BOMBS, "zoe"]
     subs, driver = make_class(tmp_path, students)
     for name, text in BOMBS.items():
@@ -42,7 +42,7 @@ def test_hostile_metrics_do_not_stop_the_batch(tmp_path):
     assert db_rows(out / "gradebook.db", "select count(*) from student") == [(len(students),)]
 
 
-def test_a_report_that_cannot_be_written_is_an_error_row(tmp_path):
+def test_a_report_that_cannot_be_written_is_an_error_row(tmp_path, db_rows):
     students = ["alice", "badreport1", "zoe"]
     subs, driver = make_class(tmp_path, students)
     driver.write_text(BAD_REPORT)

@@ -3,6 +3,7 @@ are computed from them. Timing targets are the benchmark's business, not this te
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import subprocess
@@ -14,6 +15,10 @@ import pytest
 from grader.core import device
 
 ROOT = Path(__file__).resolve().parents[2]
+# bench/ is a folder of scripts, not a package: its comparison helpers loaded by path.
+_spec = importlib.util.spec_from_file_location("bench_compare", ROOT / "bench" / "compare.py")
+compare = sys.modules.setdefault("bench_compare", importlib.util.module_from_spec(_spec))
+_spec.loader.exec_module(compare)
 
 
 def _positive(value) -> bool:
@@ -108,3 +113,25 @@ def test_gpu_part(bench):
         assert _positive(g["vector_add_2^24"]["gbs"]) and _positive(g["coalescing_slowdown_8192"])
     else:
         assert bench["gpu"] == {"skipped": "no CUDA GPU on this machine"}
+
+
+def test_side_by_side_puts_after_beside_before_with_the_ratio():
+    after = {"median": 3.0, "min": 2.5, "max": 4.0, "n": 3}
+    before = {"median": 2.0, "min": 1.5, "max": 2.25, "n": 3}
+    once = {"median": 120.0, "min": 120.0, "max": 120.0, "n": 1}
+    rows = [
+        ("grader grade, wall", "s", compare.compared(after, before, [1.25, 2.5, 0.5])),
+        ("round trip", "ms", compare.compared(once, {**once, "median": 0.0}, [3.0])),
+    ]
+    assert rows[0][2]["ratio"] == 1.5 and rows[0][2]["load"] == [0.5, 2.5]
+    headers, cells = compare.side_by_side(rows, before="5bcf4f3", after="abc1234")
+    assert headers == ["what", "after (abc1234)", "before (5bcf4f3)", "after/before", "load avg"]
+    assert cells[0] == [
+        "grader grade, wall",
+        "3.00 s (2.50-4.00)",
+        "2.00 s (1.50-2.25)",
+        "1.50",
+        "0.5-2.5",
+    ]
+    # one run: no spread; a zero before: no ratio rather than a division error
+    assert cells[1] == ["round trip", "120.00 ms", "0.00 ms", "-", "3.0-3.0"]

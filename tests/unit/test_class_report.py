@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from grader.core.course import load_course
 from grader.core.results import AssignmentResult, Environment, GradeResult
 from grader.core.results import TestResult as Case
 from grader.reports import class_data as cd
@@ -67,11 +66,6 @@ def result(student, tests, late=0.0, timestamp=None, graded_file=f"exercises/{AI
         AID, score, 3.0, late_penalty=late, raw_score=score, graded_file=graded_file, tests=tests
     )
     return GradeResult(student, score, 3.0, Environment("cpu", True), [a], timestamp=timestamp)
-
-
-@pytest.fixture
-def course():
-    return load_course(ROOT)
 
 
 def write_class(tmp_path, course, people):
@@ -160,7 +154,7 @@ def test_an_idiom_most_of_a_big_class_shares_is_not_evidence(tmp_path):
     assert [(p.student_a, p.student_b) for p in sim.similar_pairs(few, "", AID)[0]] == [("a", "b")]
 
 
-def test_report_files_escaping_and_cli(tmp_path, course):
+def test_report_files_escaping_and_cli(tmp_path, course, umask):
     evil = "<script>alert(1)</script>|`x`"
     people = {
         "ann": (result("ann", [case("t", "failed", evil)]), ORIGINAL),
@@ -191,7 +185,7 @@ def test_report_files_escaping_and_cli(tmp_path, course):
     names = sorted(p.name for p in folder.iterdir())
     assert names == ["class-report.json", "index.html", "scores.png", "summary.md"]
     for p in folder.iterdir():
-        assert p.stat().st_mode & 0o777 == 0o644 & ~_umask()
+        assert p.stat().st_mode & 0o777 == 0o644 & ~umask
     assert (folder / "scores.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     page = (folder / "index.html").read_text()
     assert "<script>" not in page and "&lt;script&gt;" in page
@@ -222,9 +216,3 @@ def test_state_entries_name_the_submission_folders(tmp_path, course):
 def test_no_batch_is_a_clear_error(tmp_path, course):
     with pytest.raises(ValueError, match="grade-all"):
         cr.write_class_report(tmp_path, course)
-
-
-def _umask():
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask

@@ -1,7 +1,6 @@
 import csv
 import os
 import shutil
-import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -10,17 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from grader.core.course import load_course
 from grader.gradebook import GradebookError, cell_names, export_csv, open_gradebook, record
 from grader.core.results import AssignmentResult, Environment, GradeResult
 from grader.core.results import TestResult as Case
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def course():
-    return load_course(ROOT)
 
 
 def result(student, scores=(2.0, 1.0), late=0.0, timestamp="2026-12-15T10:00:00+01:00"):
@@ -34,14 +27,6 @@ def result(student, scores=(2.0, 1.0), late=0.0, timestamp="2026-12-15T10:00:00+
     return GradeResult(
         student, a.score + 4, 9, Environment("cpu", True), [a, m], timestamp=timestamp
     )
-
-
-def rows(db, sql):
-    con = sqlite3.connect(db)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def test_record_maps_to_nbgrader_model(tmp_path, course):
@@ -68,17 +53,17 @@ def test_record_maps_to_nbgrader_model(tmp_path, course):
         )
 
 
-def test_regrade_replaces_without_duplicates(tmp_path, course):
+def test_regrade_replaces_without_duplicates(tmp_path, course, db_rows):
     db = tmp_path / "gradebook.db"
     record(db, result("alice", (0.0, 0.0)), course)
     record(db, result("bob"), course)
     record(db, result("alice", (2.0, 3.0), timestamp="2026-12-14T12:00:00Z"), course)
     record(db, result("alice", (2.0, 3.0), timestamp="2026-12-14T12:00:00Z"), course)
-    assert rows(db, "select count(*) from student") == [(2,)]
-    assert rows(db, "select count(*) from submitted_assignment") == [(4,)]
-    assert rows(db, "select count(*) from submitted_notebook") == [(4,)]
-    assert rows(db, "select count(*) from grade") == [(6,)]  # 2 students x 3 tests
-    assert rows(db, "select count(*) from grade_cells") == [(3,)]
+    assert db_rows(db, "select count(*) from student") == [(2,)]
+    assert db_rows(db, "select count(*) from submitted_assignment") == [(4,)]
+    assert db_rows(db, "select count(*) from submitted_notebook") == [(4,)]
+    assert db_rows(db, "select count(*) from grade") == [(6,)]  # 2 students x 3 tests
+    assert db_rows(db, "select count(*) from grade_cells") == [(3,)]
     with open_gradebook(db) as gb:
         sub = gb.find_submission("gpu_fundamentals", "alice")
         assert sub.score == 5.0
@@ -173,7 +158,7 @@ def test_export_csv_one_row_per_student_and_assignment(tmp_path, course):
                 assert value == other[key]
 
 
-def test_export_csv_rounds_scores_and_is_world_readable(tmp_path, course):
+def test_export_csv_rounds_scores_and_is_world_readable(tmp_path, course, umask):
     db = tmp_path / "gradebook.db"
     record(db, result("ann", scores=(0.1, 0.2)), course)  # 0.1 + 0.2 = 0.30000000000000004
     out = export_csv(db, tmp_path / "grades.csv")
@@ -181,13 +166,7 @@ def test_export_csv_rounds_scores_and_is_world_readable(tmp_path, course):
     assert rows["gpu_fundamentals"]["raw_score"] == "0.3"
     assert rows["gpu_fundamentals"]["score"] == "0.3"
     assert all(len(r["score"].partition(".")[2]) <= 2 for r in rows.values())
-    assert out.stat().st_mode & 0o777 == 0o644 & ~_umask()
-
-
-def _umask():
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+    assert out.stat().st_mode & 0o777 == 0o644 & ~umask
 
 
 WRITER = textwrap.dedent(
@@ -206,7 +185,7 @@ WRITER = textwrap.dedent(
 )
 
 
-def test_parallel_writers_lose_nothing(tmp_path):
+def test_parallel_writers_lose_nothing(tmp_path, db_rows):
     db = tmp_path / "gradebook.db"
     script = tmp_path / "writer.py"
     script.write_text(WRITER)
@@ -215,11 +194,11 @@ def test_parallel_writers_lose_nothing(tmp_path):
         for prefix in ("p", "q")
     ]
     assert [p.wait(timeout=120) for p in procs] == [0, 0]
-    assert rows(db, "select count(*) from student") == [(40,)]
-    assert rows(db, "select count(*) from submitted_assignment") == [(80,)]
-    assert rows(db, "select count(*) from grade") == [(120,)]
-    assert rows(db, "select count(distinct notebook_id || cell_id) from grade") == [(120,)]
-    assert rows(db, "pragma integrity_check") == [("ok",)]
+    assert db_rows(db, "select count(*) from student") == [(40,)]
+    assert db_rows(db, "select count(*) from submitted_assignment") == [(80,)]
+    assert db_rows(db, "select count(*) from grade") == [(120,)]
+    assert db_rows(db, "select count(distinct notebook_id || cell_id) from grade") == [(120,)]
+    assert db_rows(db, "pragma integrity_check") == [("ok",)]
 
 
 @contextmanager
@@ -243,12 +222,12 @@ def read_only(directory: Path):
         subprocess.run(["chattr", "-i", str(directory)], check=True)
 
 
-def test_read_only_directory(tmp_path, course):
+def test_read_only_directory(tmp_path, course, db_rows):
     ro = tmp_path / "ro"
     ro.mkdir()
     db = ro / "gradebook.db"
     record(db, result("alice"), course)
-    before = rows(db, "select count(*) from grade")
+    before = db_rows(db, "select count(*) from grade")
     with read_only(ro):
         with pytest.raises(GradebookError) as info:
             record(db, result("bob"), course)
@@ -257,12 +236,12 @@ def test_read_only_directory(tmp_path, course):
             record(ro / "new.db", result("bob"), course)
         assert not (ro / "new.db").exists()
         # the existing gradebook is intact and readable
-        assert rows(db, "pragma integrity_check") == [("ok",)]
-        assert rows(db, "select count(*) from grade") == before
+        assert db_rows(db, "pragma integrity_check") == [("ok",)]
+        assert db_rows(db, "select count(*) from grade") == before
         with open_gradebook(db) as gb:
             assert [s.id for s in gb.students] == ["alice"]
     record(db, result("bob"), course)  # writable again: works
-    assert rows(db, "select count(*) from student") == [(2,)]
+    assert db_rows(db, "select count(*) from student") == [(2,)]
 
 
 def test_unknown_assignment_is_refused_before_writing(tmp_path, course):

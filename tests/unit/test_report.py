@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from grader.core.course import load_course
 from grader.reports import write_reports
 from grader.reports.common import NAME_CHARS
 from grader.reports.escape import md_inline as _md_inline
@@ -26,11 +25,6 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def md_inline(text: str, limit: int = NAME_CHARS) -> str:
     return _md_inline(text, limit)
-
-
-@pytest.fixture(scope="module")
-def course():
-    return load_course(ROOT)
 
 
 def make_result(feedback: str = "expected 295.2, got 0") -> GradeResult:

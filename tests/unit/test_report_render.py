@@ -16,12 +16,10 @@ from collections import Counter
 from html.parser import HTMLParser
 from pathlib import Path
 
-import pytest
 from markdown_it import MarkdownIt
 from mdit_py_plugins.footnote import footnote_plugin
 from mdit_py_plugins.tasklists import tasklists_plugin
 
-from grader.core.course import load_course
 from grader.reports.escape import visible
 from grader.reports.html import html
 from grader.reports.markdown import markdown
@@ -60,11 +58,6 @@ def result(text: str, lines: str) -> GradeResult:
         timestamp=None,
         duration_s=1.0,
     )
-
-
-@pytest.fixture(scope="module")
-def course():
-    return load_course(ROOT)
 
 
 def github_markdown() -> MarkdownIt:

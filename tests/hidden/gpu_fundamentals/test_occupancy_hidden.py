@@ -25,21 +25,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grader.suites.student import StudentError
 from grader.suites.testing import expect_value_error
 
-FAST = settings(
-    max_examples=25,
-    deadline=None,
-    derandomize=False,
-    database=None,
-    report_multiple_bugs=False,
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-    phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
-)
+FAST = settings.get_profile("grader-hidden")  # tests/hidden/conftest.py
 GPUS = ("T4", "H100_SXM")
 KEYS = {"blocks_per_sm", "warps_per_sm", "occupancy", "limited_by"}
 

@@ -44,30 +44,12 @@ import math
 import uuid
 
 import pytest
-from hypothesis import HealthCheck, Phase, assume, example, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from grader.suites.testing import expect_value_error, require_reproduced
 
-FAST = settings(
-    max_examples=25,
-    deadline=None,
-    derandomize=False,
-    database=None,
-    report_multiple_bugs=False,
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-    phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),  # no slow 'explain'
-)
-COURSE_MODEL = {
-    "name": "course-model",  # grader: public
-    "dim": 128,  # grader: public
-    "n_layers": 4,  # grader: public
-    "n_heads": 4,  # grader: public
-    "n_kv_heads": 2,  # grader: public
-    "vocab_size": 4096,  # grader: public
-    "ffn_hidden_dim": 384,  # grader: public
-    "tied_embeddings": True,
-}
+FAST = settings.get_profile("grader-hidden")  # tests/hidden/conftest.py
 RECORD = "m9_roofline"
 INTENSITY_KEYS = ("intensity_b1", "intensity_b8", "intensity_b32")
 METRICS_MAX_BYTES = 1 << 20  # grader: public
@@ -185,9 +167,11 @@ def test_decode_intensity_random(student, reference, cfg, batch, context_len, nb
     nbytes=dtype_bytes,
 )
 # Always one case with a finite crossover: random draws may all land where no batch reaches the
-# ridge, and then a wrong parameter count would go unseen.
-@example(cfg=COURSE_MODEL, ridge=2.0, context_len=512, nbytes=2)
-def test_crossover_batch_random(student, reference, cfg, ridge, context_len, nbytes):
+# ridge, and then a wrong parameter count would go unseen. cfg=None stands for the course model
+# (an example is fixed at import time, the course model is the `course_model` fixture's).
+@example(cfg=None, ridge=2.0, context_len=512, nbytes=2)
+def test_crossover_batch_random(student, reference, course_model, cfg, ridge, context_len, nbytes):
+    cfg = course_model if cfg is None else cfg
     got = student.crossover_batch(cfg, ridge, context_len, nbytes)
     want = reference.crossover_batch(cfg, ridge, context_len, nbytes)
     assert got is None or type(got) is int, (
@@ -224,69 +208,70 @@ def test_crossover_batch_none_at_long_context(student, reference, cfg, ridge, fa
     )
 
 
+# (why, the course model edited to break it); (what, call(student, course model), hint)
 BROKEN = [
-    ("unknown key 'n_layer'", {**COURSE_MODEL, "n_layer": 4}),
-    ("missing key 'dim'", {k: v for k, v in COURSE_MODEL.items() if k != "dim"}),
-    ("n_layers = 0", {**COURSE_MODEL, "n_layers": 0}),
-    ("dim = 128.0 (a float)", {**COURSE_MODEL, "dim": 128.0}),
-    ("tied_embeddings = 1 (not a bool)", {**COURSE_MODEL, "tied_embeddings": 1}),
-    ("dim 128 not a multiple of n_heads 3", {**COURSE_MODEL, "n_heads": 3}),
-    ("n_heads 4 not a multiple of n_kv_heads 3", {**COURSE_MODEL, "n_kv_heads": 3}),
+    ("unknown key 'n_layer'", lambda m: {**m, "n_layer": 4}),
+    ("missing key 'dim'", lambda m: {k: v for k, v in m.items() if k != "dim"}),
+    ("n_layers = 0", lambda m: {**m, "n_layers": 0}),
+    ("dim = 128.0 (a float)", lambda m: {**m, "dim": 128.0}),
+    ("tied_embeddings = 1 (not a bool)", lambda m: {**m, "tied_embeddings": 1}),
+    ("dim 128 not a multiple of n_heads 3", lambda m: {**m, "n_heads": 3}),
+    ("n_heads 4 not a multiple of n_kv_heads 3", lambda m: {**m, "n_kv_heads": 3}),
 ]
 INVALID = [
     *[
         (
             f"num_params(config with {why})",
-            (lambda c: lambda s: s.num_params(c))(cfg),
+            (lambda e: lambda s, m: s.num_params(e(m)))(edit),
             "validate the config first: exact keys, positive ints, a bool, heads dividing evenly",
         )
-        for why, cfg in BROKEN
+        for why, edit in BROKEN
     ],
     (
         "kv_bytes_per_token(config with an unknown key)",
-        lambda s: s.kv_bytes_per_token({**COURSE_MODEL, "layers": 2}),
+        lambda s, m: s.kv_bytes_per_token({**m, "layers": 2}),
         "validate the config",
     ),
     (
         "kv_bytes_per_token(cfg, dtype_bytes=0)",
-        lambda s: s.kv_bytes_per_token(COURSE_MODEL, 0),
+        lambda s, m: s.kv_bytes_per_token(m, 0),
         "dtype_bytes must be a positive int",
     ),
     (
         "decode_intensity(cfg, batch=0, 16)",
-        lambda s: s.decode_intensity(COURSE_MODEL, 0, 16),
+        lambda s, m: s.decode_intensity(m, 0, 16),
         "batch must be >= 1",
     ),
     (
         "decode_intensity(cfg, 1, context_len=-1)",
-        lambda s: s.decode_intensity(COURSE_MODEL, 1, -1),
+        lambda s, m: s.decode_intensity(m, 1, -1),
         "context_len must be >= 0",
     ),
     (
         "crossover_batch(cfg, ridge=0, 512)",
-        lambda s: s.crossover_batch(COURSE_MODEL, 0.0, 512),
+        lambda s, m: s.crossover_batch(m, 0.0, 512),
         "ridge must be > 0",
     ),
     (
         "crossover_batch(cfg, ridge=-1, 512)",
-        lambda s: s.crossover_batch(COURSE_MODEL, -1.0, 512),
+        lambda s, m: s.crossover_batch(m, -1.0, 512),
         "ridge must be > 0",
     ),
     (
         "crossover_batch(cfg, 203, context_len=-5)",
-        lambda s: s.crossover_batch(COURSE_MODEL, 203.0, -5),
+        lambda s, m: s.crossover_batch(m, 203.0, -5),
         "context_len must be >= 0",
     ),
     (
         "m9_record(cfg, gpu with peak_bandwidth 0, 512)",
-        lambda s: s.m9_record(
-            COURSE_MODEL, {"name": "T4", "peak_flops": 65e12, "peak_bandwidth": 0.0}, 512
+        lambda s, m: s.m9_record(
+            m, {"name": "T4", "peak_flops": 65e12, "peak_bandwidth": 0.0}, 512
         ),
         "peak figures must be positive",
     ),
     (
         "save_metric(path, key='', value)",
-        lambda s: s.save_metric(f"scratch-{uuid.uuid4().hex}.json", "", 1),
+        lambda s, m: s.save_metric(f"scratch-{uuid.uuid4().hex}.json", "", 1),
         "the key must be a non-empty str",
     ),
 ]
@@ -294,9 +279,11 @@ INVALID = [
 
 @pytest.mark.points(2)
 @pytest.mark.parametrize("what,call,hint", INVALID, ids=[case[0] for case in INVALID])
-def test_invalid_arguments_raise_value_error(student, what, call, hint, tmp_path, monkeypatch):
+def test_invalid_arguments_raise_value_error(
+    student, course_model, what, call, hint, tmp_path, monkeypatch
+):
     monkeypatch.chdir(tmp_path)
-    expect_value_error(lambda: call(student), what, hint)
+    expect_value_error(lambda: call(student, course_model), what, hint)
 
 
 @pytest.mark.points(2)

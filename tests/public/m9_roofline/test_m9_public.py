@@ -15,17 +15,6 @@ import pytest
 
 from grader.suites.testing import expect_value_error, require_reproduced
 
-# The course model shipped in the notebook (written out here so the test does not depend on it).
-COURSE_MODEL = {
-    "name": "course-model",
-    "dim": 128,
-    "n_layers": 4,
-    "n_heads": 4,
-    "n_kv_heads": 2,
-    "vocab_size": 4096,
-    "ffn_hidden_dim": 384,
-    "tied_embeddings": True,
-}
 LLAMA3_8B = {
     "name": "llama-3-8b",
     "dim": 4096,
@@ -41,8 +30,8 @@ RECORD_KEYS = ("intensity_b1", "intensity_b8", "intensity_b32", "crossover_batch
 
 
 @pytest.mark.points(2)
-def test_num_params_course_model(student):
-    got = student.num_params(COURSE_MODEL)
+def test_num_params_course_model(student, course_model):
+    got = student.num_params(course_model)
     assert type(got) is int, f"num_params must return a Python int, got {got!r}"
     # embedding 4096*128 + 4 layers * (attention 49,152 + SwiGLU 147,456 + norms 256) + final norm
     want = 1_311_872
@@ -55,21 +44,21 @@ def test_num_params_course_model(student):
 
 
 @pytest.mark.points(1)
-def test_kv_bytes_course_model(student):
-    got = student.kv_bytes_per_token(COURSE_MODEL)
+def test_kv_bytes_course_model(student, course_model):
+    got = student.kv_bytes_per_token(course_model)
     assert type(got) is int, f"kv_bytes_per_token must return a Python int, got {got!r}"
     assert got == 1024, (
         f"kv_bytes_per_token(COURSE_MODEL) returned {got}; expected 1024 = 2 (K and V) x 4 "
         "layers x 2 KV heads x 32 channels x 2 bytes"
     )
-    got4 = student.kv_bytes_per_token(COURSE_MODEL, dtype_bytes=4)
+    got4 = student.kv_bytes_per_token(course_model, dtype_bytes=4)
     assert got4 == 2048, f"with dtype_bytes=4 expected 2048 bytes, got {got4}"
 
 
 @pytest.mark.points(1)
-def test_decode_intensity_without_kv_cache(student):
+def test_decode_intensity_without_kv_cache(student, course_model):
     for batch in (1, 8):
-        got = student.decode_intensity(COURSE_MODEL, batch, 0)
+        got = student.decode_intensity(course_model, batch, 0)
         assert isinstance(got, float), (
             f"decode_intensity must return a float, got {type(got).__name__}"
         )
@@ -80,8 +69,8 @@ def test_decode_intensity_without_kv_cache(student):
 
 
 @pytest.mark.points(2)
-def test_crossover_batch_examples(student):
-    got = student.crossover_batch(COURSE_MODEL, 100.0, 0)
+def test_crossover_batch_examples(student, course_model):
+    got = student.crossover_batch(course_model, 100.0, 0)
     assert type(got) is int and got == 100, (
         f"crossover_batch(COURSE_MODEL, ridge=100.0, context_len=0) returned {got!r}; without a "
         "KV cache the fp16 intensity is exactly the batch, so the answer is the int 100"
@@ -95,8 +84,8 @@ def test_crossover_batch_examples(student):
 
 
 @pytest.mark.points(1)
-def test_config_with_unknown_key_rejected(student):
-    typo = {**COURSE_MODEL, "n_layer": 4}
+def test_config_with_unknown_key_rejected(student, course_model):
+    typo = {**course_model, "n_layer": 4}
     expect_value_error(
         lambda: student.num_params(typo),
         "num_params(config with 'n_layer')",

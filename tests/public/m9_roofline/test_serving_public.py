@@ -11,29 +11,19 @@ from __future__ import annotations
 
 import pytest
 
-COURSE_MODEL = {
-    "name": "course-model",
-    "dim": 128,
-    "n_layers": 4,
-    "n_heads": 4,
-    "n_kv_heads": 2,
-    "vocab_size": 4096,
-    "ffn_hidden_dim": 384,
-    "tied_embeddings": True,
-}
 COURSE_PARAMS = 1_311_872
 T4_LIKE = {"name": "T4", "peak_flops": 65e12, "peak_bandwidth": 320e9, "memory_bytes": 16e9}
 
 
 @pytest.mark.points(1)
-def test_tokens_per_s_bound_course_model(student):
-    got = student.decode_tokens_per_s_bound(COURSE_MODEL, T4_LIKE, 1, 0)
+def test_tokens_per_s_bound_course_model(student, course_model):
+    got = student.decode_tokens_per_s_bound(course_model, T4_LIKE, 1, 0)
     want = 320e9 / (2 * COURSE_PARAMS)
     assert type(got) is float and got == pytest.approx(want, rel=1e-9), (
         f"decode_tokens_per_s_bound(course model, T4, batch=1, context_len=0) returned {got!r}; "
         f"expected {want:.6g} tokens/s: 320e9 byte/s over 2 bytes x {COURSE_PARAMS:,} weights"
     )
-    got8 = student.decode_tokens_per_s_bound(COURSE_MODEL, T4_LIKE, 8, 512)
+    got8 = student.decode_tokens_per_s_bound(course_model, T4_LIKE, 8, 512)
     want8 = 8 * 320e9 / (2 * COURSE_PARAMS + 8 * 512 * 1024)
     assert got8 == pytest.approx(want8, rel=1e-9), (
         f"decode_tokens_per_s_bound(course model, T4, batch=8, context_len=512) returned "
@@ -42,11 +32,11 @@ def test_tokens_per_s_bound_course_model(student):
 
 
 @pytest.mark.points(1)
-def test_kv_cache_fits_examples(student):
+def test_kv_cache_fits_examples(student, course_model):
     need = 2 * COURSE_PARAMS + 4 * 512 * 1024  # batch 4 at 512 tokens
     for memory, want in ((need, True), (need - 1, False), (16e9, True)):
         got = student.kv_cache_fits(
-            COURSE_MODEL, {**T4_LIKE, "memory_bytes": float(memory)}, 4, 512
+            course_model, {**T4_LIKE, "memory_bytes": float(memory)}, 4, 512
         )
         assert got is want, (
             f"kv_cache_fits(course model, memory_bytes={memory:.12g}, batch=4, 512) returned "

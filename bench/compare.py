@@ -1,0 +1,151 @@
+"""Before and after in one run (`bench/run.py --against DIR`): the same measurement in two trees.
+
+DIR is another checkout of the repository. Both trees run under this interpreter: a tree's
+commands as `python -m grader ...` with the tree on PYTHONPATH and as the working directory (the
+venv's `grader` script and its editable install point at this checkout only), and what
+`bench/run.py` measures in-process (part 2's `grade_all`, part 3's worker start-up) in a child
+process that imports that tree's own `bench/run.py`, so each tree runs the code it ships with its
+own import paths. The caller interleaves the two trees measurement by measurement, so that a
+change of the machine's load hits both; `side_by_side` prints the figures with the ratio
+after / before (above 1: the after tree is slower) and the load average around them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Run in the child: import the tree's bench/run.py and call one of its functions with JSON
+# arguments. A grade_one is not JSON, so part 2's is built here from its description.
+_CHILD = """
+import functools, json, sys
+from pathlib import Path
+bench, name, kwargs, out = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
+sys.path.insert(0, bench)
+import run
+if "grade_one" in kwargs:
+    spec = kwargs.pop("grade_one")
+    if spec["assignments"]:
+        grade_one = functools.partial(
+            run.grade_some, root=str(run.ROOT), assignments=spec["assignments"]
+        )
+    else:
+        from grader.batch import grade_entry
+        grade_one = functools.partial(grade_entry, root=str(run.ROOT))
+    kwargs["grade_one"] = grade_one
+for key in ("tmp", "klass", "out"):
+    if key in kwargs:
+        kwargs[key] = Path(kwargs[key])
+Path(out).write_text(json.dumps(getattr(run, name)(**kwargs)))
+"""
+
+
+@dataclass(frozen=True)
+class Tree:
+    """One checkout: where it is, and the environment that makes `import grader` find it."""
+
+    label: str
+    root: Path
+    env: dict[str, str] = field(repr=False, hash=False, compare=False)
+
+    @classmethod
+    def at(cls, label: str, root: Path) -> Tree:
+        root = Path(root).resolve()
+        env = {**os.environ, "PYTHONPATH": str(root)}
+        return cls(label, root, env)
+
+    def grader(self, *args: str) -> list[str]:
+        return [sys.executable, "-m", "grader", *args]
+
+    def check(self) -> str:
+        """Where `import grader` resolves in this tree's environment; refuse a wrong one."""
+        proc = subprocess.run(
+            [sys.executable, "-c", "import grader; print(grader.__file__)"],
+            cwd=self.root,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        where = proc.stdout.strip()
+        if proc.returncode != 0 or not Path(where).resolve().is_relative_to(self.root):
+            raise RuntimeError(
+                f"{self.label} tree {self.root}: `import grader` gives {where or proc.stderr!r}"
+            )
+        return where
+
+    def commit(self) -> str:
+        """The tree's commit, with `+changes` when its working tree differs from it."""
+
+        def git(*args: str) -> str:
+            proc = subprocess.run(
+                ["git", "-C", str(self.root), *args], capture_output=True, text=True, check=False
+            )
+            return proc.stdout.strip()
+
+        head = git("rev-parse", "--short", "HEAD") or "unknown"
+        return head + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+    def call(self, name: str, timeout: float = 1800, **kwargs) -> dict:
+        """`bench/run.py`'s `name(**kwargs)` of this tree, in a child process; its result."""
+        with tempfile.TemporaryDirectory(prefix="bench-child-") as tmp:
+            out = Path(tmp) / "result.json"
+            proc = subprocess.run(
+                [
+                    sys.executable,
+                    "-c",
+                    _CHILD,
+                    str(self.root / "bench"),
+                    name,
+                    json.dumps(kwargs, default=str),
+                    str(out),
+                ],
+                cwd=self.root,
+                env=self.env,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+            )
+            if proc.returncode != 0 or not out.is_file():
+                raise RuntimeError(
+                    f"{self.label} tree: bench {name} failed:\n{proc.stderr[-3000:]}"
+                )
+            return json.loads(out.read_text(encoding="utf-8"))
+
+
+def compared(after: dict, before: dict, loads: Sequence[float]) -> dict:
+    """One row of the comparison as data: both summaries, after / before, the loads seen."""
+    ratio = round(after["median"] / before["median"], 3) if before["median"] > 0 else None
+    return {"after": after, "before": before, "ratio": ratio, "load": [min(loads), max(loads)]}
+
+
+def _cell(s: dict, unit: str) -> str:
+    if s.get("n", 1) == 1:
+        return f"{s['median']:.2f} {unit}"
+    return f"{s['median']:.2f} {unit} ({s['min']:.2f}-{s['max']:.2f})"
+
+
+def side_by_side(
+    rows: Sequence[tuple[str, str, dict]], before: str, after: str
+) -> tuple[list[str], list[list[str]]]:
+    """The comparison table's headers and cells (for run.table): one line per (what, unit,
+    `compared(...)`), after beside before, labelled with the trees' commits."""
+    headers = ["what", f"after ({after})", f"before ({before})", "after/before", "load avg"]
+    cells = [
+        [
+            what,
+            _cell(c["after"], unit),
+            _cell(c["before"], unit),
+            "-" if c["ratio"] is None else f"{c['ratio']:.2f}",
+            f"{c['load'][0]:.1f}-{c['load'][1]:.1f}",
+        ]
+        for what, unit, c in rows
+    ]
+    return headers, cells
