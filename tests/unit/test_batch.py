@@ -478,11 +478,11 @@ def test_state_and_result_record_the_same_submission_digest(tmp_path):
     text = DRIVER.replace(
         'return GradeResult(student, a.score, 4, Environment("cpu", True), [a])',
         "from grader.core.course import load_course\n"
-        "        from grader.grading.intake import prepare\n"
-        "        course = load_course(os.environ['COURSE_ROOT'])\n"
-        "        taken = prepare(submission, work / 'scratch', course)\n"
-        "        return GradeResult(student, a.score, 4, Environment('cpu', True), [a],\n"
-        "                           submission_digest=taken.digest)",
+        "    from grader.grading.intake import prepare\n"
+        "    course = load_course(os.environ['COURSE_ROOT'])\n"
+        "    taken = prepare(submission, work / 'scratch', course)\n"
+        "    return GradeResult(student, a.score, 4, Environment('cpu', True), [a],\n"
+        "                       submission_digest=taken.digest)",
     )
     assert text != DRIVER
     driver.write_text(text)
