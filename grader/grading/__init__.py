@@ -3,7 +3,7 @@ result.
 
 - `limits`: `SubmissionLimits`, the one set of limits (the PR artifact check uses it too);
 - `intake`: what is taken from a submission, copied into scratch; the submission digest;
-- `pairing`: which file of `<id>.py` / `<id>.ipynb` is graded;
+- `pair` (from `grader.core.pairing`): which file of `<id>.py` / `<id>.ipynb` is graded;
 - `reference`: the reference solution's M9 record for the reports' roofline;
 - `grade`: `grade_submission`, intake + sandboxed suites + late policy -> one `GradeResult`.
 
@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from grader.core.pairing import Pairing, pair, release_for
 from grader.grading.intake import Intake, digest, prepare, submission_digest
 from grader.grading.limits import LIMITS, SubmissionLimits
-from grader.grading.pairing import Pairing, pair, release_for
 
 __all__ = [
     "LIMITS",

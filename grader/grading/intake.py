@@ -12,7 +12,7 @@ sockets, devices), names containing ``..`` or control characters, files over the
 (notebooks 20 MB, metrics.json 1 MB, anything else `LIMITS.max_file_bytes`), and files beyond
 the file count or the total size of `grader.grading.limits.LIMITS`. Files are opened with
 O_NOFOLLOW and the bytes copied are the bytes hashed, so a path swapped mid-copy cannot smuggle
-anything in. Which file of each notebook pair is graded: `grader.grading.pairing.pair`.
+anything in. Which file of each notebook pair is graded: `grader.core.pairing.pair`.
 
 The submission digest (`digest`, the one algorithm) is a sha256 over the taken files' relative
 paths and bytes, length-prefixed: the same submission always has the same digest. result.json
@@ -33,9 +33,9 @@ from pathlib import Path
 from grader.core.course import Course
 from grader.core.jsonread import METRICS_LIMITS
 from grader.core.notebook import MAX_NOTEBOOK_BYTES
+from grader.core.pairing import NOTEBOOK_SUFFIXES, pair, release_for
 from grader.core.student_repo import exported_original
 from grader.grading.limits import LIMITS, SubmissionLimits
-from grader.grading.pairing import NOTEBOOK_SUFFIXES, pair, release_for
 
 MAX_WARNINGS = 60
 # Never walked, never counted against the file cap, never warned about: version control, virtual
