@@ -14,7 +14,7 @@ from pathlib import Path
 
 from grader.core.course import Course
 from grader.core.regions import SOLUTION, regions
-from grader.sandbox.harness import load_module
+from grader.grading.reference import compute_m9_record as reference_m9_record
 
 STUB = 'raise NotImplementedError("{name}: not done yet")'
 
@@ -38,20 +38,6 @@ def replace_region(source: str, grade_id: str, body: list[str]) -> str:
     indent = re.match(r"\s*", lines[begin]).group(0)
     new = [indent + b for b in body]
     return "\n".join(lines[:begin] + new + lines[end + 1 :]) + "\n"
-
-
-def reference_m9_record(course: Course) -> dict | None:
-    """The reference solution's M9 record for the course model (None without solutions/)."""
-    path = course.root / "solutions" / "m9_roofline" / "m9_roofline.py"
-    if not path.is_file():
-        return None
-    m9 = load_module(path, "reference_m9_record")
-    gpu = course.gpu
-    return m9.m9_record(
-        m9.COURSE_MODEL,
-        {"name": gpu.key, "peak_flops": gpu.peak_flops, "peak_bandwidth": gpu.peak_bandwidth},
-        m9.CONTEXT_LEN,
-    )
 
 
 def _reference_metrics(course: Course) -> dict:

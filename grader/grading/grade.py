@@ -16,9 +16,15 @@ from pathlib import Path
 
 from grader import __version__
 from grader.core import device
-from grader.core.preflight import gpu_preflight
 from grader.core.course import Course, load_course
+from grader.core.late import late_penalty
+from grader.core.preflight import gpu_preflight
 from grader.core.results import AssignmentResult, Environment, GradeResult
+from grader.grading.intake import prepare
+from grader.sandbox import WorkerBackend
+from grader.sandbox.isolation import require_isolation
+from grader.suites.runner import run_assignment, suite_dirs
+from grader.suites.student import InProcessBackend
 
 
 class _GradingBackend:
@@ -130,8 +136,6 @@ class _GradingBackend:
 
 def _compiles_ptx(root: Path, assignment: str) -> bool:
     """Whether the suites of `assignment` compile kernels to PTX (so the PTX worker is needed)."""
-    from grader.suites.runner import suite_dirs
-
     return any(
         ".ptx(" in p.read_text(encoding="utf-8", errors="replace")
         for d in suite_dirs(root, assignment)
@@ -140,8 +144,6 @@ def _compiles_ptx(root: Path, assignment: str) -> bool:
 
 
 def apply_late_policy(result: AssignmentResult, course: Course, submitted: datetime | None) -> None:
-    from grader.core.late import late_penalty
-
     fraction = late_penalty(course.assignment(result.id).due, submitted, course.late_policy)
     result.raw_score = result.score
     result.late_penalty = fraction
@@ -168,14 +170,9 @@ def grade_submission(
     layer holds; `allow_incomplete_isolation` grades anyway and marks the result not
     authoritative.
     """
-    from grader.grading.intake import prepare
-    from grader.suites.runner import run_assignment
-
     started = time.perf_counter()
     note = ""
     if sandbox:
-        from grader.sandbox.isolation import require_isolation
-
         note = require_isolation(allow_incomplete_isolation)
     course = course or load_course(root)
     root = course.root
@@ -189,8 +186,6 @@ def grade_submission(
         work = Path(scratch) / "work"
         intake = prepare(Path(submission), work, course, root / "exercises")
         if sandbox:
-            from grader.sandbox import WorkerBackend
-
             inner = WorkerBackend(
                 work,
                 intake.notebooks,
@@ -199,8 +194,6 @@ def grade_submission(
                 allow_incomplete=allow_incomplete_isolation,
             )
         else:
-            from grader.suites.student import InProcessBackend
-
             inner = InProcessBackend(intake.notebooks)
         errors = {
             a: intake.errors.get(a) or f"no notebook found for {a}"

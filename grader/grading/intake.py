@@ -9,28 +9,15 @@ never counted against the file cap.
 
 Refused, with a warning and never copied: symlinks, anything that is not a regular file (FIFOs,
 sockets, devices), names containing ``..`` or control characters, files over the size caps
-(notebooks 20 MB, metrics.json 1 MB), and files beyond the total cap. Files are opened with
+(notebooks 20 MB, metrics.json 1 MB, anything else `LIMITS.max_file_bytes`), and files beyond
+the file count or the total size of `grader.grading.limits.LIMITS`. Files are opened with
 O_NOFOLLOW and the bytes copied are the bytes hashed, so a path swapped mid-copy cannot smuggle
-anything in.
+anything in. Which file of each notebook pair is graded: `grader.core.pairing.pair`.
 
-Notebook pairing rule (`pair`, the one rule: `grader check`, `grader grade`, the PR path and a
-student's own `pytest tests/public` all use it), per assignment, over ``exercises/<id>/<id>.py``
-and ``<id>.ipynb`` ("changed" compares the graded source, `grader.core.notebook.graded_source`, with
-the release's, ``release_dir/<id>/...``, default ``<course root>/exercises``, so Colab's metadata
-edits are not changes; when there is no release apart from the submission itself, as in a
-student's own clone, "changed" means "has no more release stubs left than the other file"):
-
-1. neither exists: an assignment error saying to restore the files from the release;
-2. only one exists: grade it;
-3. both exist and their graded sources are equal: grade the ``.py``;
-4. they differ: grade the one that changed from the release; if both changed, grade the
-   ``.ipynb`` (Colab edits it) with a warning to re-sync the pair;
-5. a corrupt notebook (unreadable JSON or text) that would be graded is an assignment error that
-   names the file and what to do; if the other file of the pair is readable and changed from the
-   release, that one is graded instead, with a warning.
-
-``digest`` is a sha256 over the taken files' relative paths and bytes: the same submission always
-has the same digest, for resumable batch grading.
+The submission digest (`digest`, the one algorithm) is a sha256 over the taken files' relative
+paths and bytes, length-prefixed: the same submission always has the same digest. result.json
+records it (`Intake.digest`), and `submission_digest` computes the same value without copying
+anything, for the resume key of batch grading (state.jsonl).
 """
 
 from __future__ import annotations
@@ -39,21 +26,19 @@ import hashlib
 import os
 import shutil
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.core.jsonread import METRICS_LIMITS
-from grader.core.stubs import count_stubs
-from grader.core.student_repo import exported_original
 from grader.core.course import Course
+from grader.core.jsonread import METRICS_LIMITS
 from grader.core.notebook import MAX_NOTEBOOK_BYTES
+from grader.core.pairing import NOTEBOOK_SUFFIXES, pair, release_for
+from grader.core.student_repo import exported_original
+from grader.grading.limits import LIMITS, SubmissionLimits
 
-MAX_FILE_BYTES = 20 * 1024 * 1024
-MAX_METRICS_BYTES = METRICS_LIMITS.max_bytes
-MAX_TOTAL_BYTES = 200 * 1024 * 1024
-MAX_FILES = 5000
 MAX_WARNINGS = 60
-# Never walked, never counted against MAX_FILES, never warned about: version control, virtual
+# Never walked, never counted against the file cap, never warned about: version control, virtual
 # environments and tool caches (a student's clone with a .venv holds thousands of files).
 SKIP_DIRS = frozenset(
     {
@@ -74,7 +59,17 @@ SKIP_DIRS = frozenset(
         ".cache",
     }
 )
-NOTEBOOK_SUFFIXES = (".py", ".ipynb")
+__all__ = [
+    "LIMITS",
+    "MAX_NOTEBOOK_BYTES",
+    "SKIP_DIRS",
+    "Intake",
+    "digest",
+    "pair",
+    "prepare",
+    "release_for",
+    "submission_digest",
+]
 
 
 @dataclass
@@ -159,157 +154,31 @@ def _same_as_course(root: Path, rel: Path, data: bytes | str) -> bool:
         return False
 
 
-def _cap_for(rel: Path) -> int:
+def _cap_for(rel: Path, limits: SubmissionLimits) -> int:
     if rel.as_posix() == "metrics.json":
-        return MAX_METRICS_BYTES
-    return MAX_NOTEBOOK_BYTES if rel.suffix in NOTEBOOK_SUFFIXES else MAX_FILE_BYTES
+        return METRICS_LIMITS.max_bytes
+    return MAX_NOTEBOOK_BYTES if rel.suffix in NOTEBOOK_SUFFIXES else limits.max_file_bytes
 
 
 def _is_taken(rel: Path) -> bool:
     return rel.as_posix() == "metrics.json" or (len(rel.parts) > 1 and rel.parts[0] == "exercises")
 
 
-def _source(path: Path) -> str:
-    """Graded source of a notebook; raises grader.core.notebook.NotebookError."""
-    from grader.core.notebook import graded_source, read_notebook
+def _take(
+    submission: Path,
+    root: Path | None,
+    limits: SubmissionLimits,
+    warnings: _Warnings,
+    refused: dict[str, str],
+) -> list[tuple[str, bytes]]:
+    """(posix path, bytes) of every file taken from `submission`, in walk order.
 
-    return graded_source(read_notebook(path))
-
-
-def _release_source(release: Path, aid: str) -> str | None:
-    from grader.core.notebook import NotebookError
-
-    for suffix in NOTEBOOK_SUFFIXES:
-        path = release / aid / f"{aid}{suffix}"
-        if path.is_file():
-            try:
-                return _source(path)
-            except NotebookError:
-                continue
-    return None
-
-
-def release_for(exercises: Path, release: Path | None) -> Path | None:
-    """The release to compare a submission's `exercises/` with, or None when there is none
-    apart from the submission itself: in a student's own clone the course's `exercises/` *is*
-    the student's work, and comparing it with itself would call the untouched file "changed"."""
-    if release is None or not Path(release).is_dir():
-        return None
-    try:
-        if Path(release).resolve() == Path(exercises).resolve():
-            return None
-    except OSError:
-        return None
-    return Path(release)
-
-
-@dataclass(frozen=True)
-class Pairing:
-    """Which file of `exercises/<id>/<id>.{py,ipynb}` is graded, or why none can be."""
-
-    path: Path | None
-    error: str | None = None
-    warnings: tuple[str, ...] = ()
-
-
-def pair(
-    exercises: Path, aid: str, release: Path | None, refused: dict[str, str] | None = None
-) -> Pairing:
-    """The one pairing rule (module docstring), for `grader check`, `grade` and the PR path.
-
-    `exercises` holds `<id>/<id>.py|.ipynb`; `release` is the release to compare with (see
-    `release_for`; None: decide by the release stubs left in each file); `refused` names files
-    intake would not take, for the error message."""
-    from grader.core.notebook import NotebookError
-
-    refused = refused or {}
-    notes: list[str] = []
-    folder = Path(exercises) / aid
-    rels = {s: f"exercises/{aid}/{aid}{s}" for s in NOTEBOOK_SUFFIXES}
-    files = {s: folder / f"{aid}{s}" for s in NOTEBOOK_SUFFIXES if (folder / f"{aid}{s}").is_file()}
-    if not files:
-        why = [
-            f"{rels[s]} was refused: {refused[rels[s]]}"
-            for s in NOTEBOOK_SUFFIXES
-            if rels[s] in refused
-        ]
-        detail = f" ({'; '.join(why)})" if why else ""
-        return Pairing(
-            None,
-            f"exercises/{aid}/: neither {aid}.py nor {aid}.ipynb was found{detail}; "
-            "restore the assignment folder from the release and commit your work in it",
-        )
-    sources: dict[str, str] = {}
-    broken: dict[str, str] = {}
-    for s, path in files.items():
-        try:
-            sources[s] = _source(path)
-        except NotebookError as exc:
-            broken[s] = str(exc).replace(str(path), rels[s])
-
-    def corrupt(s: str) -> str:
-        return (
-            f"{rels[s]} is not a readable notebook ({broken[s]}); open it in Jupyter/Colab to "
-            "check it, or restore it from the release (or re-download it from Colab: "
-            "File > Download > .ipynb) and push again"
-        )
-
-    if len(files) == 1:
-        (s,) = files
-        return Pairing(files[s]) if s in sources else Pairing(None, corrupt(s))
-    released = _release_source(release, aid) if release is not None else None
-
-    def changed(s: str) -> bool:
-        if release is None:  # no release to compare with: work shows as stubs filled in
-            other = ".ipynb" if s == ".py" else ".py"
-            return other not in sources or count_stubs(sources[s]) <= count_stubs(sources[other])
-        return released is None or sources[s] != released
-
-    if broken:
-        if len(broken) == 2:
-            return Pairing(None, corrupt(".ipynb") + "; " + rels[".py"] + " is not readable either")
-        (bad,) = broken
-        (good,) = sources
-        if release is None or changed(good):
-            return Pairing(files[good], None, (f"{corrupt(bad)}; graded {rels[good]} instead",))
-        return Pairing(
-            None,
-            f"{corrupt(bad)}. The other file, {rels[good]}, is unchanged from the "
-            "release, so there is no work in it to grade",
-        )
-    if sources[".py"] == sources[".ipynb"]:
-        return Pairing(files[".py"])
-    py_changed, nb_changed = changed(".py"), changed(".ipynb")
-    if py_changed and not nb_changed:
-        return Pairing(files[".py"])
-    if nb_changed and not py_changed:
-        return Pairing(files[".ipynb"])
-    notes.append(
-        f"{rels['.py']} and {rels['.ipynb']} both differ from the release and from each "
-        f"other; graded {rels['.ipynb']} (Colab edits it). Keep the pair in sync, e.g. "
-        f"with `jupytext --sync {rels['.ipynb']}`, or delete the one you do not use"
-    )
-    return Pairing(files[".ipynb"], None, tuple(notes))
-
-
-def prepare(
-    submission: Path, scratch: Path, course: Course, release_dir: Path | None = None
-) -> Intake:
-    """Copy the graded files of `submission` into `scratch` and choose each assignment's file."""
-    submission, scratch = Path(submission), Path(scratch)
-    if not submission.is_dir() or submission.is_symlink():
-        raise ValueError(f"{submission}: not a directory")
-    scratch.mkdir(parents=True, exist_ok=True)
-    if any(scratch.iterdir()):
-        raise ValueError(f"{scratch}: the scratch directory must be empty")
-    root = course.root
-    release = Path(release_dir) if release_dir is not None else root / "exercises"
-    warnings = _Warnings()
-    refused: dict[str, str] = {}
+    `root`: the course tree that files outside exercises/ and metrics.json are compared with for
+    the warnings; None reads none of them (the digest alone, where the warnings are dropped).
+    Which files are taken never depends on `root`."""
     taken: list[tuple[str, bytes]] = []
     total = 0
     seen = 0
-
     for dirpath, dirnames, filenames in os.walk(submission, followlinks=False):
         here = Path(dirpath)
         rel_dir = here.relative_to(submission)
@@ -329,9 +198,9 @@ def prepare(
             rel = rel_dir / name
             posix = rel.as_posix()
             seen += 1
-            if seen > MAX_FILES:
-                warnings.add(f"stopped after {MAX_FILES} files; the rest were not looked at")
-                break
+            if seen > limits.max_files:
+                warnings.add(f"stopped after {limits.max_files} files; the rest were not looked at")
+                return taken
             if _bad_name(name):
                 warnings.add(f"ignored {posix!r}: its name is not allowed")
                 continue
@@ -340,39 +209,73 @@ def prepare(
                 refused[posix] = "a symlink"
                 warnings.add(f"ignored {posix}: symlinks are not taken")
                 continue
-            data = _read_regular(path, _cap_for(rel) if _is_taken(rel) else MAX_FILE_BYTES)
             if not _is_taken(rel):
+                if root is None:
+                    continue
+                data = _read_regular(path, limits.max_file_bytes)
                 if not _same_as_course(root, rel, data):
                     warnings.add(
                         f"ignored {posix}: it was changed or added outside exercises/ and "
                         "metrics.json, which alone are graded, so it has no effect"
                     )
                 continue
+            data = _read_regular(path, _cap_for(rel, limits))
             if isinstance(data, str):
                 refused[posix] = data
                 warnings.add(f"ignored {posix}: {data}")
                 continue
-            if total + len(data) > MAX_TOTAL_BYTES:
+            if total + len(data) > limits.max_total_bytes:
                 refused[posix] = "over the submission's total size limit"
                 warnings.add(
                     f"ignored {posix}: the submission is over "
-                    f"{MAX_TOTAL_BYTES // (1024 * 1024)} MB in total"
+                    f"{limits.max_total_bytes // (1024 * 1024)} MB in total"
                 )
                 continue
             total += len(data)
             taken.append((posix, data))
-        else:
-            continue
-        break
+    return taken
 
-    digest = hashlib.sha256()
+
+def digest(files: Iterable[tuple[str, bytes]]) -> str:
+    """The submission digest: sha256 over (relative posix path, bytes) of the taken files, sorted
+    by path, each length-prefixed (8 bytes, big-endian)."""
+    h = hashlib.sha256()
+    for posix, data in sorted(files):
+        name = posix.encode()
+        h.update(len(name).to_bytes(8, "big") + name + len(data).to_bytes(8, "big"))
+        h.update(data)
+    return h.hexdigest()
+
+
+def submission_digest(submission: Path, limits: SubmissionLimits | None = None) -> str:
+    """The digest `prepare` records for `submission` (result.json), without copying anything."""
+    taken = _take(Path(submission), None, limits or LIMITS, _Warnings(), {})
+    return digest(taken)
+
+
+def prepare(
+    submission: Path,
+    scratch: Path,
+    course: Course,
+    release_dir: Path | None = None,
+    limits: SubmissionLimits | None = None,
+) -> Intake:
+    """Copy the graded files of `submission` into `scratch` and choose each assignment's file."""
+    submission, scratch = Path(submission), Path(scratch)
+    if not submission.is_dir() or submission.is_symlink():
+        raise ValueError(f"{submission}: not a directory")
+    scratch.mkdir(parents=True, exist_ok=True)
+    if any(scratch.iterdir()):
+        raise ValueError(f"{scratch}: the scratch directory must be empty")
+    root = course.root
+    release = Path(release_dir) if release_dir is not None else root / "exercises"
+    warnings = _Warnings()
+    refused: dict[str, str] = {}
+    taken = _take(submission, root, limits or LIMITS, warnings, refused)
     for posix, data in sorted(taken):
         target = scratch / posix
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
-        name = posix.encode()
-        digest.update(len(name).to_bytes(8, "big") + name + len(data).to_bytes(8, "big"))
-        digest.update(data)
     manifest = root / "course.toml"
     if manifest.is_file():  # the trusted manifest, so notebooks can find the course root
         shutil.copyfile(manifest, scratch / "course.toml")
@@ -393,5 +296,5 @@ def prepare(
         errors=errors,
         metrics_path=scratch / "metrics.json",
         warnings=warnings.final(),
-        digest=digest.hexdigest(),
+        digest=digest(taken),
     )

@@ -37,7 +37,7 @@ class GraderSession:
 
     def get_backend(self, course) -> Any:
         if self.backend is None:  # a plain `pytest tests/public`: grading's pairing rule
-            from grader.grading.intake import pair, release_for
+            from grader.core.pairing import pair, release_for
             from grader.suites.student import InProcessBackend
 
             release = release_for(self.submission, self.root / "exercises")

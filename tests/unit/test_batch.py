@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from grader.batch import (
+    STATE,
     StateFile,
     discover,
     parse_shard,
@@ -214,9 +215,10 @@ def test_submission_digest(tmp_path):
     d2 = submission_digest(sub)
     assert d2 != d1
     (sub / "exercises" / "m" / "m.py").rename(sub / "exercises" / "m" / "n.py")
-    assert submission_digest(sub) != d2  # the path counts, not only the bytes
+    d3 = submission_digest(sub)
+    assert d3 != d2  # the path counts, not only the bytes
     (sub / "exercises" / "link").symlink_to("/etc/passwd")
-    assert submission_digest(sub) != d2  # symlinks hashed by target, not followed
+    assert submission_digest(sub) == d3  # a symlink is not followed, nor taken, nor graded
 
 
 def test_state_file_tolerates_torn_line(tmp_path):
@@ -449,3 +451,33 @@ def test_csv_submission_times_reach_grading_and_the_resume_key(tmp_path):
 
     with pytest.raises(ValueError, match="class.csv:1: submitted_at"):
         submission_times(listing)
+
+
+def test_state_and_result_record_the_same_submission_digest(tmp_path):
+    """The resume key in state.jsonl is the digest result.json records (intake's), not another."""
+    subs, driver = make_class(tmp_path, ["s00"])
+    sub = subs / "s00"
+    (sub / "metrics.json").write_text('{"m9_roofline": {}}')
+    (sub / "README.md").write_text("not graded")
+    (sub / "exercises" / "link").symlink_to("/etc/passwd")
+    text = DRIVER.replace(
+        'return GradeResult(student, a.score, 4, Environment("cpu", True), [a])',
+        "from grader.core.course import load_course\n"
+        "    from grader.grading.intake import prepare\n"
+        "    course = load_course(os.environ['COURSE_ROOT'])\n"
+        "    taken = prepare(submission, work / 'scratch', course)\n"
+        "    return GradeResult(student, a.score, 4, Environment('cpu', True), [a],\n"
+        "                       submission_digest=taken.digest)",
+    )
+    assert text != DRIVER
+    driver.write_text(text)
+    out = tmp_path / "out"
+    res = run_driver(tmp_path, driver, subs, out)
+    assert res.returncode == 0, res.stderr
+    (entry,) = [json.loads(x) for x in (out / STATE).read_text().splitlines() if x.strip()]
+    recorded = json.loads((out / "s00" / "result.json").read_text())["submission_digest"]
+    assert entry["digest"] == recorded == submission_digest(sub)
+    (tmp_path / "calls.txt").write_text("")
+    res = run_driver(tmp_path, driver, subs, out)  # unchanged: resumed, not graded again
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "calls.txt").read_text() == ""

@@ -16,13 +16,13 @@ BOMBS = {
 BAD_REPORT = DRIVER.replace(
     'if __name__ == "__main__":\n',
     'if __name__ == "__main__":\n'
-    "    import grader.reports as _reports\n"
-    "    _write = _reports.write_reports\n"
+    "    import grader.batch.schedule as _schedule\n"
+    "    _write = _schedule.write_reports\n"
     "    def _bad(result, course, out_dir, *a, **k):\n"
     '        if result.student.startswith("badreport"):\n'
     '            raise RecursionError("maximum recursion depth exceeded")\n'
     "        return _write(result, course, out_dir, *a, **k)\n"
-    "    _reports.write_reports = _bad\n",
+    "    _schedule.write_reports = _bad\n",
 )
 assert BAD_REPORT != DRIVER
 

@@ -1,4 +1,4 @@
-"""grader.github: the scripts the GitHub workflows call (artifact validation, PR grading, comment)."""
+"""grader.github: what the GitHub workflows run (artifact validation, PR grading, comment)."""
 
 from __future__ import annotations
 
@@ -6,13 +6,17 @@ import copy
 import json
 import os
 import stat
+import subprocess
+import sys
 import zipfile
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
-import grader.github
+from grader import github as gha
+from grader.github import grade as gha_grade
+from grader.grading.limits import LIMITS
 
 DATA = Path(__file__).parent / "data"
 EVENT = DATA / "workflow_run_event.json"
@@ -173,16 +177,16 @@ def test_rejects_an_oversize_file(tmp_path):
     art = make_artifact(tmp_path)
     big = art / "exercises" / "m9_roofline" / "weights.bin"
     with open(big, "wb") as fh:
-        fh.truncate(gha.MAX_FILE_BYTES + 1)  # sparse: no real disk use
+        fh.truncate(LIMITS.max_file_bytes + 1)  # sparse: no real disk use
     rejected(art, "exercises/m9_roofline/weights.bin", "larger than 20 MB")
 
 
 def test_rejects_an_oversize_total(tmp_path):
     art = make_artifact(tmp_path)
-    for i in range(6):
-        with open(art / "exercises" / f"part{i}.bin", "wb") as fh:
-            fh.truncate(gha.MAX_FILE_BYTES - 1)
-    rejected(art, "exercises/part", "larger than 100 MB in all")
+    for i in range(LIMITS.max_total_bytes // LIMITS.max_file_bytes + 1):
+        with open(art / "exercises" / f"part{i:02d}.bin", "wb") as fh:
+            fh.truncate(LIMITS.max_file_bytes)
+    rejected(art, "exercises/part", f"larger than {LIMITS.max_total_bytes // 2**20} MB in all")
 
 
 def test_rejects_a_zip_bomb_by_its_declared_size(tmp_path):
@@ -190,7 +194,7 @@ def test_rejects_a_zip_bomb_by_its_declared_size(tmp_path):
     with zipfile.ZipFile(z, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         for name, data in GOOD_ZIP.items():
             zf.writestr(name, data)
-        zf.writestr("exercises/zeros.bin", b"\0" * (gha.MAX_FILE_BYTES + 1))
+        zf.writestr("exercises/zeros.bin", b"\0" * (LIMITS.max_file_bytes + 1))
     assert z.stat().st_size < 1_000_000
     rejected(z, "exercises/zeros.bin", "larger than 20 MB")
 
@@ -211,7 +215,7 @@ def test_rejects_too_many_files(tmp_path):
     art = make_artifact(tmp_path)
     many = art / "exercises" / "many"
     many.mkdir()
-    for i in range(gha.MAX_FILES):
+    for i in range(LIMITS.max_files):
         (many / f"f{i:04d}.py").write_text("")
     rejected(art, "exercises/many/f", "too many files")
 
@@ -350,7 +354,7 @@ def test_grade_pr_writes_comment_summary_and_reports_offline(tmp_path, monkeypat
         calls.append((names, root, student, timestamp))
         return canned_result(student, timestamp)
 
-    monkeypatch.setattr(gha, "_grade", fake_grade)
+    monkeypatch.setattr(gha_grade, "_grade", fake_grade)
     monkeypatch.setenv("GITHUB_SERVER_URL", "https://github.com")
     monkeypatch.setenv("GITHUB_REPOSITORY", "gpu-course/gpu-mental-model")
     monkeypatch.setenv("GITHUB_RUN_ID", "12744300001")
@@ -395,7 +399,7 @@ def test_grade_pr_writes_comment_summary_and_reports_offline(tmp_path, monkeypat
 
 
 def test_grade_pr_refuses_a_pr_json_for_another_commit(tmp_path, monkeypatch):
-    monkeypatch.setattr(gha, "_grade", lambda *a: pytest.fail("graded a spoofed submission"))
+    monkeypatch.setattr(gha_grade, "_grade", lambda *a: pytest.fail("graded a spoofed submission"))
     art = make_artifact(tmp_path, head_sha="b" * 40)
     rc = gha.main(
         [
@@ -423,7 +427,7 @@ def test_grade_pr_stops_workflow_commands_while_grading(tmp_path, monkeypatch, c
         print("::add-mask::nothing")  # what student output may try
         return canned_result(student, timestamp)
 
-    monkeypatch.setattr(gha, "_grade", fake_grade)
+    monkeypatch.setattr(gha_grade, "_grade", fake_grade)
     art = make_artifact(tmp_path)
     rc = gha.main(
         [
@@ -566,7 +570,7 @@ def test_grade_pr_end_to_end_with_the_real_grader(tmp_path):
 def test_grade_pr_fails_closed_without_the_sandbox(tmp_path, monkeypatch, capsys):
     from grader.sandbox import isolation
 
-    monkeypatch.setattr(gha, "_grade", lambda *a: pytest.fail("graded without a sandbox"))
+    monkeypatch.setattr(gha_grade, "_grade", lambda *a: pytest.fail("graded without a sandbox"))
     monkeypatch.setenv(isolation.BWRAP_ENV, "")
     isolation.probe.cache_clear()
     try:
@@ -579,3 +583,26 @@ def test_grade_pr_fails_closed_without_the_sandbox(tmp_path, monkeypatch, capsys
     err = capsys.readouterr().err
     assert "grading refused: isolation incomplete" in err and "install bubblewrap" in err
     assert not (tmp_path / "report").exists()
+
+
+def test_the_artifact_check_and_intake_share_one_set_of_limits():
+    """One policy: what the PR path accepts is what intake takes (grader.grading.limits)."""
+    from grader.github import artifact
+    from grader.grading import intake, limits
+
+    assert artifact.LIMITS is intake.LIMITS is limits.LIMITS
+    assert isinstance(limits.LIMITS, limits.SubmissionLimits)
+    with pytest.raises(AttributeError):
+        limits.LIMITS.max_files = 1  # frozen
+
+
+def test_the_bare_python_verbs_import_no_third_party_module():
+    """validate-artifact, pack-submission and the comment verbs run before anything is installed."""
+    probe = (
+        "import sys, grader.github, grader.github.artifact, grader.github.comment; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'jsonschema', 'pytest'}))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True
+    )
+    assert proc.stdout.strip() == "[]", proc.stdout

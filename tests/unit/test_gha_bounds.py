@@ -8,7 +8,8 @@ import json
 import pytest
 from test_gha import EVENT, ROOT, canned_result, make_artifact
 
-import grader.github
+from grader import github as gha
+from grader.github import grade as gha_grade
 
 BOMBS = {
     "nested": "[" * 100_000 + "]" * 100_000,
@@ -18,7 +19,9 @@ BOMBS = {
 
 @pytest.mark.parametrize("kind", sorted(BOMBS))
 def test_grade_pr_with_hostile_metrics(tmp_path, monkeypatch, kind):
-    monkeypatch.setattr(gha, "_grade", lambda sub, root, student, ts: canned_result(student, ts))
+    monkeypatch.setattr(
+        gha_grade, "_grade", lambda sub, root, student, ts: canned_result(student, ts)
+    )
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     art = make_artifact(tmp_path)
     (art / "metrics.json").write_text(BOMBS[kind])

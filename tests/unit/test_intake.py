@@ -11,8 +11,8 @@ from pathlib import Path
 import jupytext
 import pytest
 
-from grader.grading import intake
 from grader.core.course import Assignment, Course, Limits
+from grader.grading import intake
 
 STUB = """# %% [markdown]
 # Fill in `f`.
@@ -132,7 +132,7 @@ def test_refuses_symlinks_fifos_and_big_files(course, tmp_path, monkeypatch):
     os.mkfifo(sub / "exercises" / "a" / "pipe")
     (sub / "exercises" / "a" / "big.bin").write_bytes(b"0" * 2048)
     (sub / "exercises" / "a" / "bad..name").write_text("x")
-    monkeypatch.setattr(intake, "MAX_FILE_BYTES", 1024)
+    monkeypatch.setattr(intake, "LIMITS", replace(intake.LIMITS, max_file_bytes=1024))
     out = intake.prepare(sub, tmp_path / "scratch", course, None)
     scratch = tmp_path / "scratch"
     assert not (scratch / "metrics.json").exists()
@@ -148,7 +148,7 @@ def test_total_size_cap(course, tmp_path, monkeypatch):
     sub = submission_from(course, tmp_path)
     for i in range(5):
         (sub / "exercises" / "a" / f"blob{i}.bin").write_bytes(b"1" * 1000)
-    monkeypatch.setattr(intake, "MAX_TOTAL_BYTES", 3500)
+    monkeypatch.setattr(intake, "LIMITS", replace(intake.LIMITS, max_total_bytes=3500))
     out = intake.prepare(sub, tmp_path / "scratch", course, None)
     kept = list((tmp_path / "scratch" / "exercises" / "a").glob("blob*"))
     assert len(kept) < 5
@@ -164,6 +164,25 @@ def test_digest_is_stable_and_content_sensitive(course, tmp_path):
     nb(sub, ".py").write_text(OTHER)
     d3 = intake.prepare(sub, tmp_path / "s3", course, None).digest
     assert d1 == d2 != d3 and len(d1) == 64
+
+
+def test_submission_digest_is_the_one_prepare_records(course, tmp_path, monkeypatch):
+    """batch's resume key (submission_digest, no copy) equals result.json's (Intake.digest),
+    refused files and files over the caps included."""
+    sub = submission_from(course, tmp_path)
+    nb(sub, ".py").write_text(DONE)
+    (sub / "metrics.json").write_text("{}")
+    (sub / "tests" / "public" / "test_a.py").write_text("edited\n")  # ignored, warned about
+    os.symlink(sub / "metrics.json", sub / "exercises" / "a" / "link.py")
+    for i in range(4):
+        (sub / "exercises" / "a" / f"blob{i}.bin").write_bytes(b"1" * 1000)
+    monkeypatch.setattr(intake, "LIMITS", replace(intake.LIMITS, max_total_bytes=2500))
+    taken = intake.prepare(sub, tmp_path / "scratch", course, None)
+    assert any("total" in w for w in taken.warnings) and any("symlink" in w for w in taken.warnings)
+    assert intake.submission_digest(sub) == taken.digest
+    files = sorted(p for p in (tmp_path / "scratch").rglob("*") if p.is_file())
+    rel = [(p.relative_to(tmp_path / "scratch").as_posix(), p.read_bytes()) for p in files]
+    assert intake.digest([f for f in rel if f[0] != "course.toml"]) == taken.digest
 
 
 @pytest.mark.parametrize(
@@ -252,8 +271,8 @@ def test_scratch_must_be_empty_and_submission_a_directory(course, tmp_path):
 
 def test_unknown_course_files_are_listed(course, tmp_path):
     sub = submission_from(course, tmp_path)
-    (sub / "grader").mkdir()
-    (sub / "grader" / "plugin.py").write_text("POINTS = 100\n")
+    (sub / "grader" / "suites").mkdir(parents=True)
+    (sub / "grader" / "suites" / "plugin.py").write_text("POINTS = 100\n")
     out = intake.prepare(sub, tmp_path / "scratch", replace(course), None)
     assert any(w.startswith("ignored grader/suites/plugin.py") for w in out.warnings)
     assert not (tmp_path / "scratch" / "grader").exists()
@@ -286,7 +305,7 @@ def test_student_clone_is_not_its_own_release(course, tmp_path, edited):
 
 
 def test_venv_caches_and_vcs_are_skipped_and_not_counted(course, tmp_path, monkeypatch):
-    monkeypatch.setattr(intake, "MAX_FILES", 50)
+    monkeypatch.setattr(intake, "LIMITS", replace(intake.LIMITS, max_files=50))
     sub = submission_from(course, tmp_path)
     nb(sub, ".py").write_text(DONE)
     for folder in (".venv/lib/python3.12/site-packages/x", ".git/objects", ".mypy_cache", "venv"):

@@ -8,8 +8,8 @@ import time
 
 from test_intake import DONE, make_course, to_ipynb
 
-from grader.grading import intake
 from grader.core.notebook import MAX_CELLS, MAX_SOURCE_BYTES
+from grader.grading import intake
 
 
 def _submit(tmp_path, files: dict[str, str]):

@@ -360,7 +360,7 @@ def test_exported_student_workflows_lint_clean(tmp_path, actionlint, zizmor):
     assert [f.name for f in flows] == ["grade.yml", "student-check.yml"]
     for f in flows:
         assert f.read_bytes() == (GH / "student-workflows" / f.name).read_bytes()
-    assert (Path(dest) / "grader" / "gha.py").is_file()
+    assert (Path(dest) / "grader" / "github" / "__main__.py").is_file()
     proc = run_actionlint(actionlint, flows)
     assert proc.returncode == 0, proc.stdout
     proc = run_zizmor(zizmor, flows, "regular")

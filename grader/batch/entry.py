@@ -1,0 +1,70 @@
+"""`grader grade-all`: the real `grade_one` and the command's entry point.
+
+`grade_entry` grades one submission with `grader.grading.grade.grade_submission` in the sandbox;
+it is top-level so that `functools.partial(grade_entry, root=...)` pickles into the spawned
+children. `run_class` refuses before grading anything when a sandbox layer is missing, then
+runs `grade_all` over the class with the reference M9 record on every report's roofline.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from grader.batch.inputs import parse_shard
+from grader.batch.schedule import grade_all
+from grader.core.course import load_course
+from grader.core.late import parse_timestamp
+from grader.core.results import GradeResult
+from grader.grading.grade import grade_submission
+from grader.grading.reference import reference_m9_record
+from grader.sandbox.isolation import require_isolation
+
+
+def grade_entry(
+    submission: Path,
+    student: str,
+    work_dir: Path,
+    root: str,
+    timestamp: str | None = None,
+    allow_incomplete: bool = False,
+) -> GradeResult:
+    """The real `grade_one`: grade.grade_submission in the sandbox (top-level, so picklable).
+    `timestamp`: the trusted submission time from the CSV listing, for the late policy."""
+    when = parse_timestamp(timestamp) if timestamp else None
+    return grade_submission(
+        Path(submission),
+        root=Path(root),
+        student=student,
+        timestamp=when,
+        allow_incomplete_isolation=allow_incomplete,
+    )
+
+
+def run_class(
+    submissions: Path,
+    out_dir: Path,
+    jobs: int = 1,
+    shard: str | tuple[int, int] | None = None,
+    root: Path | None = None,
+    force: bool = False,
+    allow_incomplete_isolation: bool = False,
+) -> int:
+    """`grader grade-all`: 0 when every submission was graded, 1 when some failed. Refuses
+    (`IsolationRefused`) before grading anything when a sandbox layer is missing."""
+    require_isolation(allow_incomplete_isolation)
+    course = load_course(root)
+    parsed = parse_shard(shard) if isinstance(shard, str) or shard is None else shard
+    outcome = grade_all(
+        Path(submissions),
+        Path(out_dir),
+        jobs=jobs,
+        shard=parsed,
+        grade_one=functools.partial(
+            grade_entry, root=str(course.root), allow_incomplete=allow_incomplete_isolation
+        ),
+        course=course,
+        reference=reference_m9_record(course),
+        force=force,
+    )
+    return 1 if outcome.failed else 0

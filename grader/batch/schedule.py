@@ -1,0 +1,277 @@
+"""`grade_all`: grade a whole class in parallel, crash-proof, resumable, shardable.
+
+The loop: discover the submissions (`grader.batch.inputs`), keep each earlier grade that still
+stands, and grade the rest in child processes (`grader.batch.children`), `jobs` at a time, each
+killed after `timeout_s`. Only the parent writes: reports (`out_dir/<student>/result.json`,
+`report.md`, `report.html`), the gradebook (`out_dir/gradebook.db`, under a file lock so that
+shards sharing a folder are safe) and `out_dir/state.jsonl` (`grader.batch.state`), whose line
+for a student is appended after the reports and the gradebook row: the commit point. A rerun
+regrades everything else and the summary says why (`regrade_reason`) and what changed in the
+score (before -> after); `force=True` (`--force`) regrades everyone. The gradebook write
+replaces rows, so an interruption at any point neither loses nor duplicates grades. Skipped
+students' results are re-recorded into the gradebook (cheap and idempotent), so a deleted or
+fresh gradebook.db is rebuilt complete. At the end of a run the state file is compacted to one
+line per student. Whatever fails for one submission (its grading, its reports, its gradebook
+row) is that submission's error row, never the batch's end.
+"""
+
+from __future__ import annotations
+
+import functools
+import multiprocessing
+import os
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from multiprocessing.connection import wait
+from pathlib import Path
+from typing import IO, Any
+
+from grader.batch.children import (
+    CHILD_RESULT,
+    GradeOne,
+    Running,
+    cause,
+    collect,
+    error_result,
+    exit_on_termination,
+    run_child,
+)
+from grader.batch.inputs import (
+    discover,
+    grading_inputs,
+    regrade_reason,
+    resume_key,
+    select_shard,
+    submission_times,
+)
+from grader.batch.state import STATE, StateFile
+from grader.core.course import Course, load_course
+from grader.core.jsonread import metrics_or_none
+from grader.core.results import GradeResult, validate
+from grader.core.tables import format_table, points, score
+from grader.gradebook import export_csv, record
+from grader.reports import write_reports
+
+
+@dataclass
+class BatchOutcome:
+    """What one grade-all run did: every student's result, and who was graded, kept, failed."""
+
+    results: dict[str, GradeResult] = field(default_factory=dict)
+    graded: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    csv: Path | None = None
+    gradebook: Path | None = None
+    seconds: float = 0.0
+
+
+def summary_table(
+    results: dict[str, GradeResult],
+    course: Course,
+    failed: list[str],
+    regraded: dict[str, tuple[str, float | None]] | None = None,
+) -> str:
+    """The class table; `regraded` maps a student graded in this run to (why, score before)."""
+    ids = course.assignment_ids
+    regraded = regraded or {}
+    rows = []
+    for student in sorted(results):
+        r = results[student]
+        by_id = {a.id: a for a in r.assignments}
+        why, before = regraded.get(student, ("", None))
+        change = ""
+        if student in regraded:
+            change = f"{'–' if before is None else score(before)} -> {score(r.score)}"
+        rows.append(
+            [student]
+            + [points(by_id[i].score, by_id[i].max_score) if i in by_id else "-" for i in ids]
+            + [
+                points(r.score, r.max_score),
+                "yes" if student in regraded else "no",
+                why,
+                change,
+                "ERROR" if student in failed else "",
+            ]
+        )
+    text = format_table(
+        ["student", *ids, "total", "regraded", "why", "before -> after", "note"], rows
+    )
+    scores = [r.score for r in results.values()]
+    if scores:
+        text += (
+            f"\n\n{len(scores)} students; mean {score(statistics.fmean(scores))}, "
+            f"median {score(statistics.median(scores))}, min {score(min(scores))}, "
+            f"max {score(max(scores))}"
+        )
+    return text
+
+
+def grade_all(
+    submissions: Path,
+    out_dir: Path,
+    jobs: int = 1,
+    shard: tuple[int, int] | None = None,
+    grade_one: GradeOne | None = None,
+    *,
+    course: Course | None = None,
+    reference: dict | None = None,
+    timeout_s: float | None = None,
+    force: bool = False,
+    progress: IO[str] | None = None,
+    summary: IO[str] | None = None,
+) -> BatchOutcome:
+    """Grade every submission (of this shard) and write reports, gradebook.db and grades.csv.
+
+    `grade_one(submission, student, work_dir) -> GradeResult` runs in a spawned process per
+    submission. `timeout_s` (default: the course's submission timeout + 120 s) kills a grading
+    that hangs. `force` regrades submissions even when unchanged.
+    """
+    if grade_one is None:
+        raise ValueError("grade_one is required (e.g. functools.partial(grade_entry, root=...))")
+    if jobs < 1:
+        raise ValueError("jobs must be >= 1")
+    course = course or load_course()
+    progress = progress if progress is not None else sys.stderr
+    summary = summary if summary is not None else sys.stdout
+    timeout = timeout_s if timeout_s is not None else course.limits.submission_timeout_s + 120
+    started_all = time.perf_counter()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    found = discover(Path(submissions), exclude=out)
+    times = submission_times(Path(submissions))
+    selected = select_shard(list(found), shard)
+    db = out / "gradebook.db"
+    state = StateFile(out / STATE)
+    done = state.read()
+    inputs = grading_inputs(course.root)
+    regraded: dict[str, tuple[str, float | None]] = {}
+    outcome = BatchOutcome(gradebook=db)
+    total = len(selected)
+    counter = 0
+
+    def line(student: str, r: GradeResult, note: str) -> None:
+        nonlocal counter
+        counter += 1
+        print(f"[{counter}/{total}] {student} {points(r.score, r.max_score)} {note}", file=progress)
+        progress.flush()
+
+    todo: list[tuple[str, str]] = []
+    for student in selected:
+        digest = resume_key(found[student], times.get(student))
+        prev = done.get(student)
+        result_json = out / student / "result.json"
+        why = regrade_reason(prev, digest, inputs, force)
+        if not why and not result_json.is_file():
+            why = "result.json missing"
+        before = prev.get("score") if prev is not None and prev.get("status") == "ok" else None
+        if not why:
+            try:
+                r = GradeResult.read(result_json)
+                validate(r.to_dict())
+            except (OSError, ValueError, TypeError, KeyError):
+                regraded[student] = ("result.json unreadable", before)
+                todo.append((student, digest))
+                continue
+            record(db, r, course)  # idempotent: keeps the gradebook complete after a crash
+            outcome.results[student] = r
+            outcome.skipped.append(student)
+            line(student, r, "(unchanged, skipped)")
+        else:
+            regraded[student] = (why, before if isinstance(before, (int, float)) else None)
+            todo.append((student, digest))
+
+    def finish(student: str, digest: str, result: GradeResult, seconds: float, ok: bool) -> None:
+        # Whatever fails here is this submission's error row, never the batch's end.
+        try:
+            metrics = metrics_or_none(found[student] / "metrics.json") if ok else None
+            write_reports(result, course, out / student, metrics, reference)
+        except Exception as exc:  # off-schema result, or a report that cannot be written
+            ok = False
+            failure = cause("writing its reports failed", exc)
+            result = error_result(student, course, failure, digest)
+            try:
+                write_reports(result, course, out / student, None, reference)
+            except Exception as again:
+                result.warnings.append(cause("its error report could not be written", again))
+        try:
+            record(db, result, course)
+        except Exception as exc:
+            ok = False
+            result.warnings.append(cause("its gradebook row could not be written", exc))
+        state.append(
+            {
+                "student": student,
+                "digest": digest,
+                "submission": str(Path(found[student]).resolve()),
+                "inputs": inputs,
+                "score": result.score,
+                "max_score": result.max_score,
+                "status": "ok" if ok else "error",
+                "seconds": round(seconds, 3),
+                "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            }
+        )
+        outcome.results[student] = result
+        (outcome.graded if ok else outcome.failed).append(student)
+        note = f"{seconds:.1f}s" + ("" if ok else f" ERROR: {result.warnings[-1][:200]}")
+        line(student, result, note)
+
+    ctx = multiprocessing.get_context("spawn")
+    queue = list(todo)
+    running: dict[Any, Running] = {}
+    restore = exit_on_termination()
+    try:
+        while queue or running:
+            while queue and len(running) < jobs:
+                student, digest = queue.pop(0)
+                work = out / student
+                work.mkdir(parents=True, exist_ok=True)
+                (work / CHILD_RESULT).unlink(missing_ok=True)
+                (work / "result.json").unlink(missing_ok=True)  # stale until the child's lands
+                one = grade_one
+                if student in times:
+                    one = functools.partial(grade_one, timestamp=times[student])
+                p = ctx.Process(
+                    target=run_child,
+                    args=(one, str(found[student]), student, str(work), digest, os.getpid()),
+                    name=f"grade-{student}",
+                    daemon=False,
+                )
+                p.start()
+                running[p.sentinel] = Running(student, p, time.perf_counter(), digest)
+            ready = wait(list(running), timeout=0.5)
+            now = time.perf_counter()
+            for key in list(running):
+                job = running[key]
+                timed_out = key not in ready and now - job.started > timeout
+                if key not in ready and not timed_out:
+                    continue
+                if timed_out:
+                    job.process.kill()
+                job.process.join()
+                del running[key]
+                seconds = now - job.started
+                result, ok = collect(job, out / job.student, course, timed_out, timeout)
+                finish(job.student, job.digest, result, seconds, ok)
+    finally:
+        for job in running.values():  # interrupted: leave no orphan graders behind
+            job.process.kill()
+            job.process.join()
+        restore()
+
+    state.compact()
+    for names in (outcome.graded, outcome.skipped, outcome.failed):
+        names.sort()
+    if db.exists():
+        outcome.csv = export_csv(db, out / "grades.csv")
+    outcome.seconds = time.perf_counter() - started_all
+    print(summary_table(outcome.results, course, outcome.failed, regraded), file=summary)
+    print(
+        f"graded {len(outcome.graded)}, unchanged {len(outcome.skipped)}, failed "
+        f"{len(outcome.failed)} in {outcome.seconds:.1f} s; results in {out}",
+        file=summary,
+    )
+    return outcome

@@ -1,0 +1,135 @@
+"""The one PR comment: its marker, the "not graded" text, and posting it with `gh api`.
+
+Every comment the grader writes starts with `MARKER`, so a new grading updates the one comment
+instead of adding another, and only a comment the bot wrote counts as ours. When the grading
+machine cannot grade (its GPU fails the preflight, the job fails or is cancelled), the comment
+says so and that no score was recorded: `not_graded_body`, `failure_comment`. Standard library
+only: the comment job runs on a bare Python.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from grader.github.artifact import show
+from grader.github.event import REPO_RE, run_link
+
+MARKER = "<!-- course-grader -->"
+MAX_COMMENT_CHARS = 65_000  # GitHub rejects bodies over 65,536 characters
+BOT_LOGIN = "github-actions[bot]"
+NOT_YOUR_FAULT = (
+    "Your submission was **not graded** and **no score was recorded**. This is a fault of the "
+    "grading machine, not of your work: you need not change anything. The failed run is visible "
+    "to your instructor, and grading runs again on your next push or when they re-run it."
+)
+MAX_DETAIL_CHARS = 4000
+
+
+def not_graded_body(headline: str, detail: str = "") -> str:
+    """The markdown saying a PR was not graded through no fault of the student's."""
+    text = f"## ⚠️ Not graded: {headline}\n\n{NOT_YOUR_FAULT}\n"
+    if detail:
+        fence = "~~~~"
+        clipped = detail[:MAX_DETAIL_CHARS].replace(fence, "~~~")
+        text += (
+            f"\n<details><summary>What failed</summary>\n\n{fence}text\n{clipped}\n{fence}\n"
+            "\n</details>\n"
+        )
+    return text
+
+
+def write_not_graded(out: Path, body: str, trailer: str = "") -> None:
+    """OUT/comment.md (with the marker) and summary.md for a submission that was not graded."""
+    out.mkdir(parents=True, exist_ok=True)
+    tail = f"\n{trailer}\n" if trailer else ""
+    (out / "comment.md").write_text(f"{MARKER}\n{body.rstrip()}\n{tail}", encoding="utf-8")
+    (out / "summary.md").write_text(f"{body.rstrip()}\n{tail}", encoding="utf-8")
+
+
+def failure_comment(out: Path | str, job_result: str) -> Path:
+    """Comment for a grading job that ended without writing one (failed, cancelled, timed out).
+
+    Only the workflow's own steps run before the grader writes its comment (student code runs
+    in the sandbox, whose failures are graded as test outcomes), so such an ending is the
+    machine's, and the student is told so.
+    """
+    word = job_result if re.fullmatch(r"[a-z_]{1,20}", job_result or "") else "unknown"
+    link = run_link()
+    detail = f"The grading job ended as '{word}' before it wrote a report."
+    if link:
+        detail += f" Its log: {link}"
+    write_not_graded(Path(out), not_graded_body("the grading job did not finish", detail))
+    return Path(out) / "comment.md"
+
+
+Runner = Callable[[Sequence[str], str | None], str]
+
+
+def _gh(args: Sequence[str], stdin: str | None = None) -> str:
+    """Run the GitHub CLI; its stdout, or RuntimeError with the start of its stderr."""
+    proc = subprocess.run(
+        ["gh", *args], input=stdin, capture_output=True, text=True, check=False, timeout=120
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"gh {' '.join(args[:3])} failed: {proc.stderr.strip()[:500]}")
+    return proc.stdout
+
+
+def post_comment(
+    repo: str,
+    pr_number: int,
+    body: str,
+    head_sha: str | None = None,
+    bot_login: str = BOT_LOGIN,
+    gh: Runner = _gh,
+) -> str:
+    """Create or update the one grader comment on the PR; returns 'created' or 'updated'.
+
+    With head_sha, refuses to post unless the PR's head is that commit: a pr.json cannot send
+    one student's grade to another student's PR. Only a comment the bot wrote counts as ours.
+    """
+    if not REPO_RE.match(repo):
+        raise ValueError(f"bad repository name {show(repo)}")
+    if isinstance(pr_number, bool) or not isinstance(pr_number, int) or pr_number <= 0:
+        raise ValueError(f"bad PR number {pr_number!r}")
+    if not body.startswith(MARKER):
+        raise ValueError("comment body does not start with the grader marker")
+    body = body[:MAX_COMMENT_CHARS]
+    if head_sha is not None:
+        actual = gh(["api", f"repos/{repo}/pulls/{pr_number}", "--jq", ".head.sha"], None).strip()
+        if actual != head_sha:
+            raise ValueError(
+                f"PR #{pr_number} head is {show(actual)}, not the graded commit {head_sha}; "
+                "not posting"
+            )
+    listing = gh(
+        [
+            "api",
+            "--paginate",
+            f"repos/{repo}/issues/{pr_number}/comments",
+            "--jq",
+            ".[] | {id: .id, login: .user.login, head: .body[0:40]}",
+        ],
+        None,
+    )
+    ours = None
+    for line in listing.splitlines():
+        if not line.strip():
+            continue
+        c = json.loads(line)
+        if c.get("login") == bot_login and str(c.get("head", "")).startswith(MARKER):
+            ours = int(c["id"])
+            break
+    payload = json.dumps({"body": body})
+    if ours is None:
+        gh(
+            ["api", "-X", "POST", f"repos/{repo}/issues/{pr_number}/comments", "--input", "-"],
+            payload,
+        )
+        return "created"
+    gh(["api", "-X", "PATCH", f"repos/{repo}/issues/comments/{ours}", "--input", "-"], payload)
+    return "updated"

@@ -1,0 +1,78 @@
+"""The workflow event: what GitHub itself says about the run that triggered the grading.
+
+The grading workflow runs on `workflow_run` after the student check. Its event payload, written
+by GitHub and not by the pull request, names the triggering run's event, head commit, pull
+requests, fork owner and creation time: `cross_check` holds the artifact's pr.json against it,
+`student_of` takes the student id from it and `submitted_at` the trusted time for the late
+policy. `run_link` points a comment at this grading run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from grader.github.artifact import PullRequest
+
+_LOGIN_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\[\]-]{0,99}$")
+REPO_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")
+
+
+class EventError(ValueError):
+    """The workflow event does not describe a gradable pull request run."""
+
+
+def load_event(path: Path | str) -> dict[str, Any]:
+    """The workflow_run event payload at `path` (GitHub's own file, $GITHUB_EVENT_PATH)."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or not isinstance(data.get("workflow_run"), dict):
+        raise EventError(f"{path}: not a workflow_run event payload")
+    return data
+
+
+def cross_check(pr: PullRequest, event: dict[str, Any]) -> None:
+    """The artifact's claims against what GitHub itself says about the triggering run."""
+    run = event["workflow_run"]
+    if run.get("event") != "pull_request":
+        raise EventError(f"the triggering run came from {run.get('event')!r}, not pull_request")
+    if pr.head_sha != run.get("head_sha"):
+        raise EventError(
+            f"pr.json: head_sha {pr.head_sha} is not the triggering run's head "
+            f"{run.get('head_sha')!r}"
+        )
+    numbers = [p.get("number") for p in run.get("pull_requests") or [] if isinstance(p, dict)]
+    if numbers and pr.number not in numbers:
+        raise EventError(f"pr.json: PR #{pr.number} is not among the run's pull requests {numbers}")
+
+
+def student_of(event: dict[str, Any]) -> str:
+    """The student id: the owner of the fork the PR comes from (GitHub sets it, not the PR)."""
+    run = event["workflow_run"]
+    for candidate in (
+        ((run.get("head_repository") or {}).get("owner") or {}).get("login"),
+        (run.get("actor") or {}).get("login"),
+    ):
+        if isinstance(candidate, str) and _LOGIN_RE.match(candidate):
+            return candidate
+    raise EventError("cannot tell the student: the event names no fork owner or actor")
+
+
+def submitted_at(event: dict[str, Any]) -> str:
+    """When GitHub created the triggering check run: the trusted time for the late policy."""
+    created = event["workflow_run"].get("created_at")
+    if not isinstance(created, str) or not created:
+        raise EventError("the event has no workflow_run.created_at")
+    return created
+
+
+def run_link() -> str:
+    """This run's page on GitHub, from the runner's environment; "" outside Actions."""
+    server = os.environ.get("GITHUB_SERVER_URL", "")
+    repo = os.environ.get("GITHUB_REPOSITORY", "")
+    run_id = os.environ.get("GITHUB_RUN_ID", "")
+    if server and REPO_RE.match(repo) and run_id.isdigit():
+        return f"{server}/{repo}/actions/runs/{run_id}"
+    return ""
