@@ -1,8 +1,10 @@
 """Before and after in one run (`bench/run.py --against DIR`): the same measurement in two trees.
 
-DIR is another checkout of the repository. Both trees run under this interpreter: a tree's
-commands as `python -m grader ...` with the tree on PYTHONPATH and as the working directory (the
-venv's `grader` script and its editable install point at this checkout only), and what
+DIR is another checkout of the repository. A tree runs under its own `.venv` when it has one,
+else under this interpreter: a tree's commands as `python -m grader ...` with the tree on
+PYTHONPATH and as the working directory (the venv's `grader` script and its editable install
+point at one checkout only; so does its pytest plugin entry point, which is why a tree whose
+plugin lives at another path needs its own venv: `check` refuses it otherwise), and what
 `bench/run.py` measures in-process (part 2's `grade_all`, part 3's worker start-up) in a child
 process that imports that tree's own `bench/run.py`, so each tree runs the code it ships with its
 own import paths. The caller interleaves the two trees measurement by measurement, so that a
@@ -46,6 +48,15 @@ Path(out).write_text(json.dumps(getattr(run, name)(**kwargs)))
 """
 
 
+# Where the tree's `grader` and its pytest plugin (the pytest11 entry point) are imported from.
+_WHERE = """
+import grader
+from importlib.metadata import entry_points
+(ep,) = entry_points(group="pytest11", name="grader")
+print(grader.__file__, ep.load().__file__)
+"""
+
+
 @dataclass(frozen=True)
 class Tree:
     """One checkout: where it is, and the environment that makes `import grader` find it."""
@@ -53,32 +64,38 @@ class Tree:
     label: str
     root: Path
     env: dict[str, str] = field(repr=False, hash=False, compare=False)
+    python: str = sys.executable
 
     @classmethod
     def at(cls, label: str, root: Path) -> Tree:
         root = Path(root).resolve()
         env = {**os.environ, "PYTHONPATH": str(root)}
-        return cls(label, root, env)
+        own = root / ".venv" / "bin" / "python"
+        return cls(label, root, env, str(own) if own.is_file() else sys.executable)
 
     def grader(self, *args: str) -> list[str]:
-        return [sys.executable, "-m", "grader", *args]
+        return [self.python, "-m", "grader", *args]
 
     def check(self) -> str:
-        """Where `import grader` resolves in this tree's environment; refuse a wrong one."""
+        """Where `import grader` and the pytest plugin resolve in this tree's environment;
+        refuse a tree where either comes from another checkout."""
         proc = subprocess.run(
-            [sys.executable, "-c", "import grader; print(grader.__file__)"],
+            [self.python, "-c", _WHERE],
             cwd=self.root,
             env=self.env,
             capture_output=True,
             text=True,
             check=False,
         )
-        where = proc.stdout.strip()
-        if proc.returncode != 0 or not Path(where).resolve().is_relative_to(self.root):
+        found = proc.stdout.split()
+        if proc.returncode != 0 or not all(
+            Path(w).resolve().is_relative_to(self.root) for w in found
+        ):
             raise RuntimeError(
-                f"{self.label} tree {self.root}: `import grader` gives {where or proc.stderr!r}"
+                f"{self.label} tree {self.root}: `import grader` and its pytest plugin give "
+                f"{found or proc.stderr!r}; give that tree a venv of its own (make setup)"
             )
-        return where
+        return found[0]
 
     def commit(self) -> str:
         """The tree's commit, with `+changes` when its working tree differs from it."""
@@ -98,7 +115,7 @@ class Tree:
             out = Path(tmp) / "result.json"
             proc = subprocess.run(
                 [
-                    sys.executable,
+                    self.python,
                     "-c",
                     _CHILD,
                     str(self.root / "bench"),

@@ -34,8 +34,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
-    from grader.batch import reference_m9_record  # lazy: numpy, the sandbox
     from grader.grading.grade import grade_submission  # lazy: as above
+    from grader.grading.reference import reference_m9_record  # lazy: numpy, the sandbox
     from grader.reports.outputs import report_outputs, write_each  # lazy: matplotlib
     from grader.reports.terminal import grade_summary  # lazy: as above
     from grader.sandbox.isolation import IsolationRefused  # lazy: as above

@@ -51,8 +51,8 @@ class GraderSession:
 
     def reference_module(self, assignment_id: str):
         if assignment_id not in self._reference_modules:
-            from grader.sandbox.harness import load_module
             from grader.core.notebook import choose_notebook
+            from grader.sandbox.harness import load_module
 
             path = choose_notebook(self.reference, assignment_id)
             self._reference_modules[assignment_id] = load_module(path, f"reference_{assignment_id}")

@@ -45,8 +45,8 @@ def run_assignment(
     """
     import pytest
 
-    from grader.suites import plugin
     from grader.core.course import load_course
+    from grader.suites import plugin
 
     root = Path(root).resolve()
     submission = Path(submission).resolve()

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.gradebook import GradebookError, cell_names, export_csv, open_gradebook, record
 from grader.core.results import AssignmentResult, Environment, GradeResult
 from grader.core.results import TestResult as Case
+from grader.gradebook import GradebookError, cell_names, export_csv, open_gradebook, record
 
 ROOT = Path(__file__).resolve().parents[2]
 

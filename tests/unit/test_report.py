@@ -6,12 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from grader.reports import write_reports
-from grader.reports.common import NAME_CHARS
-from grader.reports.escape import md_inline as _md_inline
-from grader.reports.html import html
-from grader.reports.markdown import markdown
-from grader.reports.plots import roofline_png
 from grader.core.results import (
     AssignmentResult,
     Environment,
@@ -19,6 +13,12 @@ from grader.core.results import (
     validate,
 )
 from grader.core.results import TestResult as Case
+from grader.reports import write_reports
+from grader.reports.common import NAME_CHARS
+from grader.reports.escape import md_inline as _md_inline
+from grader.reports.html import html
+from grader.reports.markdown import markdown
+from grader.reports.plots import roofline_png
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from grader.core.course import load_course
-from grader.reports.html import html
 from grader.core.results import AssignmentResult, Environment, GradeResult
 from grader.core.results import TestResult as Row
+from grader.reports.html import html
 
 ROOT = Path(__file__).resolve().parents[2]
 BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -20,11 +20,11 @@ from markdown_it import MarkdownIt
 from mdit_py_plugins.footnote import footnote_plugin
 from mdit_py_plugins.tasklists import tasklists_plugin
 
+from grader.core.results import AssignmentResult, Environment, GradeResult
+from grader.core.results import TestResult as Row
 from grader.reports.escape import visible
 from grader.reports.html import html
 from grader.reports.markdown import markdown
-from grader.core.results import AssignmentResult, Environment, GradeResult
-from grader.core.results import TestResult as Row
 
 ROOT = Path(__file__).resolve().parents[2]
 
