@@ -574,13 +574,9 @@ def spawn_cost(tmp: Path, runs: int) -> dict:
     """What bubblewrap adds to each sandboxed process start: `python -c pass` started bare and
     through `grader.sandbox.isolation.spawn` (namespaces, mounts, scratch tmpfs, setpriv)."""
     from grader.core.course import load_course
-    from grader.sandbox.isolation import (
-        Sandbox,
-        UidLease,
-        _prepare_workdir,
-        _scrubbed_env,
-        spawn,
-    )
+    from grader.sandbox.spawn import Sandbox, UidLease, spawn
+    from grader.sandbox.spawn import prepare_workdir as _prepare_workdir
+    from grader.sandbox.spawn import scrubbed_env as _scrubbed_env
 
     limits = load_course(ROOT).limits
     work = tmp / "spawn" / "work"

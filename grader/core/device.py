@@ -8,6 +8,7 @@ calls `prepare_numba()` first.
 
 from __future__ import annotations
 
+import argparse
 import functools
 import os
 import re
@@ -42,7 +43,7 @@ def prepare_numba() -> None:
     """
     if os.environ.get(PTX_ENV) == "1":
         os.environ.pop("NUMBA_ENABLE_CUDASIM", None)
-        import numba.cuda  # noqa: F401
+        import numba.cuda  # noqa: F401 - lazy: heavy, and the point is to import it now
 
         return
     if not has_gpu():
@@ -125,8 +126,6 @@ def describe() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m grader.core.device profile [--default NAME]`: print the install profile that
     matches this machine's driver (stdlib only, so it runs before the install)."""
-    import argparse
-
     p = argparse.ArgumentParser(prog="python -m grader.core.device")
     sub = p.add_subparsers(dest="cmd", required=True)
     prof = sub.add_parser("profile", help="the pyproject extra that matches the NVIDIA driver")

@@ -20,6 +20,7 @@ import subprocess
 import sys
 from dataclasses import asdict, dataclass, fields
 
+from grader.core.device import read_driver
 from grader.core.infra import InfrastructureError
 
 PASSED_ENV = "GRADER_GPU_PREFLIGHT"  # set by a process whose preflight passed, for its children
@@ -49,9 +50,8 @@ class GpuUnavailable(InfrastructureError):
 
 
 def _probe() -> dict:
-    """In the child: each check's outcome, as plain data."""
-    from grader.core.device import read_driver
-
+    """In the child: each check's outcome, as plain data (numba, numba_cuda and torch are
+    imported here, lazily: only in the child, and numba after the simulator switch is cleared)."""
     out: dict = {"errors": []}
     driver, why = read_driver()
     if driver is None:

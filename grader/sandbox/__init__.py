@@ -1,10 +1,37 @@
-"""The trust boundary: the sandboxed worker's backend and its isolation.
+"""The trust boundary: the protocol, the sandboxed worker, its isolation and its backend.
 
-`backend` holds `WorkerBackend` (the trusted side of the protocol); `isolation` holds the layers a
-worker runs under and the probe that verifies them.
+Worker side (untrusted, imports only `grader.core` and these): `protocol` (replies, framing,
+limits), `wire` (the message format), `harness` (the grader's code in the worker), `procs`,
+`worker` (``python -m grader.sandbox.worker``). Trusted side: `spawn` (the bubblewrap command),
+`isolation` (the layers and their probe), `channel` (one bounded exchange), `backend`
+(`WorkerBackend`).
+
+The names below are re-exported lazily (module `__getattr__`): importing `grader.sandbox.worker`
+imports this package first, and an eager import of the backend here would make every worker
+start-up import the trusted side (backend, isolation, spawn, the course manifest) for nothing.
 """
 
-from grader.sandbox.backend import WorkerBackend
-from grader.sandbox.isolation import ALL_LAYERS, describe_exit, isolation_available
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from grader.sandbox.backend import WorkerBackend
+    from grader.sandbox.isolation import ALL_LAYERS, isolation_available
+    from grader.sandbox.procs import describe_exit
 
 __all__ = ["ALL_LAYERS", "WorkerBackend", "describe_exit", "isolation_available"]
+
+_HOMES = {
+    "ALL_LAYERS": "grader.sandbox.isolation",
+    "WorkerBackend": "grader.sandbox.backend",
+    "describe_exit": "grader.sandbox.procs",
+    "isolation_available": "grader.sandbox.isolation",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_HOMES[name]), name)

@@ -1,8 +1,8 @@
-"""`WorkerBackend`: the `grader.suites.student` backend that reaches student code in a sandboxed worker.
+"""`WorkerBackend`: the `grader.suites` backend that reaches student code in a sandboxed worker.
 
-Student code runs only in ``python -m grader.sandbox.worker`` (see that module for the protocol); only
-`grader.sandbox.wire` messages cross, and every verdict stays in this, the trusted, process. The isolation
-each worker gets is `grader.sandbox.isolation`'s.
+Student code runs only in ``python -m grader.sandbox.worker``; only `grader.sandbox.protocol`
+replies cross (one `grader.sandbox.channel.exchange` per request), and every verdict stays in
+this, the trusted, process. The isolation each worker gets is `grader.sandbox.isolation`'s.
 
 Timeouts: each request has its own deadline; on expiry the whole worker (process group and PID
 namespace) is killed with SIGKILL, the caller gets ``WorkerTimeout`` and the next request starts a
@@ -14,74 +14,47 @@ from __future__ import annotations
 
 import contextlib
 import os
-import select
 import signal
-import struct
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import replace
 from pathlib import Path
 
-from grader.sandbox import wire
 from grader.core import device
 from grader.core.course import Limits
-from grader.sandbox.isolation import (
-    ALL_LAYERS,
+from grader.core.kernel_source import KernelSourceError, extract
+from grader.core.notebook import graded_source, read_notebook
+from grader.core.readback import list_dir, read_file
+from grader.sandbox import protocol
+from grader.sandbox.channel import Failure, crashed, exchange
+from grader.sandbox.isolation import ALL_LAYERS, probe, sandbox_for
+from grader.sandbox.procs import OutputTail, children, descendants, describe_exit, kill_tree, rss_mb
+from grader.sandbox.protocol import (
+    OUTPUT_TAIL_BYTES,
+    PROTOCOL_ERROR,
+    STARTUP_ALLOWANCE_S,
+    WORKER_CRASHED,
+    WORKER_TIMEOUT,
+    trusted_error,
+)
+from grader.sandbox.spawn import (
     SANDBOX_DIR,
     UidLease,
-    _children,
-    _course_root_default,
-    _descendants,
-    _inside,
-    _prepare_workdir,
-    _rss_mb,
-    _scrubbed_env,
-    describe_exit,
-    probe,
-    sandbox_for,
+    course_root_default,
+    inside,
+    prepare_workdir,
+    scrubbed_env,
     spawn,
+    worker_command,
 )
 
-FRAME = struct.Struct(">Q")
-MAX_REPLY_BYTES = 256 << 20
-OUTPUT_TAIL_BYTES = 64 << 10
-STARTUP_ALLOWANCE_S = 30.0  # interpreter start-up (a ping), before import_timeout_s starts
 WATCHDOG_PERIOD_S = 0.2
 
 
-class _Failure(Exception):
-    def __init__(self, kind: str, message: str, exited: bool = False):
-        super().__init__(message)
-        self.kind, self.message, self.exited = kind, message, exited
-
-
-def _error(kind: str, message: str) -> dict:
-    """An error decided here, in the trusted process: the only kind that may name an
-    infrastructure outcome (a worker's reply cannot carry ``origin``; see `_valid_reply`)."""
-    return {"error": {"type": kind, "message": message, "traceback": "", "origin": "grader"}}
-
-
-def _valid_reply(reply: object) -> bool:
-    if not isinstance(reply, dict) or len(reply) != 1:
-        return False
-    if "ok" in reply:
-        return True
-    err = reply.get("error")
-    return (
-        isinstance(err, dict)
-        and set(err) <= {"type", "message", "traceback"}
-        and all(isinstance(v, str) for v in err.values())
-        and "type" in err
-    )
-
-
-# --------------------------------------------------------------------------- the backend
-
-
 class WorkerBackend:
-    """The `grader.suites.student.Backend` protocol, served by one sandboxed worker per submission."""
+    """The `grader.suites.student.Backend` protocol, served by one sandboxed worker per
+    submission (and two kernel workers that load no notebook)."""
 
     def __init__(
         self,
@@ -99,16 +72,16 @@ class WorkerBackend:
         self.workdir = Path(workdir).resolve()
         self.notebooks = {k: Path(v).resolve() for k, v in notebooks.items()}
         for key, path in self.notebooks.items():
-            if not _inside(path, self.workdir):
+            if not inside(path, self.workdir):
                 raise ValueError(f"notebook of {key} ({path}) is not inside {self.workdir}")
         self.limits = limits
         self.gpu = gpu
         self.course_root = (
-            Path(course_root).resolve() if course_root is not None else _course_root_default()
+            Path(course_root).resolve() if course_root is not None else course_root_default()
         )
         self.hide = [Path(h) for h in (hide or [])]
         verified = probe().layers
-        _prepare_workdir(self.workdir)
+        prepare_workdir(self.workdir)
         # Refuses here unless every layer holds, or the caller chose a non-authoritative grading.
         self._box = sandbox_for(
             self.workdir,
@@ -121,7 +94,7 @@ class WorkerBackend:
         self._allow_incomplete = allow_incomplete
         self._lease: UidLease | None = None
         self._scratch_fd: int | None = None
-        self.env = _scrubbed_env(self.workdir, gpu)
+        self.env = scrubbed_env(self.workdir, gpu)
         if ptx_only:  # a sibling worker that compiles kernels with the real CUDA target
             self.env.pop("NUMBA_ENABLE_CUDASIM", None)
             self.env[device.PTX_ENV] = "1"
@@ -136,8 +109,7 @@ class WorkerBackend:
         self._loaded: set[str] = set()
         self._load_failed: dict[str, dict] = {}
         self._spent = 0.0
-        self._tail = bytearray()
-        self._tail_lock = threading.Lock()
+        self._tail = OutputTail(OUTPUT_TAIL_BYTES)
         self._memory_killed = False
         self._init_pids: list[int] = []  # the PID-namespace init, killed even if it left
         self.starts = 0
@@ -152,10 +124,10 @@ class WorkerBackend:
         assignment = req.get("assignment")
         what = str(req.get("name") or req.get("op") or "the call")
         if assignment not in self.notebooks:
-            return _error("ProtocolError", f"no notebook for assignment {assignment!r}")
+            return trusted_error(PROTOCOL_ERROR, f"no notebook for assignment {assignment!r}")
         if assignment in self._load_failed:
             err = self._load_failed[assignment]["error"]
-            return _error(err["type"], f"not run: {err['message']}")
+            return trusted_error(err["type"], f"not run: {err['message']}")
         if self.budget_left <= 0:
             return self._budget_spent()
         t0 = time.monotonic()
@@ -165,8 +137,8 @@ class WorkerBackend:
             if fresh:
                 try:
                     self._start()
-                except _Failure as exc:
-                    return _error(exc.kind, exc.message)
+                except Failure as exc:
+                    return trusted_error(exc.kind, exc.message)
                 # The start-up allowance covers the interpreter alone, not the student's cells.
                 reply = self._timed(
                     {"op": "ping"}, STARTUP_ALLOWANCE_S, "starting the worker", budget_end
@@ -182,8 +154,8 @@ class WorkerBackend:
                     budget_end,
                 )
                 if "error" in reply and reply["error"]["type"] in (
-                    "WorkerTimeout",
-                    "WorkerCrashed",
+                    WORKER_TIMEOUT,
+                    WORKER_CRASHED,
                 ):
                     # Loading again would only burn the budget again: later requests get this.
                     self._load_failed[assignment] = reply
@@ -211,20 +183,14 @@ class WorkerBackend:
     def graded_source(self, assignment: str) -> str:
         """The graded cells of the submission's notebook, read here (the worker cannot write
         the submission's files: they stay the grader's and read-only to it)."""
-        from grader.core.notebook import graded_source, read_notebook
-
         return graded_source(read_notebook(self.notebooks[assignment]))
 
     def read_back(self, path: str, max_bytes: int) -> bytes | None:
         """A file the student's code wrote in its working directory, read by this process."""
-        from grader.core.readback import read_file
-
         scratch = self._live_scratch()
         return None if scratch is None else read_file(scratch, path, max_bytes)
 
     def list_back(self, path: str) -> list[str]:
-        from grader.core.readback import list_dir
-
         scratch = self._live_scratch()
         return [] if scratch is None else list_dir(scratch, path)
 
@@ -240,23 +206,13 @@ class WorkerBackend:
         self, assignment: str, name: str, signature: str, cc: tuple[int, int], timeout: float
     ) -> dict:
         """PTX of a kernel of the notebook, compiled from its extracted source."""
-        from grader.core.kernel_source import KernelSourceError, extract
-
         if assignment not in self.notebooks:
-            return _error("ProtocolError", f"no notebook for assignment {assignment!r}")
+            return trusted_error(PROTOCOL_ERROR, f"no notebook for assignment {assignment!r}")
         try:
             ks = extract(self.graded_source(assignment), name, self.notebooks[assignment].name)
         except KernelSourceError as exc:
-            return _error("KernelSourceError", str(exc))
-        req = {
-            "op": "kernel_compile",
-            "source": ks.text,
-            "name": name,
-            "devices": list(ks.device_functions),
-            "signature": signature,
-            "cc": list(cc),
-        }
-        return self.kernel(req, timeout, "compile")
+            return trusted_error(protocol.KERNEL_SOURCE_ERROR, str(exc))
+        return self.kernel(protocol.compile_request(ks, signature, cc), timeout, "compile")
 
     def _sibling(self, target: str) -> WorkerBackend:
         if target not in ("compile", "run"):
@@ -286,8 +242,8 @@ class WorkerBackend:
         if self._proc is None:
             try:
                 self._start()
-            except _Failure as exc:
-                return _error(exc.kind, exc.message)
+            except Failure as exc:
+                return trusted_error(exc.kind, exc.message)
             reply = self._timed(
                 {"op": "ping"}, STARTUP_ALLOWANCE_S, "starting the worker", budget_end
             )
@@ -302,9 +258,9 @@ class WorkerBackend:
     def warm(self, assignments: list[str], ptx_assignments: list[str] = ()) -> None:
         """Start the worker and run these notebooks now, and start the kernel workers when an
         assignment in `ptx_assignments` has kernels, exactly as the first request would;
-        failures are kept for the requests to report. Not thread-safe: `grader.grading.grade` runs it
-        in a background thread and joins it before any other request, so the workers start
-        while pytest starts up."""
+        failures are kept for the requests to report. Not thread-safe: `grader.grading.grade`
+        runs it in a background thread and joins it before any other request, so the workers
+        start while pytest starts up."""
         timeout = self.limits.import_timeout_s + STARTUP_ALLOWANCE_S
         for a in assignments:
             if a in self.notebooks and a not in self._loaded:
@@ -346,7 +302,7 @@ class WorkerBackend:
             return self.workdir / SANDBOX_DIR
         if self._scratch_fd is None and self._proc is not None:
             target = f"{self.workdir / SANDBOX_DIR}"
-            for pid in self._init_pids or _children(self._proc.pid):
+            for pid in self._init_pids or children(self._proc.pid):
                 with contextlib.suppress(OSError):
                     flags = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
                     self._scratch_fd = os.open(f"/proc/{pid}/root{target}", flags)
@@ -361,8 +317,7 @@ class WorkerBackend:
 
     def output_tail(self) -> str:
         """The last bytes the worker printed (stdout and stderr), for diagnostics."""
-        with self._tail_lock:
-            return bytes(self._tail).decode(errors="replace")
+        return self._tail.text()
 
     def __enter__(self) -> WorkerBackend:
         return self
@@ -377,32 +332,11 @@ class WorkerBackend:
     # ---- internals
 
     def _budget_spent(self) -> dict:
-        return _error(
-            "WorkerTimeout",
+        return trusted_error(
+            WORKER_TIMEOUT,
             f"the submission's total time budget of "
             f"{self.limits.submission_timeout_s:g} s is spent; nothing more was run",
         )
-
-    def _command(self) -> list[str]:
-        """The worker's own command line; `spawn` puts it inside bubblewrap, whose init is PID 1
-        of the namespace (so the worker's own --pid-namespace fork is not needed)."""
-        cmd = [sys.executable, "-P", "-s", "-m", "grader.sandbox.worker"]
-        for key, path in self.notebooks.items():
-            cmd += ["--notebook", f"{key}={path}"]
-        lim = self.limits
-        cmd += [
-            "--memory-mb",
-            str(0 if self.gpu else lim.memory_mb),
-            "--file-size-mb",
-            str(lim.file_size_mb),
-            "--open-files",
-            str(lim.open_files),
-            "--processes",
-            str(lim.processes),
-        ]
-        if self._kernels:
-            cmd.append("--kernels")
-        return cmd
 
     def _start(self) -> None:
         self._memory_killed = False
@@ -413,8 +347,9 @@ class WorkerBackend:
             if os.geteuid() == 0 and not box.bare:  # a uid of its own: its own process count
                 self._lease = self._lease or UidLease()
                 box = replace(box, uid=self._lease.uid)
+            command = worker_command(self.notebooks, self.limits, self.gpu, self._kernels)
             proc = spawn(
-                self._command(),
+                command,
                 box,
                 self.env,
                 address_space=not self.gpu,
@@ -423,50 +358,25 @@ class WorkerBackend:
                 stderr=subprocess.PIPE,
             )
         except (OSError, subprocess.SubprocessError) as exc:
-            raise _Failure("WorkerCrashed", f"the worker could not start: {exc}") from exc
+            raise crashed(f"the worker could not start: {exc}") from exc
         self._proc = proc
         self.starts += 1
         os.set_blocking(proc.stdin.fileno(), False)
-        threading.Thread(target=self._drain, args=(proc,), daemon=True).start()
+        threading.Thread(target=self._tail.drain, args=(proc.stderr.fileno(),), daemon=True).start()
         if self.gpu:
             threading.Thread(target=self._watchdog, args=(proc,), daemon=True).start()
 
-    def _drain(self, proc: subprocess.Popen) -> None:
-        fd = proc.stderr.fileno()
-        while True:
-            try:
-                chunk = os.read(fd, 1 << 16)
-            except OSError:
-                return
-            if not chunk:
-                return
-            with self._tail_lock:
-                self._tail += chunk
-                if len(self._tail) > OUTPUT_TAIL_BYTES:
-                    del self._tail[: len(self._tail) - OUTPUT_TAIL_BYTES]
-
     def _watchdog(self, proc: subprocess.Popen) -> None:
         while proc.poll() is None:
-            pids = [proc.pid, *_descendants(proc.pid)]
-            if _rss_mb(pids) > self.limits.memory_mb:
+            pids = [proc.pid, *descendants(proc.pid)]
+            if rss_mb(pids) > self.limits.memory_mb:
                 self._memory_killed = True
                 self._signal_all(proc, pids)
                 return
             time.sleep(WATCHDOG_PERIOD_S)
 
     def _signal_all(self, proc: subprocess.Popen, pids: list[int]) -> None:
-        """SIGKILL bubblewrap's init (PID 1 of the worker's namespace: the kernel then kills
-        every process in it, a detached daemon too) and whatever else was seen, then bwrap."""
-        for pid in dict.fromkeys([*self._init_pids, *_children(proc.pid), *pids]):
-            if pid != proc.pid:
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=1)
-        with contextlib.suppress(OSError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        with contextlib.suppress(OSError):
-            proc.kill()
+        kill_tree(proc, [*self._init_pids, *children(proc.pid), *pids])
 
     def _kill(self) -> int | None:
         proc, self._proc = self._proc, None
@@ -474,7 +384,7 @@ class WorkerBackend:
         self._close_scratch()
         if proc is None:
             return None
-        self._signal_all(proc, _descendants(proc.pid))
+        self._signal_all(proc, descendants(proc.pid))
         self._init_pids = []
         try:
             code = proc.wait(timeout=10)
@@ -503,89 +413,29 @@ class WorkerBackend:
         except TimeoutError:
             self._kill()
             if limit < timeout:
-                return _error(
-                    "WorkerTimeout",
+                return trusted_error(
+                    WORKER_TIMEOUT,
                     f"{what} ran out of the submission's total time budget of "
                     f"{self.limits.submission_timeout_s:g} s; the worker was stopped",
                 )
-            return _error(
-                "WorkerTimeout",
+            return trusted_error(
+                WORKER_TIMEOUT,
                 f"{what} took longer than {timeout:g} s; the worker was stopped and "
                 "will be restarted (look for an infinite loop or a too-large input)",
             )
-        except _Failure as exc:
-            if exc.kind == "WorkerCrashed":
+        except Failure as exc:
+            if exc.kind == WORKER_CRASHED:
                 code = self._kill()
                 if not exc.exited and not self._memory_killed:
                     code = None  # a protocol violation: say what it was, not how it ended
-                return _error("WorkerCrashed", self._crash_message(code, exc.message))
+                return trusted_error(WORKER_CRASHED, self._crash_message(code, exc.message))
             self._kill()
-            return _error(exc.kind, exc.message)
+            return trusted_error(exc.kind, exc.message)
 
     def _exchange(self, req: dict, deadline: float) -> dict:
         proc = self._proc
         assert proc is not None
-        data = wire.encode(req)
-        self._send(proc, FRAME.pack(len(data)) + data, deadline)
-        (size,) = FRAME.unpack(self._recv(proc, FRAME.size, deadline))
-        if size > MAX_REPLY_BYTES:
-            raise _Failure(
-                "WorkerCrashed",
-                f"the worker sent a reply of {size} bytes, over the "
-                f"{MAX_REPLY_BYTES >> 20} MiB limit",
-            )
-        payload = self._recv(proc, size, deadline)
-        try:
-            reply = wire.decode(payload, deadline)  # bounded in values and in this request's time
-        except wire.NotPlainData as exc:
-            raise _Failure("WorkerCrashed", f"the worker sent a malformed reply ({exc})") from None
-        if not _valid_reply(reply):
-            raise _Failure("WorkerCrashed", "the worker sent a reply of the wrong shape")
+        reply = exchange(proc, req, deadline)
         if not self._init_pids:
-            self._init_pids = _children(proc.pid)
+            self._init_pids = children(proc.pid)
         return reply
-
-    def _gone(self, proc: subprocess.Popen) -> _Failure:
-        try:
-            proc.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            return _Failure("WorkerCrashed", "the worker closed its reply channel")
-        return _Failure("WorkerCrashed", "the worker exited", exited=True)
-
-    def _send(self, proc: subprocess.Popen, frame: bytes, deadline: float) -> None:
-        fd = proc.stdin.fileno()
-        view = memoryview(frame)
-        while view:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError
-            _, writable, _ = select.select([], [fd], [], min(left, 0.1))
-            if not writable:
-                if proc.poll() is not None:
-                    raise self._gone(proc)
-                continue
-            try:
-                view = view[os.write(fd, view[: 1 << 20]) :]
-            except BlockingIOError:
-                continue
-            except (BrokenPipeError, OSError) as exc:
-                raise self._gone(proc) from exc
-
-    def _recv(self, proc: subprocess.Popen, n: int, deadline: float) -> bytearray:
-        """Exactly n bytes before `deadline`; returned without a copy (replies can be 256 MiB)."""
-        fd = proc.stdout.fileno()
-        buf = bytearray()
-        while len(buf) < n:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError
-            readable, _, _ = select.select([fd], [], [], min(left, 0.1))
-            if not readable:
-                if proc.poll() is not None:
-                    raise self._gone(proc)
-                continue
-            chunk = os.read(fd, min(n - len(buf), 1 << 20))
-            if not chunk:
-                raise self._gone(proc)
-            buf += chunk
-        return buf

@@ -13,18 +13,31 @@ verdict: the trusted side checks every reply (`grader.suites.student`, `grader.s
 
 from __future__ import annotations
 
+import ast
+import builtins
 import contextlib
 import linecache
+import os
 import sys
 import traceback
 import types
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from grader.core import device
+from grader.core.kernel_source import ALLOWED_BUILTINS
+from grader.core.notebook import graded_source, read_notebook
+from grader.sandbox import protocol, wire
+from grader.sandbox.protocol import (
+    MAX_RECORDED_LAUNCHES,
+    NOTEBOOK_FAILED,
+    PROTOCOL_ERROR,
+    TRACEBACK_CHARS,
+)
 
 MODULE_PREFIX = "submission_"
-TRACEBACK_CHARS = 4000
 
 
 def _student_frames(exc: BaseException, filename: str) -> str:
@@ -40,13 +53,11 @@ def error_reply(exc: BaseException, filename: str = "") -> dict:
         message = str(exc)
     except Exception:  # a student exception whose __str__ itself raises
         message = "<message unavailable>"
-    return {
-        "error": {
-            "type": type(exc).__name__,
-            "message": message[:TRACEBACK_CHARS],
-            "traceback": _student_frames(exc, filename) if filename else "",
-        }
-    }
+    return protocol.error(
+        type(exc).__name__,
+        message[:TRACEBACK_CHARS],
+        _student_frames(exc, filename) if filename else "",
+    )
 
 
 def graded_filename(path: Path | str) -> str:
@@ -60,8 +71,6 @@ def load_module(path: Path, name: str) -> types.ModuleType:
     The joined cells are registered in linecache under `graded_filename(path)`, so a traceback
     quotes the line that actually ran rather than whatever sits at that line number in the file.
     """
-    from grader.core.notebook import graded_source, read_notebook
-
     nb = read_notebook(path)
     source = graded_source(nb)
     filename = graded_filename(path)
@@ -113,7 +122,7 @@ class Harness:
         try:
             self.module = load_module(self.path, MODULE_PREFIX + self.assignment_id)
             _preload(self.module)
-            return {"ok": None}
+            return protocol.ok(None)
         except BaseException as exc:  # noqa: BLE001 - any failure of student code is data
             self.load_error = error_reply(exc, graded_filename(self.path))
             return self.load_error
@@ -127,17 +136,14 @@ class Harness:
                 if self.load_error is None:
                     self.load()
                 if self.module is None:
-                    err = dict(self.load_error["error"])
-                    err["message"] = f"the notebook failed to run: {err['type']}: {err['message']}"
-                    err["type"] = "NotebookFailed"
-                    return {"error": err}
+                    err = self.load_error["error"]
+                    message = f"the notebook failed to run: {err['type']}: {err['message']}"
+                    return protocol.error(NOTEBOOK_FAILED, message, err["traceback"])
             if op == "has":
-                return {"ok": hasattr(self.module, request["name"])}
+                return protocol.ok(hasattr(self.module, request["name"]))
             if op == "call":
-                return {"ok": self._call(request)}
-            return {
-                "error": {"type": "ProtocolError", "message": f"unknown op {op!r}", "traceback": ""}
-            }
+                return protocol.ok(self._call(request))
+            return protocol.error(PROTOCOL_ERROR, f"unknown op {op!r}")
         except BaseException as exc:  # noqa: BLE001 - student failures travel as data
             return error_reply(exc, graded_filename(self.path))
 
@@ -172,12 +178,7 @@ class Harness:
         return {"value": value, "launches": log}
 
 
-MAX_RECORDED_LAUNCHES = 8
-
-
 def _host_copy(value: Any) -> Any:
-    import numpy as np
-
     if isinstance(value, np.ndarray):
         return value.copy()
     if hasattr(value, "copy_to_host"):
@@ -192,7 +193,7 @@ class _Recorder:
         self._kernel, self._name, self._log = kernel, name, log
 
     def __getitem__(self, dims: Any):
-        from numba import cuda
+        from numba import cuda  # lazy: numba reads NUMBA_ENABLE_CUDASIM when first imported
 
         if not (isinstance(dims, tuple) and len(dims) == 2):
             raise TypeError(f"launch {self._name} as {self._name}[blocks, threads](...)")
@@ -246,19 +247,19 @@ class KernelHost:
         try:
             op = request.get("op")
             if op == "kernel_compile":
-                return {"ok": self._compile(request)}
+                return protocol.ok(self._compile(request))
             if op == "kernel_launch":
                 kernel, grid, block, dev = self._prepare(request)
                 kernel[grid, block](*dev)
                 _synchronize()
-                return {"ok": [_host_copy(d) if _is_array(d) else None for d in dev]}
+                return protocol.ok([_host_copy(d) if _is_array(d) else None for d in dev])
             if op == "kernel_stage":
                 self._staged = None
                 kernel, grid, block, dev = self._prepare(request)
                 kernel[grid, block](*dev)  # warm-up: the first launch compiles
                 _synchronize()
                 self._staged = (kernel, grid, block, dev)
-                return {"ok": None}
+                return protocol.ok(None)
             if op == "kernel_run":
                 if self._staged is None:
                     raise RuntimeError("kernel_run before kernel_stage")
@@ -266,25 +267,20 @@ class KernelHost:
                 for _ in range(max(1, int(request.get("repeat", 1)))):
                     kernel[grid, block](*dev)
                 _synchronize()
-                return {"ok": None}
+                return protocol.ok(None)
             if op == "kernel_fetch":
                 if self._staged is None:
                     raise RuntimeError("kernel_fetch before kernel_stage")
-                return {"ok": [_host_copy(d) if _is_array(d) else None for d in self._staged[3]]}
-            return {
-                "error": {"type": "ProtocolError", "message": f"unknown op {op!r}", "traceback": ""}
-            }
+                return protocol.ok(
+                    [_host_copy(d) if _is_array(d) else None for d in self._staged[3]]
+                )
+            return protocol.error(PROTOCOL_ERROR, f"unknown op {op!r}")
         except BaseException as exc:  # noqa: BLE001 - a kernel's failure is data
             return error_reply(exc)
 
     def _namespace(self, request: dict) -> tuple[dict, Any]:
-        import ast
-        import builtins
-
-        from grader.core.kernel_source import ALLOWED_BUILTINS
-
         device.prepare_numba()
-        from numba import cuda
+        from numba import cuda  # lazy: after prepare_numba (the simulator switch is read once)
 
         source, name = str(request["source"]), str(request["name"])
         devices = tuple(str(d) for d in request.get("devices", []))
@@ -306,11 +302,11 @@ class KernelHost:
         return self._built[key]
 
     def _compile(self, request: dict) -> str:
-        from numba import cuda
+        from numba import cuda  # lazy: numba reads NUMBA_ENABLE_CUDASIM when first imported
+        from numba.core.errors import NumbaError
 
         if device.simulator_active():
             raise RuntimeError("PTX requested from a process running the CUDA simulator")
-        from numba.core.errors import NumbaError
 
         ns, _ = self._namespace(request)
         fn = ns[str(request["name"])]
@@ -334,8 +330,7 @@ class KernelHost:
         return ptx
 
     def _prepare(self, request: dict) -> tuple[Any, Any, Any, list]:
-        import numpy as np
-        from numba import cuda
+        from numba import cuda  # lazy: numba reads NUMBA_ENABLE_CUDASIM when first imported
 
         _, kernel = self._namespace(request)
         grid = _launch_dims(request["grid"], "grid (blocks)")
@@ -349,7 +344,7 @@ def _course_device(cc: tuple[int, int]):
     """Device functions called from a kernel compile for the *current* device's compute
     capability (numba-cuda asks the driver), which fails without a GPU and is the wrong target
     on a GPU that is not the course's: during a compile, that device is the course GPU."""
-    from numba.cuda import dispatcher
+    from numba.cuda import dispatcher  # lazy: numba reads NUMBA_ENABLE_CUDASIM when imported
 
     current = dispatcher.get_current_device
     dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=cc)
@@ -364,21 +359,18 @@ def _is_array(value: Any) -> bool:
 
 
 def _synchronize() -> None:
-    from numba import cuda
+    from numba import cuda  # lazy: numba reads NUMBA_ENABLE_CUDASIM when first imported
 
     cuda.synchronize()
 
 
 def _compile_main() -> int:
-    """``python -m grader.sandbox.harness``: one ``kernel_compile`` request on stdin, its reply on stdout.
+    """``python -m grader.sandbox.harness``: one ``kernel_compile`` request on stdin, its reply
+    on stdout.
 
     The in-process backend's compile worker: a fresh process with the real CUDA target that
     runs nothing of the notebook (the request carries the extracted kernel source).
     """
-    import os
-
-    from grader.sandbox import wire
-
     os.environ[device.PTX_ENV] = "1"
     reply_fd = os.dup(1)
     os.dup2(2, 1)  # whatever numba prints goes to stderr, not into the reply

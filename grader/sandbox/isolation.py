@@ -1,8 +1,8 @@
-"""How a worker is isolated: bubblewrap, the one spawn function, the probe that verifies it.
+"""How a worker is isolated: the layers, the probe that verifies them, the refusal when one fails.
 
-Every sandboxed process (the worker, the PTX sibling, any later kind) is started by `spawn`, which
-runs it under bubblewrap (``bwrap``, the system's: see docs/GITHUB_SETUP.md for why). Each layer
-is named in ``WorkerBackend.isolation`` only when the probe saw it hold on this machine:
+Every sandboxed process (the worker, the kernel workers, the probe) is started by
+`grader.sandbox.spawn.spawn` under bubblewrap. Each layer is named in ``WorkerBackend.isolation``
+only when the probe (run through that same `spawn`) saw it hold on this machine:
 
 ``scrubbed-env``
     an allow-listed environment: no token or secret of the grader's environment reaches it.
@@ -15,7 +15,8 @@ is named in ``WorkerBackend.isolation`` only when the probe saw it hold on this 
 ``unprivileged-user``
     as root: a distinct uid per concurrent worker (``setpriv`` drops to it inside the sandbox,
     before the interpreter starts); as an ordinary user: a user namespace of its own. No
-    supplementary groups, no capabilities, ``no_new_privs``.
+    supplementary groups, no capabilities, ``no_new_privs`` (bubblewrap's, and the worker's
+    own: `grader.sandbox.procs.no_new_privs`).
 ``pid-namespace``
     a PID namespace with its own ``/proc``: the worker sees only its own processes (not the
     grader, not another worker, not their command lines or ``/proc/*/cwd``), and bubblewrap's
@@ -41,45 +42,38 @@ named with the command that provides it.
 
 from __future__ import annotations
 
-import concurrent.futures
-import contextlib
-import fcntl
 import functools
 import json
 import os
-import resource
-import shutil
-import signal
-import site
 import subprocess
 import sys
-import sysconfig
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import grader
 from grader.core.course import Limits
-
-SANDBOX_DIR = ".sandbox"
-BWRAP_ENV = "GRADER_BWRAP"  # the bwrap to run instead of the one on PATH (tests, odd installs)
-UID_BASE = 1_700_000_000  # root mode: worker uids UID_BASE .. UID_BASE + UID_SLOTS - 1
-UID_SLOTS = 4096
-SHM_MB = 16
-SITE_DIR_NAMES = ("site-packages", "dist-packages")
-ETC_KEEP = (
-    "alternatives",
-    "fonts",
-    "group",
-    "hosts",
-    "ld.so.cache",
-    "ld.so.conf",
-    "ld.so.conf.d",
-    "localtime",
-    "nsswitch.conf",
-    "passwd",
-    "ssl",
+from grader.sandbox.spawn import (
+    BWRAP_ENV,
+    INSTALL_HINT,
+    Sandbox,
+    UidLease,
+    bwrap_path,
+    prepare_workdir,
+    scrubbed_env,
+    spawn,
 )
+
+__all__ = [
+    "ALL_LAYERS",
+    "BWRAP_ENV",
+    "REQUIRED",
+    "IsolationRefused",
+    "Probe",
+    "isolation_available",
+    "probe",
+    "require_isolation",
+    "sandbox_for",
+]
 
 ALL_LAYERS = (
     "scrubbed-env",
@@ -96,7 +90,6 @@ ALL_LAYERS = (
 REQUIRED = ALL_LAYERS
 BWRAP_LAYERS = ALL_LAYERS[2:]
 
-INSTALL_HINT = "install bubblewrap: `sudo apt-get install bubblewrap` (Debian, Ubuntu)"
 USERNS_HINT = (
     "let bubblewrap create user namespaces: on Ubuntu 24.04 grant them to bwrap alone with an "
     "AppArmor profile (`profile bwrap /usr/bin/bwrap flags=(unconfined) { userns, }` in "
@@ -118,280 +111,6 @@ OVERRIDE_HINT = (
 
 class IsolationRefused(RuntimeError):
     """Authoritative grading refused: a required layer is missing. The message says which."""
-
-
-# --------------------------------------------------------------------------- uids (root)
-
-
-class UidLease:
-    """A uid no other live worker on this machine holds (root mode), by a lock file per slot.
-
-    The locks live in a root-only directory; a lease is released when closed or when its
-    holder dies (the kernel drops the flock), so a crashed grader leaks nothing."""
-
-    def __init__(self) -> None:
-        lock_dir = Path(tempfile.gettempdir()) / "grader-uids"
-        lock_dir.mkdir(mode=0o700, exist_ok=True)
-        st = lock_dir.lstat()
-        if st.st_uid != 0 or st.st_mode & 0o077 or lock_dir.is_symlink():
-            raise OSError(f"{lock_dir} must be a directory only root can write")
-        start = os.getpid() % UID_SLOTS
-        for k in range(UID_SLOTS):
-            slot = (start + k) % UID_SLOTS
-            fd = os.open(lock_dir / f"{slot}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                os.close(fd)
-                continue
-            self._fd: int | None = fd
-            self.uid = UID_BASE + slot
-            return
-        raise OSError(f"all {UID_SLOTS} worker uids are in use")
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-
-# --------------------------------------------------------------------------- the command
-
-
-@dataclass(frozen=True)
-class Sandbox:
-    """What one sandboxed process gets; `spawn` turns it into a bwrap command line."""
-
-    workdir: Path
-    limits: Limits
-    gpu: bool = False
-    uid: int | None = None  # root mode: the worker's own uid (from a UidLease)
-    course_root: Path | None = None
-    hide: tuple[Path, ...] = ()
-    bare: bool = False  # no bubblewrap at all: only for a grading marked not authoritative
-
-
-def bwrap_path() -> str | None:
-    """The bwrap to use: $GRADER_BWRAP if set (empty: none), else the one on PATH."""
-    if BWRAP_ENV in os.environ:
-        return os.environ[BWRAP_ENV] or None
-    return shutil.which("bwrap")
-
-
-def _inside(path: Path, folder: Path) -> bool:
-    return path == folder or folder in path.parents
-
-
-def _course_root_default() -> Path | None:
-    from grader.core.course import CourseError, find_root
-
-    try:
-        return find_root(Path(grader.__file__).resolve().parent)
-    except CourseError:
-        return None
-
-
-def _protected(course_root: Path | None, hide: tuple[Path, ...]) -> list[Path]:
-    out = [Path(h).resolve() for h in hide]
-    if course_root is not None:
-        out += [course_root / "tests", course_root / "solutions", course_root / ".git"]
-    return out
-
-
-def _interpreter_paths(course_root: Path | None = None, hide: tuple[Path, ...] = ()) -> list[Path]:
-    """Real directories the interpreter needs (outermost only), never one that holds the course
-    checkout or a hidden directory, nor one inside those (the grader package is bound alone)."""
-    paths = {Path(sys.base_prefix), Path(sys.prefix), Path(sys.exec_prefix)}
-    paths.add(Path(sys.executable).parent)
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        with contextlib.suppress(KeyError):
-            paths.add(Path(sysconfig.get_paths()[key]))
-    with contextlib.suppress(AttributeError):
-        paths.update(Path(p) for p in site.getsitepackages())
-    # Of sys.path only site directories (added by .pth files): never the script's folder, the
-    # cwd or $PYTHONPATH, which could be /tmp, a home directory or the course checkout.
-    paths.update(Path(p) for p in sys.path if os.path.isabs(p) and Path(p).name in SITE_DIR_NAMES)
-    protected = _protected(course_root, hide)
-    out = set()
-    for p in paths:
-        q = p.resolve()
-        if not q.is_dir() or q == Path("/"):
-            continue
-        if course_root is not None and _inside(course_root, q):
-            continue  # the checkout itself or an ancestor would show all of it
-        if any(_inside(q, x) or _inside(x, q) for x in protected):
-            continue
-        out.add(q)
-    return sorted(q for q in out if not any(_inside(q, o) and q != o for o in out))
-
-
-def _links(binds: list[Path]) -> list[str]:
-    """``--symlink`` for interpreter paths that are links outside every bind (a venv's
-    site-packages linked elsewhere, a prefix reached through a link), so they resolve inside."""
-    out: list[str] = []
-    for p in sorted({Path(sys.prefix), Path(sys.executable).parent, *map(Path, sys.path)}):
-        if p.is_absolute() and p.is_symlink() and p.resolve() in binds:
-            if not any(_inside(p, b) for b in binds):
-                out += ["--symlink", os.readlink(p), str(p)]
-    return out
-
-
-def _grader_dir() -> Path:
-    return Path(grader.__file__).resolve().parent
-
-
-def _dirs_for(dests: list[Path]) -> list[str]:
-    """``--dir`` for every ancestor of the bind targets, world-traversable (bwrap would copy the
-    host's mode, and /root's 0700 would lock the worker's uid out of the interpreter)."""
-    made: dict[str, None] = {}
-    for d in dests:
-        for a in reversed(d.parents):
-            if a != Path("/"):
-                made[str(a)] = None
-    out: list[str] = []
-    for a in sorted(made, key=lambda s: s.count("/")):
-        out += ["--perms", "0755", "--dir", a]
-    return out
-
-
-def bwrap_args(box: Sandbox, bwrap: str) -> list[str]:
-    """The bwrap command line up to ``--`` for one sandboxed process."""
-    args = [
-        bwrap,
-        "--unshare-pid",
-        "--unshare-net",
-        "--unshare-ipc",
-        "--unshare-uts",
-        "--unshare-cgroup-try",
-        "--hostname",
-        "grader-worker",
-        "--die-with-parent",
-        "--new-session",
-    ]
-    if box.uid is None:  # an ordinary user: a user namespace, no way to make another
-        args += ["--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
-    else:  # root: keep only what setpriv needs to drop to the worker's uid
-        args += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
-    for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
-        p = Path("/") / top
-        if p.is_symlink():
-            args += ["--symlink", os.readlink(p), str(p)]
-        elif p.is_dir():
-            args += ["--ro-bind", str(p), str(p)]
-    args += ["--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev"]
-    args += ["--perms", "1777", "--size", str(SHM_MB << 20), "--tmpfs", "/dev/shm"]
-    args += ["--perms", "0755", "--dir", "/etc"]
-    for name in ETC_KEEP:
-        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-    if box.gpu:  # the driver's device nodes and what CUDA reads of /sys
-        for dev in sorted(Path("/dev").glob("nvidia*")):
-            args += ["--dev-bind", str(dev), str(dev)]
-        args += ["--ro-bind-try", "/sys", "/sys"]
-        cuda = [os.environ.get(k, "") for k in ("CUDA_HOME", "CUDA_PATH")]
-        for p in [*os.environ.get("LD_LIBRARY_PATH", "").split(":"), *cuda]:
-            if p and os.path.isabs(p) and os.path.isdir(p) and not _inside(Path(p), Path("/usr")):
-                args += ["--ro-bind-try", p, p]
-    binds = [
-        p for p in _interpreter_paths(box.course_root, box.hide) if not _inside(p, Path("/usr"))
-    ]
-    binds.append(_grader_dir())
-    work = box.workdir
-    home = work / SANDBOX_DIR
-    args += _dirs_for([*binds, work])
-    for p in binds:
-        args += ["--ro-bind", str(p), str(p)]
-    args += _links(binds)
-    args += ["--ro-bind", str(work), str(work)]
-    scratch_bytes = box.limits.scratch_mb << 20
-    args += ["--perms", "1777", "--size", str(scratch_bytes), "--tmpfs", str(home)]
-    for sub in ("tmp", "numba", "matplotlib"):
-        args += ["--perms", "1777", "--dir", str(home / sub)]
-    args += ["--remount-ro", "/", "--chdir", str(home)]
-    return args
-
-
-def _setpriv(uid: int) -> list[str]:
-    setpriv = shutil.which("setpriv", path="/usr/bin:/bin:/usr/sbin:/sbin")
-    if setpriv is None:
-        raise OSError("setpriv (util-linux) is not installed")
-    return [
-        setpriv,
-        f"--reuid={uid}",
-        f"--regid={uid}",
-        "--clear-groups",
-        "--inh-caps=-all",
-        "--no-new-privs",
-        "--",
-    ]
-
-
-def _set_rlimits(limits: Limits, address_space: bool) -> None:
-    """In the launcher, before exec (no ctypes: the standard library's setrlimit). RLIMIT_NPROC
-    is not set here: on bwrap, before its user namespace exists, it would count every process
-    of the grader's user; the worker sets it itself (``--processes``), inside."""
-    mb = 1024 * 1024
-    limits_set = [
-        (resource.RLIMIT_FSIZE, limits.file_size_mb * mb),
-        (resource.RLIMIT_NOFILE, limits.open_files),
-        (resource.RLIMIT_CORE, 0),
-    ]
-    if address_space:
-        limits_set.append((resource.RLIMIT_AS, limits.memory_mb * mb))
-    for kind, value in limits_set:
-        resource.setrlimit(kind, (value, value))
-
-
-def spawn(
-    command: list[str],
-    box: Sandbox,
-    env: dict[str, str],
-    address_space: bool,
-    **popen: object,
-) -> subprocess.Popen:
-    """Start `command` in a sandbox: the one way every sandboxed process kind is started.
-
-    Raises OSError when bwrap (or, as root, setpriv) is missing. A `bare` box runs `command`
-    with the environment and rlimits alone (an override's grading, marked not authoritative)."""
-    if box.bare:
-        return (
-            _spawner()
-            .submit(
-                subprocess.Popen,
-                command,
-                env=env,
-                close_fds=True,
-                start_new_session=True,
-                cwd=str(box.workdir / SANDBOX_DIR),
-                preexec_fn=functools.partial(_set_rlimits, box.limits, address_space),
-                **popen,
-            )
-            .result()
-        )
-    bwrap = bwrap_path()
-    if bwrap is None:
-        raise OSError(f"bubblewrap (bwrap) is not installed; {INSTALL_HINT}")
-    inner = _setpriv(box.uid) if box.uid is not None else []
-    argv = [*bwrap_args(box, bwrap), "--", *inner, *command]
-    # --die-with-parent is the kernel's parent-death signal, which fires when the *thread* that
-    # forked bwrap ends: fork from one thread that lives as long as this process.
-    return (
-        _spawner()
-        .submit(
-            subprocess.Popen,
-            argv,
-            env=env,
-            close_fds=True,
-            start_new_session=True,
-            preexec_fn=functools.partial(_set_rlimits, box.limits, address_space),
-            **popen,
-        )
-        .result()
-    )
-
-
-@functools.cache
-def _spawner() -> concurrent.futures.ThreadPoolExecutor:
-    return concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox")
 
 
 # --------------------------------------------------------------------------- the probe
@@ -518,7 +237,7 @@ def probe() -> Probe:
         for p in (base, work, hidden, course):
             p.chmod(0o755)
         (hidden / "secret.txt").chmod(0o644)
-        _prepare_workdir(work)
+        prepare_workdir(work)
         argv = [sys.executable, "-P", "-s", "-c", _PROBE]
         argv += [str(hidden / "secret.txt"), str(course), str(work / "file.txt")]
         lease = None
@@ -528,7 +247,7 @@ def probe() -> Probe:
             proc = spawn(
                 argv,
                 box,
-                _scrubbed_env(work, gpu=False),
+                scrubbed_env(work, gpu=False),
                 address_space=False,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
@@ -604,111 +323,3 @@ def require_isolation(allow_incomplete: bool = False) -> str:
     if not allow_incomplete:
         raise IsolationRefused(refusal_message(p))
     return incomplete_note(p)
-
-
-# --------------------------------------------------------------------------- environment
-
-
-def _prepare_workdir(workdir: Path) -> Path:
-    """The submission's files readable by the worker's uid; ``.sandbox`` becomes its tmpfs."""
-    home = workdir / SANDBOX_DIR
-    home.mkdir(exist_ok=True)
-    for sub in ("tmp", "numba", "matplotlib"):  # under bubblewrap the tmpfs covers these
-        (home / sub).mkdir(exist_ok=True)
-    workdir.chmod(0o755)
-    for dirpath, dirnames, filenames in os.walk(workdir):
-        d = Path(dirpath)
-        d.chmod(0o755)
-        for f in filenames:
-            p = d / f
-            if p.is_file() and not p.is_symlink():
-                p.chmod(0o644)
-        dirnames[:] = [n for n in dirnames if not (d / n).is_symlink()]
-    return home
-
-
-def _scrubbed_env(workdir: Path, gpu: bool) -> dict[str, str]:
-    """An allow-listed environment; nothing else of the grader's environment is passed."""
-    home = workdir / SANDBOX_DIR
-    venv_bin = str(Path(sys.executable).parent)
-    env = {
-        "PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin",
-        "LANG": "C.UTF-8",
-        "LC_ALL": "C.UTF-8",
-        "HOME": str(home),
-        "TMPDIR": str(home / "tmp"),
-        "PYTHONHASHSEED": "0",
-        "PYTHONPATH": str(_grader_dir().parent),
-        "PYTHONSAFEPATH": "1",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONNOUSERSITE": "1",
-        "MPLBACKEND": "Agg",
-        "MPLCONFIGDIR": str(home / "matplotlib"),
-        "OMP_NUM_THREADS": "1",
-        "OPENBLAS_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1",
-        "NUMBA_CACHE_DIR": str(home / "numba"),
-        "GRADER_DEVICE": "gpu" if gpu else "cpu",
-    }
-    if not gpu:
-        env["NUMBA_ENABLE_CUDASIM"] = "1"
-    for name in ("CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH"):
-        if name in os.environ and (name == "CUDA_VISIBLE_DEVICES" or gpu):
-            env[name] = os.environ[name]
-    return env
-
-
-# --------------------------------------------------------------------------- process helpers
-
-
-def _descendants(pid: int) -> list[int]:
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        try:
-            tasks = os.listdir(f"/proc/{p}/task")
-        except OSError:
-            continue
-        for t in tasks:
-            try:
-                with open(f"/proc/{p}/task/{t}/children") as f:
-                    kids = [int(x) for x in f.read().split()]
-            except (OSError, ValueError):
-                continue
-            out += kids
-            todo += kids
-    return out
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(x) for x in f.read().split()]
-    except (OSError, ValueError):
-        return []
-
-
-def _rss_mb(pids: list[int]) -> float:
-    total = 0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/status") as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1])
-                        break
-        except (OSError, ValueError):
-            continue
-    return total / 1024
-
-
-def describe_exit(returncode: int) -> str:
-    if returncode < 0:
-        sig = -returncode
-        try:
-            name = signal.Signals(sig).name
-        except ValueError:
-            name = f"signal {sig}"
-        text = (signal.strsignal(sig) or name).lower()
-        return f"the worker was killed by signal {name} ({text})"
-    return f"the worker exited with code {returncode}"

@@ -2,39 +2,40 @@
 
 Started by `grader.sandbox.WorkerBackend` as ``python -P -m grader.sandbox.worker [options]``:
 
-* requests arrive on stdin and replies leave on the original stdout, each framed as an 8-byte
-  big-endian length followed by one `grader.sandbox.wire` message. At start-up the worker moves both
-  channels to private descriptors, points fd 0 at /dev/null and fd 1 at stderr, so whatever
-  student code prints or reads can neither corrupt nor consume the channel;
+* requests arrive on stdin and replies leave on the original stdout, each a
+  `grader.sandbox.protocol` frame (an 8-byte big-endian length, then one `grader.sandbox.wire`
+  message). At start-up the worker moves both channels to private descriptors, points fd 0 at
+  /dev/null and fd 1 at stderr, so whatever student code prints or reads can neither corrupt
+  nor consume the channel;
 * one `grader.sandbox.harness.Harness` per assignment (``--notebook ID=PATH``, keyed by
-  ``req["assignment"]``); with ``--kernels`` (and no notebook) one `grader.sandbox.harness.KernelHost`
-  that builds kernels only from the source the trusted side sends; and every reply is
-  `grader.suites.student.encode_reply` output, so replies are
-  byte-for-byte what the in-process backend produces;
+  ``req["assignment"]``); with ``--kernels`` (and no notebook) one
+  `grader.sandbox.harness.KernelHost` that builds kernels only from the source the trusted side
+  sends; every reply is `grader.sandbox.protocol.encode_reply` output, the same function the
+  in-process backend uses, so replies are byte-for-byte what that backend produces;
 * before reading a request it applies its own resource limits (idempotent when the launcher
   already set them) and ``no_new_privs``; with ``--pid-namespace`` (the launcher unshared a PID
   namespace) it forks once so that the serving process is PID 1 of that namespace: when it dies
   the kernel kills every process student code started, wherever they moved their session.
 
 Nothing that arrives here is trusted by the grader: the trusted side decodes replies with
-`wire.decode` only and treats anything malformed as a crash.
+`wire.decode` only and treats anything malformed as a crash. This module imports only the
+standard library, `grader.core` and `grader.sandbox`'s worker-side modules (protocol, wire,
+harness, procs), never the trusted side: the worker starts in the time those take to import.
 """
 
 from __future__ import annotations
 
 import argparse
-import ctypes
 import os
 import resource
 import signal
-import struct
 import sys
 import time
 
-FRAME = struct.Struct(">Q")
-MAX_REQUEST_BYTES = 1 << 30
-PR_SET_NO_NEW_PRIVS = 38
-PR_SET_PDEATHSIG = 1
+from grader.sandbox import protocol, wire
+from grader.sandbox.harness import Harness, KernelHost
+from grader.sandbox.procs import die_with_parent, no_new_privs
+from grader.sandbox.protocol import MAX_REQUEST_BYTES, PROTOCOL_ERROR, encode_reply
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -71,38 +72,14 @@ def apply_limits(memory_mb: int, file_size_mb: int, open_files: int, processes: 
     if processes > 0:
         _lower(resource.RLIMIT_NPROC, processes)
     _lower(resource.RLIMIT_CORE, 0)
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-    except OSError:
-        pass
-
-
-def _read_exact(fd: int, n: int) -> bytes | None:
-    chunks, got = [], 0
-    while got < n:
-        chunk = os.read(fd, min(n - got, 1 << 20))
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
+    no_new_privs()
 
 
 def _become_namespace_init() -> None:
     """Fork: the child serves (PID 1 of the new namespace); this parent mirrors its exit."""
     pid = os.fork()
     if pid == 0:
-        try:
-            ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        except OSError:
-            pass
+        die_with_parent(signal.SIGKILL)
         return
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
@@ -127,29 +104,21 @@ def _become_namespace_init() -> None:
 
 
 def serve(request_fd: int, reply_fd: int, notebooks: dict[str, str], kernels: bool = False) -> int:
-    """Answer framed requests until EOF on `request_fd`."""
-    from grader.sandbox import wire
-    from grader.sandbox.harness import Harness, KernelHost
-    from grader.suites.student import encode_reply
-
+    """Answer framed requests until EOF on `request_fd` (65: a request over the frame limit)."""
     harnesses: dict[str, Harness] = {}
     host = KernelHost() if kernels else None
     while True:
-        head = _read_exact(request_fd, FRAME.size)
-        if head is None:
-            return 0
-        (size,) = FRAME.unpack(head)
-        if size > MAX_REQUEST_BYTES:
+        try:
+            payload = protocol.read_frame(request_fd, MAX_REQUEST_BYTES)
+        except protocol.FrameTooLarge:
             return 65
-        payload = _read_exact(request_fd, size)
         if payload is None:
             return 0
         name = ""
         try:
             req = wire.decode(payload)
             if isinstance(req, dict) and req.get("op") == "ping":  # start-up handshake
-                data = encode_reply({"ok": "pong"})
-                _write_all(reply_fd, FRAME.pack(len(data)) + data)
+                protocol.write_frame(reply_fd, encode_reply(protocol.ok("pong")))
                 continue
             if host is not None:
                 if not isinstance(req, dict):
@@ -157,33 +126,27 @@ def serve(request_fd: int, reply_fd: int, notebooks: dict[str, str], kernels: bo
                 reply = host.handle(req)
                 data = encode_reply(reply, str(req.get("name", "")))
                 sys.stdout.flush()
-                _write_all(reply_fd, FRAME.pack(len(data)) + data)
+                protocol.write_frame(reply_fd, data)
                 continue
             if not isinstance(req, dict) or not isinstance(req.get("assignment"), str):
                 raise wire.NotPlainData("a request is a dict with an assignment id")
             assignment = req["assignment"]
             name = str(req.get("name", ""))
             if assignment not in notebooks:
-                reply = {
-                    "error": {
-                        "type": "ProtocolError",
-                        "traceback": "",
-                        "message": f"no notebook for assignment {assignment!r}",
-                    }
-                }
+                reply = protocol.error(PROTOCOL_ERROR, f"no notebook for assignment {assignment!r}")
             else:
                 if assignment not in harnesses:
                     harnesses[assignment] = Harness(notebooks[assignment], assignment)
                 reply = harnesses[assignment].handle(req)
         except wire.NotPlainData as exc:
-            reply = {"error": {"type": "ProtocolError", "message": str(exc), "traceback": ""}}
+            reply = protocol.error(PROTOCOL_ERROR, str(exc))
         data = encode_reply(reply, name)
         sys.stdout.flush()
-        _write_all(reply_fd, FRAME.pack(len(data)) + data)
+        protocol.write_frame(reply_fd, data)
 
 
 def main(argv: list[str] | None = None) -> int:
-    # Take the channel off fds 0 and 1 before anything else can print or read.
+    # Take the channel off fds 0 and 1 before any student code can print or read.
     request_fd, reply_fd = os.dup(0), os.dup(1)  # os.dup: not inherited by exec'd children
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from grader.suites.kernels import MAX_TIMED_LAUNCHES, TIME_TARGET_S
 from grader.suites.student import StudentError
 
 
@@ -114,12 +116,14 @@ def require_reproduced(student: Any, record: dict, where: str) -> None:
 
 
 def trusted_ms(
-    op: Callable[[], Any], synchronize: Callable[[], Any], repeat: int = 10, target_s: float = 0.25
+    op: Callable[[], Any],
+    synchronize: Callable[[], Any],
+    repeat: int = 10,
+    target_s: float = TIME_TARGET_S,
 ) -> float:
-    """Milliseconds per call of `op` in this (trusted) process, timed like a student kernel:
-    wall clock around R calls and one synchronize, R grown until that lasts `target_s`."""
-    import time
-
+    """Milliseconds per call of `op` in this (trusted) process, timed like a student kernel
+    (`grader.suites.kernels.Launch.time`): wall clock around R calls and one synchronize, R
+    grown until that lasts `target_s`."""
     op()
     synchronize()  # warm-up
     r = max(1, repeat)
@@ -129,6 +133,6 @@ def trusted_ms(
             op()
         synchronize()
         wall = time.perf_counter() - t0
-        if wall >= target_s or r >= 100_000:
+        if wall >= target_s or r >= MAX_TIMED_LAUNCHES:
             return wall * 1e3 / r
-        r = min(100_000, max(r * 2, int(r * target_s / max(wall, 1e-6)) + 1))
+        r = min(MAX_TIMED_LAUNCHES, max(r * 2, int(r * target_s / max(wall, 1e-6)) + 1))

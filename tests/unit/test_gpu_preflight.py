@@ -18,8 +18,7 @@ from pathlib import Path
 import pytest
 
 from grader import cli
-
-import grader.github
+from grader import github as gha
 from grader.core import device, preflight
 from grader.core.infra import INFRA_EXIT
 

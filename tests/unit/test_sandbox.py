@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grader.sandbox import wire
 from grader.core.course import Limits
 from grader.sandbox import backend as sandbox_backend
 from grader.sandbox import isolation as sandbox
+from grader.sandbox import procs, protocol, spawn, wire
 from grader.suites.student import (
     NotebookFailed,
     NotPlainResult,
@@ -380,7 +380,7 @@ def test_secrets_in_parent_env_never_reach_the_worker(student, world):
     env = student.env()
     assert os.environ["GITHUB_TOKEN"] == "ghp_parent_token"  # the parent really has it
     assert "GITHUB_TOKEN" not in env and "AWS_SECRET_ACCESS_KEY" not in env
-    assert set(env) <= set(sandbox._scrubbed_env(world["work"], True)) | {
+    assert set(env) <= set(spawn.scrubbed_env(world["work"], True)) | {
         "NUMBA_ENABLE_CUDASIM",
         "LC_CTYPE",
         "PWD",  # bubblewrap's --chdir
@@ -393,7 +393,7 @@ def test_unprivileged_user(student, backend, world):
     need(backend, "unprivileged-user")
     uid, gid, cwd = student.whoami()
     if os.geteuid() == 0:  # a uid of its own, held by no other live worker
-        assert uid == gid == backend._lease.uid >= sandbox.UID_BASE
+        assert uid == gid == backend._lease.uid >= spawn.UID_BASE
     else:  # the grader's uid, in a user namespace of its own
         assert (uid, gid) == (os.getuid(), os.getgid())
         assert student.readlink("/proc/self/ns/user") != os.readlink("/proc/self/ns/user")
@@ -425,7 +425,7 @@ def test_network_is_blocked(student, backend):
 def _bound_tops(work: Path) -> set[str]:
     """Top-level names the worker may see: the system ones and those leading to its binds."""
     tops = {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "proc", "dev", "etc"}
-    for p in [*sandbox._interpreter_paths(), sandbox._grader_dir(), work]:
+    for p in [*spawn.interpreter_paths(), spawn.grader_dir(), work]:
         tops.add(p.parts[1])
     return tops
 
@@ -459,7 +459,7 @@ def test_stdout_spam_does_not_break_the_channel(student, backend):
     while "more" not in backend.output_tail() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert "more" in backend.output_tail()
-    assert len(backend.output_tail()) <= sandbox_backend.OUTPUT_TAIL_BYTES
+    assert len(backend.output_tail()) <= protocol.OUTPUT_TAIL_BYTES
 
 
 def test_timeout_kills_and_restarts(backend):
@@ -492,7 +492,7 @@ def test_segfault_names_the_signal(student):
 
 
 def test_memory_bomb_is_an_error_and_grader_survives(student, backend):
-    assert "MemoryError" in sandbox_backend._error("MemoryError", "")["error"]["type"]
+    assert "MemoryError" in protocol.trusted_error("MemoryError", "")["error"]["type"]
     with pytest.raises((MemoryError, WorkerCrashed)):
         student.memory_bomb()
     assert student.add(5, 5) == 10
@@ -568,8 +568,8 @@ def test_rss_watchdog_kills_for_memory(world):
 def test_budget_unknown_assignment_and_describe_exit(backend):
     reply = backend.request({"assignment": "nope", "op": "has", "name": "x"}, 1)
     assert reply["error"]["type"] == "ProtocolError"
-    assert sandbox.describe_exit(-9).startswith("the worker was killed by signal SIGKILL")
-    assert sandbox.describe_exit(2) == "the worker exited with code 2"
+    assert procs.describe_exit(-9).startswith("the worker was killed by signal SIGKILL")
+    assert procs.describe_exit(2) == "the worker exited with code 2"
 
 
 @pytest.mark.slow
@@ -705,10 +705,10 @@ def test_refuses_when_bwrap_cannot_create_namespaces(fresh_probe, tmp_path):
 
 def test_override_marks_the_result_and_both_reports(fresh_probe):
     from grader.core.course import load_course
+    from grader.core.results import AssignmentResult, Environment, GradeResult, validate
     from grader.reports.escape import md_inline
     from grader.reports.html import html
     from grader.reports.markdown import markdown
-    from grader.core.results import AssignmentResult, Environment, GradeResult, validate
 
     fresh_probe.setenv(sandbox.BWRAP_ENV, "")
     note = sandbox.require_isolation(allow_incomplete=True)

@@ -1,0 +1,136 @@
+"""Process helpers of the sandbox: privileges, parent-death, the process tree, exit statuses.
+
+Both sides use them: the worker drops privileges and ties a child to its parent before it serves
+(so this module imports only the standard library, and nothing slow), and the trusted side walks
+a worker's process tree through /proc to measure and kill it and says how it ended.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import threading
+
+PR_SET_PDEATHSIG = 1
+PR_SET_NO_NEW_PRIVS = 38
+
+
+def _prctl(option: int, arg: int) -> None:
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(option, arg, 0, 0, 0)
+    except OSError:
+        pass
+
+
+def no_new_privs() -> None:
+    """This process and everything it execs can never gain privileges (setuid, file caps).
+
+    The worker sets it on itself before serving, so it holds without bubblewrap too; bubblewrap
+    sets it for everything it starts, and the isolation probe checks it in a process that runs
+    none of the grader's code."""
+    _prctl(PR_SET_NO_NEW_PRIVS, 1)
+
+
+def die_with_parent(sig: int = signal.SIGKILL) -> None:
+    """The kernel sends this process `sig` when the thread that forked it ends."""
+    _prctl(PR_SET_PDEATHSIG, sig)
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid`, read from /proc (those that left the tree are not found)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for t in tasks:
+            try:
+                with open(f"/proc/{p}/task/{t}/children") as f:
+                    kids = [int(x) for x in f.read().split()]
+            except (OSError, ValueError):
+                continue
+            out += kids
+            todo += kids
+    return out
+
+
+def children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def rss_mb(pids: list[int]) -> float:
+    """The resident memory of these processes together, in MiB."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+                        break
+        except (OSError, ValueError):
+            continue
+    return total / 1024
+
+
+def describe_exit(returncode: int) -> str:
+    if returncode < 0:
+        sig = -returncode
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = f"signal {sig}"
+        text = (signal.strsignal(sig) or name).lower()
+        return f"the worker was killed by signal {name} ({text})"
+    return f"the worker exited with code {returncode}"
+
+
+def kill_tree(proc: subprocess.Popen, pids: list[int]) -> None:
+    """SIGKILL `pids` (bubblewrap's init first among them: PID 1 of the worker's namespace, so
+    the kernel then kills every process in it, a detached daemon too), then `proc` (bwrap)."""
+    for pid in dict.fromkeys(pids):
+        if pid != proc.pid:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=1)
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        proc.kill()
+
+
+class OutputTail:
+    """The last `limit` bytes a process wrote to a pipe, for diagnostics (`drain` in a thread)."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self._buf = bytearray()
+        self._lock = threading.Lock()
+
+    def drain(self, fd: int) -> None:
+        """Read `fd` until end of file, keeping the tail."""
+        while True:
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except OSError:
+                return
+            if not chunk:
+                return
+            with self._lock:
+                self._buf += chunk
+                if len(self._buf) > self.limit:
+                    del self._buf[: len(self._buf) - self.limit]
+
+    def text(self) -> str:
+        with self._lock:
+            return bytes(self._buf).decode(errors="replace")

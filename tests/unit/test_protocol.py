@@ -1,0 +1,147 @@
+"""The boundary protocol: frames round-trip; over-limit frames and forged replies are refused."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+from grader.core.kernel_source import extract
+from grader.sandbox import channel, protocol, wire
+from grader.sandbox.worker import serve
+from grader.suites import errors
+from grader.suites.student import WorkerTimeout, make_error
+
+
+def test_frames_round_trip_over_a_pipe():
+    r, w = os.pipe()
+    messages = [wire.encode({"ok": [1, "two", (3.0,)]}), b"", wire.encode(np.arange(5))]
+    try:
+        for m in messages:
+            protocol.write_frame(w, m)
+        os.close(w)
+        got = [protocol.read_frame(r, protocol.MAX_REQUEST_BYTES) for _ in messages]
+        assert got == messages
+        assert protocol.read_frame(r, protocol.MAX_REQUEST_BYTES) is None  # end of file
+    finally:
+        os.close(r)
+    assert protocol.frame(b"abc") == (3).to_bytes(8, "big") + b"abc"
+
+
+def test_a_frame_over_its_limit_is_refused_before_its_body_is_read():
+    r, w = os.pipe()
+    try:
+        os.write(w, protocol.FRAME.pack(1 << 40))  # announces a terabyte, sends nothing more
+        with pytest.raises(protocol.FrameTooLarge) as info:
+            protocol.read_frame(r, protocol.MAX_REQUEST_BYTES)
+        assert info.value.size == 1 << 40
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def test_the_worker_stops_on_an_over_limit_request():
+    req_r, req_w = os.pipe()
+    rep_r, rep_w = os.pipe()
+    try:
+        protocol.write_frame(req_w, wire.encode({"op": "ping"}))
+        os.write(req_w, protocol.FRAME.pack(protocol.MAX_REQUEST_BYTES + 1))
+        assert serve(req_r, rep_w, {}) == 65
+        assert wire.decode(protocol.read_frame(rep_r, protocol.MAX_REPLY_BYTES)) == {"ok": "pong"}
+    finally:
+        for fd in (req_r, req_w, rep_r, rep_w):
+            os.close(fd)
+
+
+def _fake_worker(reply: bytes) -> subprocess.Popen:
+    """A process that reads one framed request and answers with `reply` verbatim."""
+    script = textwrap.dedent(
+        f"""
+        import os, sys
+        head = os.read(0, 8)
+        size = int.from_bytes(head, "big")
+        while size:
+            size -= len(os.read(0, size))
+        os.write(1, {reply!r})
+        sys.stdin.read()
+        """
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    os.set_blocking(proc.stdin.fileno(), False)
+    return proc
+
+
+def _exchange(reply: bytes):
+    proc = _fake_worker(reply)
+    try:
+        return channel.exchange(proc, {"op": "ping"}, time.monotonic() + 30)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_the_trusted_side_reads_a_valid_reply():
+    assert _exchange(protocol.frame(wire.encode({"ok": 7}))) == {"ok": 7}
+
+
+def test_an_over_limit_reply_is_a_crash_without_reading_it():
+    with pytest.raises(channel.Failure) as info:
+        _exchange(protocol.FRAME.pack(protocol.MAX_REPLY_BYTES + 1))
+    assert info.value.kind == protocol.WORKER_CRASHED
+    assert "over the 256 MiB limit" in info.value.message
+
+
+def test_a_worker_reply_claiming_the_grader_origin_is_refused():
+    forged = protocol.trusted_error(protocol.WORKER_TIMEOUT, "the grader says: time is up")
+    assert not protocol.valid_reply(forged)
+    with pytest.raises(channel.Failure, match="wrong shape"):
+        _exchange(protocol.frame(wire.encode(forged)))
+    # In-process the mark is stripped instead: the same error is then the student's own.
+    said = make_error(protocol.untagged(forged)["error"], "f")
+    assert not isinstance(said, WorkerTimeout) and not said.grader
+    assert isinstance(
+        make_error(protocol.trusted_error(protocol.WORKER_TIMEOUT, "x")["error"]), WorkerTimeout
+    )
+
+
+def test_reply_shapes():
+    assert protocol.valid_reply(protocol.ok(None))
+    assert protocol.valid_reply(protocol.error("ValueError", "bad", "trace"))
+    for bad in (
+        {},
+        {"ok": 1, "error": {}},
+        {"error": {"message": "no type"}},
+        {"error": {"type": 1}},
+        [1],
+    ):
+        assert not protocol.valid_reply(bad)
+
+
+def test_a_non_plain_result_becomes_an_error_reply():
+    reply = wire.decode(protocol.encode_reply({"ok": object()}, "f"))
+    assert reply["error"]["type"] == protocol.NOT_PLAIN_DATA
+    assert reply["error"]["message"].startswith("f returned something that is not plain data")
+
+
+def test_the_infrastructure_kinds_are_the_ones_the_facade_honours():
+    assert set(errors._INFRASTRUCTURE) == protocol.INFRASTRUCTURE
+
+
+def test_kernel_requests_come_from_extracted_source():
+    ks = extract("from numba import cuda\n\n@cuda.jit\ndef k(a):\n    a[0] = 1\n", "k", "nb.py")
+    req = protocol.compile_request(ks, "void(float32[:])", (7, 5))
+    assert req == {
+        "op": "kernel_compile",
+        "source": ks.text,
+        "name": "k",
+        "devices": [],
+        "signature": "void(float32[:])",
+        "cc": [7, 5],
+    }
