@@ -729,10 +729,10 @@ def test_grade_and_grade_all_refuse_without_bwrap(ctx, tmp_path):
 
 
 def test_override_grades_and_marks_every_output(ctx, course, tmp_path, no_bwrap):
+    from grader.core.results import GradeResult, validate
     from grader.grading.grade import grade_submission
     from grader.reports import write_reports
     from grader.reports.escape import md_inline
-    from grader.core.results import GradeResult, validate
 
     case = corpus.by_name()["function_missing"]
     case.build(tmp_path / "s", ctx)
