@@ -572,7 +572,7 @@ def _worker_env() -> dict:
 
 def spawn_cost(tmp: Path, runs: int) -> dict:
     """What bubblewrap adds to each sandboxed process start: `python -c pass` started bare and
-    through `grader.sandbox.isolation.spawn` (namespaces, mounts, scratch tmpfs, setpriv)."""
+    through `grader.sandbox.spawn.spawn` (namespaces, mounts, scratch tmpfs, setpriv)."""
     from grader.core.course import load_course
     from grader.sandbox.spawn import Sandbox, UidLease, spawn
     from grader.sandbox.spawn import prepare_workdir as _prepare_workdir

@@ -21,7 +21,6 @@ run its cleanup like Ctrl-C does, so no grading outlives a killed run.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import signal
@@ -37,10 +36,10 @@ from typing import Any
 from grader.core.course import Course
 from grader.core.feedback import FEEDBACK_CHARS
 from grader.core.results import AssignmentResult, Environment, GradeResult, validate
+from grader.sandbox import procs
 
 GradeOne = Callable[[Path, str, Path], GradeResult]
 CHILD_RESULT = ".child-result.json"
-PR_SET_PDEATHSIG = 1
 
 
 def run_child(
@@ -82,10 +81,7 @@ def run_child(
 def die_with_parent(parent: int) -> None:
     """SIGKILL this process when the batch (pid `parent`) goes, however it goes."""
     if sys.platform.startswith("linux"):
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        except (OSError, AttributeError):
-            pass
+        procs.die_with_parent()
     if os.getppid() != parent:  # the batch died before the request took effect
         os._exit(1)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from grader.core.course import load_course
 from grader.core.results import AssignmentResult
-from grader.grading.grade import _GradingBackend
+from grader.grading.grade import GradingBackend
 from grader.grading.intake import pair, release_for
 from grader.suites.runner import run_assignment
 from grader.suites.student import InProcessBackend
@@ -43,7 +43,7 @@ def check(
     chosen = {a: pair(submission, a, release) for a in ids}
     notebooks = {a: c.path for a, c in chosen.items() if c.path is not None}
     errors = {a: c.error or "no notebook" for a, c in chosen.items() if c.path is None}
-    backend = _GradingBackend(InProcessBackend(notebooks), errors)
+    backend = GradingBackend(InProcessBackend(notebooks), errors)
     checked = []
     try:
         for a in ids:

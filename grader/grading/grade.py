@@ -21,13 +21,13 @@ from grader.core.late import late_penalty
 from grader.core.preflight import gpu_preflight
 from grader.core.results import AssignmentResult, Environment, GradeResult
 from grader.grading.intake import prepare
-from grader.sandbox import WorkerBackend
+from grader.sandbox import WorkerBackend, protocol
 from grader.sandbox.isolation import require_isolation
 from grader.suites.runner import run_assignment, suite_dirs
 from grader.suites.student import InProcessBackend
 
 
-class _GradingBackend:
+class GradingBackend:
     """The worker backend as grading uses it.
 
     A broken assignment answers every request with its intake error, and a function that timed
@@ -63,14 +63,11 @@ class _GradingBackend:
             t.join()
 
     def _error(self, assignment: str) -> dict:
-        return {
-            "error": {
-                "type": "NotebookFailed",
-                "message": self.errors[assignment],
-                "traceback": "",
-                "origin": "grader",
-            }
-        }
+        return protocol.trusted_error(protocol.NOTEBOOK_FAILED, self.errors[assignment])
+
+    def _not_run(self, key: tuple[str, str]) -> dict:
+        message = f"not run: {self.timed_out[key]} in an earlier test"
+        return protocol.trusted_error(protocol.WORKER_TIMEOUT, message)
 
     def request(self, req: dict, timeout: float) -> dict:
         self._wait()
@@ -78,18 +75,11 @@ class _GradingBackend:
             return self._error(req["assignment"])
         key = (str(req.get("assignment")), str(req.get("name", "")))
         if key in self.timed_out:
-            return {
-                "error": {
-                    "type": "WorkerTimeout",
-                    "traceback": "",
-                    "message": f"not run: {self.timed_out[key]} in an earlier test",
-                    "origin": "grader",
-                }
-            }
+            return self._not_run(key)
         reply = self.inner.request(req, timeout)
         error = reply.get("error") if isinstance(reply, dict) else None
-        trusted = bool(error) and error.get("origin") == "grader"
-        if trusted and error.get("type") == "WorkerTimeout" and key[1]:
+        trusted = bool(error) and error.get("origin") == protocol.ORIGIN
+        if trusted and error.get("type") == protocol.WORKER_TIMEOUT and key[1]:
             self.timed_out[key] = error.get("message", "it timed out")
         return reply
 
@@ -103,17 +93,14 @@ class _GradingBackend:
         self._wait(ptx=True)
         key = ("kernel", str(req.get("name", "")))
         if key in self.timed_out:
-            return {
-                "error": {
-                    "type": "WorkerTimeout",
-                    "traceback": "",
-                    "origin": "grader",
-                    "message": f"not run: {self.timed_out[key]} in an earlier test",
-                }
-            }
+            return self._not_run(key)
         reply = self.inner.kernel(req, timeout, target)
         error = reply.get("error") if isinstance(reply, dict) else None
-        timeout_ = error and error.get("origin") == "grader" and error["type"] == "WorkerTimeout"
+        timeout_ = (
+            error
+            and error.get("origin") == protocol.ORIGIN
+            and error["type"] == protocol.WORKER_TIMEOUT
+        )
         if timeout_ and key[1]:
             self.timed_out[key] = error.get("message", "it timed out")
         return reply
@@ -200,7 +187,7 @@ def grade_submission(
             for a in ids
             if a not in intake.notebooks
         }
-        backend = _GradingBackend(inner, errors)
+        backend = GradingBackend(inner, errors)
         if sandbox:
             backend.warm(ids, [a for a in ids if _compiles_ptx(root, a)])
         results = []

@@ -21,7 +21,7 @@ PR_SET_NO_NEW_PRIVS = 38
 def _prctl(option: int, arg: int) -> None:
     try:
         ctypes.CDLL(None, use_errno=True).prctl(option, arg, 0, 0, 0)
-    except OSError:
+    except (OSError, AttributeError):  # AttributeError: no prctl in the C library (macOS)
         pass
 
 

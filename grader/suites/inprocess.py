@@ -26,6 +26,7 @@ from grader.sandbox.protocol import (
     encode_reply,
     trusted_error,
     untagged,
+    valid_reply,
 )
 
 
@@ -47,12 +48,15 @@ def compile_in_subprocess(req: dict, timeout: float) -> dict:
             WORKER_TIMEOUT, f"compiling {req.get('name')} took longer than {timeout:g} s"
         )
     try:
-        return wire.decode(proc.stdout)
+        reply = wire.decode(proc.stdout)
     except wire.NotPlainData:
+        reply = None
+    if not valid_reply(reply):  # the shape checked, and no `origin`: the compiler is not trusted
         tail = proc.stderr.decode(errors="replace")[-800:]
         return trusted_error(
             WORKER_CRASHED, f"the compiler process exited with code {proc.returncode}: {tail}"
         )
+    return reply
 
 
 class InProcessBackend:

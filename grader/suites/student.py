@@ -271,6 +271,8 @@ class Function:
                 and isinstance(out["launches"], list)
             ):
                 raise malformed("a wrapper reply without its launch record", self.name)
+            if len(out["launches"]) > protocol.MAX_RECORDED_LAUNCHES:  # the harness cap, kept here
+                raise malformed("a launch record longer than the harness keeps", self.name)
             if not out["launches"]:
                 raise grader_error(
                     KERNEL_REFUSED,

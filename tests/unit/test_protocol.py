@@ -14,8 +14,8 @@ import pytest
 from grader.core.kernel_source import extract
 from grader.sandbox import channel, protocol, wire
 from grader.sandbox.worker import serve
-from grader.suites import errors
-from grader.suites.student import WorkerTimeout, make_error
+from grader.suites import errors, inprocess
+from grader.suites.student import Student, StudentError, WorkerTimeout, make_error
 
 
 def test_frames_round_trip_over_a_pipe():
@@ -145,3 +145,53 @@ def test_kernel_requests_come_from_extracted_source():
         "signature": "void(float32[:])",
         "cc": [7, 5],
     }
+
+
+def test_the_in_process_compilers_reply_cannot_claim_the_grader_origin(monkeypatch):
+    forged = {
+        "error": {"type": "WorkerTimeout", "message": "x", "traceback": "", "origin": "grader"}
+    }
+
+    def fake_run(*args, **kwargs):
+        return subprocess.CompletedProcess(args, 0, stdout=wire.encode(forged), stderr=b"")
+
+    monkeypatch.setattr(inprocess.subprocess, "run", fake_run)
+    reply = inprocess.compile_in_subprocess({"op": "kernel_compile", "name": "k"}, timeout=5)
+    assert reply["error"]["type"] == protocol.WORKER_CRASHED, reply
+
+
+WRAPPED = """
+from numba import cuda
+
+@cuda.jit
+def vector_add(a, b, c):
+    i = cuda.grid(1)
+    if i < c.size:
+        c[i] = a[i] + b[i]
+
+def gpu_vector_add(a, b):
+    c = a.copy()
+    vector_add[1, 32](a, b, c)
+    return c
+"""
+
+
+class _LongRecord:
+    """A worker whose wrapper reply logs more launches than the harness ever keeps."""
+
+    isolation = ()
+
+    def graded_source(self, assignment: str) -> str:
+        return WRAPPED
+
+    def request(self, req: dict, timeout: float) -> dict:
+        entry = {"kernel": "vector_add", "grid": 1, "block": 32, "inputs": [], "outputs": []}
+        return {"ok": {"value": 0, "launches": [entry] * (protocol.MAX_RECORDED_LAUNCHES + 1)}}
+
+
+def test_the_trusted_side_replays_no_more_launches_than_the_harness_records():
+    student = Student(_LongRecord(), "gpu_fundamentals")
+    a = np.ones(4, np.float32)
+    with pytest.raises(StudentError) as info:
+        student.gpu_vector_add.launching("vector_add")(a, a)
+    assert "longer than the harness keeps" in str(info.value)
