@@ -4,7 +4,7 @@ Every entry is a `Case`: a name, what it attacks, a builder that writes a small 
 (``exercises/<id>/<id>.py`` and/or ``.ipynb``, ``metrics.json``, plus tampered extras) and the
 asserted `Expect`ation. Builders start from the reference solution (or the release) and patch one
 solution region with `grader.demo.samples.replace_region`, so the corpus stays small and never drifts
-from the course. `tests/unit/test_corpus.py` grades each entry in the sandbox and checks it.
+from the course. `tests/unit/sandbox/test_corpus.py` grades each entry in the sandbox and checks it.
 
 Expectation rules: each test of the graded assignment is matched against the case's rules in
 order (regular expression searched in the test name); the first rule that matches gives the

@@ -5,7 +5,7 @@ files or replies would cost the trusted process (not the sandbox) time or memory
 would become markup in a report: deep and wide metrics.json, a reply of millions of small
 objects, a notebook of tens of thousands of cells, and hostile text in every place student text
 reaches a report. What each costs against the reference is measured by
-tests/unit/test_bounds_cost.py; the batch over the whole corpus (test_corpus) grades them too.
+tests/unit/grading/test_bounds_cost.py; the batch over the whole corpus (test_corpus) grades them too.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Imported by build.py after its own cases; uses build's helpers. The neighbour cases start a
 second grading (the reference, with a canary in its notebook) beside the attacker, in a process
 of its own, so two sandboxes are live at once; their checks assert that the two really overlapped.
-Every case passes as root and as an ordinary user (tests/unit/test_corpus.py, .ci/run).
+Every case passes as root and as an ordinary user (tests/unit/sandbox/test_corpus.py, .ci/run).
 """
 
 from __future__ import annotations

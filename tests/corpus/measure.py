@@ -5,7 +5,7 @@
 The trusted process is this one: its peak resident memory (ru_maxrss of RUSAGE_SELF, which
 leaves out the sandboxed workers, its children) and CPU time, and the grading's wall time. The
 submission is built in a child process first, so that building it (50,000 cells of JSON) does not
-count. Used by tests/unit/test_bounds_cost.py to hold each bounds case within 2x of the
+count. Used by tests/unit/grading/test_bounds_cost.py to hold each bounds case within 2x of the
 reference.
 """
 

@@ -25,7 +25,7 @@ from grader.release import (
     verify,
 )
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 IDS = ("gpu_fundamentals", "m9_roofline")
 
 SOURCE = '''\

@@ -59,7 +59,7 @@ def test_extracts_kernel_device_functions_and_constants_only():
 def test_the_course_kernels_extract(tmp_path):
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     src = graded_source(read_notebook(root / "solutions/gpu_fundamentals/gpu_fundamentals.py"))
     for name in ("vector_add", "strided_copy"):
         assert f"def {name}(" in extract(src, name).text

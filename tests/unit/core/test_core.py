@@ -15,7 +15,7 @@ from grader.core.files import atomic_path, atomic_write
 from grader.core.points import fraction, rounded, shown, stored
 from grader.core.tables import points
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.parametrize(

@@ -236,7 +236,7 @@ LIMITS = Limits(
     processes=32,
 )
 TIMINGS: dict[str, float] = {}
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def make_workdir(base: Path) -> Path:

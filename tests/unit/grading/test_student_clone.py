@@ -13,7 +13,7 @@ import pytest
 
 from grader.release import export_student
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 AID = "m9_roofline"
 
 

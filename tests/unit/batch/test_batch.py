@@ -18,7 +18,7 @@ from grader.batch import (
     submission_digest,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 # A batch driver with a stub grade_one (top-level in a script, so the spawned children can
 # import it). Students named "crash*" raise, "die*" exit abruptly, the rest get canned results.

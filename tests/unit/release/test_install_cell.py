@@ -18,13 +18,12 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
+from factories import fake_smi
 
 from grader.core.notebook import read_notebook
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 NOTEBOOKS = [ROOT / "solutions" / "gpu_fundamentals" / "gpu_fundamentals.py"]
-sys.path.insert(0, str(Path(__file__).parent))
-from test_gpu_preflight import fake_smi  # noqa: E402
 
 HARNESS = r"""
 import importlib.util, json, subprocess, sys, types

@@ -324,7 +324,7 @@ def test_an_untouched_fork_warns_of_nothing(tmp_path):
     from grader.core.course import load_course
     from grader.release import export_student
 
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     fork = export_student(root, tmp_path / "fork")
     course = load_course(root)
     out = intake.prepare(fork, tmp_path / "s1", course)

@@ -18,7 +18,7 @@ from grader.reports import class_data as cd
 from grader.reports import class_report as cr
 from grader.reports import similarity as sim
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 AID = "m9_roofline"
 
 HEADER = '# %% nbgrader={"grade": false, "grade_id": "g", "locked": false, "schema_version": 3, "solution": true, "task": false}\n'  # noqa: E501

@@ -13,27 +13,13 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from factories import EVENT, HEAD, PR, make_artifact
 
 from grader import github as gha
 from grader.github import grade as gha_grade
 from grader.grading.limits import LIMITS
 
-DATA = Path(__file__).parent / "data"
-EVENT = DATA / "workflow_run_event.json"
-ROOT = Path(__file__).resolve().parents[2]
-HEAD = "5c1d7e0b9a2f4c3d8e6f1a0b2c3d4e5f60718293"  # the event's workflow_run.head_sha
-PR = 7
-
-
-def make_artifact(base: Path, pr: object = PR, head_sha: str = HEAD) -> Path:
-    art = base / "artifact"
-    (art / "exercises" / "m9_roofline").mkdir(parents=True)
-    (art / "exercises" / "m9_roofline" / "m9_roofline.py").write_text("x = 1\n")
-    (art / "exercises" / "gpu_fundamentals").mkdir()
-    (art / "exercises" / "gpu_fundamentals" / "gpu_fundamentals.ipynb").write_text("{}\n")
-    (art / "metrics.json").write_text('{"m9": {"intensity_b1": 1.0}}\n')
-    (art / "pr.json").write_text(json.dumps({"number": pr, "head_sha": head_sha}))
-    return art
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def make_zip(path: Path, members: dict[str, bytes], symlinks: dict[str, str] | None = None) -> Path:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 GH = ROOT / ".github"
 INSTRUCTOR = sorted((GH / "workflows").glob("*.yml"))
 STUDENT = sorted((GH / "student-workflows").glob("*.yml"))

@@ -16,7 +16,7 @@ from grader.core.course import load_course
 from grader.sandbox.harness import load_module
 from grader.suites.runner import run_assignment
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ASSIGNMENTS = ("gpu_fundamentals", "m9_roofline")
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 

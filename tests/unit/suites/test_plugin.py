@@ -11,7 +11,7 @@ import pytest
 from grader.core import device
 from grader.suites.runner import run_assignment
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ASSIGNMENT = "gpu_fundamentals"  # any id course.toml defines
 
 NOTEBOOK = """\

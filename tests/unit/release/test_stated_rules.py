@@ -7,7 +7,7 @@ from pathlib import Path
 
 from grader.release import stated_rules
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ASSIGNMENT = "m9_roofline"
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_gha import EVENT, ROOT, canned_result, make_artifact
+from test_github import EVENT, ROOT, canned_result, make_artifact
 
 from grader import github as gha
 from grader.github import grade as gha_grade

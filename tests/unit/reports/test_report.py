@@ -20,7 +20,7 @@ from grader.reports.html import html
 from grader.reports.markdown import markdown
 from grader.reports.plots import roofline_png
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def md_inline(text: str, limit: int = NAME_CHARS) -> str:

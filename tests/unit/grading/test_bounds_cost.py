@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "tests" / "corpus"))
 import build  # noqa: E402, F401  (first: it imports the families)
 import cases_bounds  # noqa: E402

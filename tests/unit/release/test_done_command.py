@@ -13,7 +13,7 @@ from pathlib import Path
 
 from grader.release import export_student
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _pytest(repo: Path, suite: str) -> subprocess.CompletedProcess:

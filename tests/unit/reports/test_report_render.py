@@ -26,7 +26,7 @@ from grader.reports.escape import visible
 from grader.reports.html import html
 from grader.reports.markdown import markdown
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 HOSTILE = (
     "it's <b>bold</b> & <img src=x onerror=alert(1)> <script>alert(1)</script> </pre> "

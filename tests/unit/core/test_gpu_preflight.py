@@ -16,40 +16,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from factories import DRIVERS, EVENT, fake_smi, make_artifact
 
 from grader import cli
 from grader import github as gha
 from grader.core import device, preflight
 from grader.core.infra import INFRA_EXIT
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(Path(__file__).parent))
-from test_gha import EVENT, make_artifact  # noqa: E402
-
-SMI_Q = """
-==============NVSMI LOG==============
-
-Timestamp                                 : Tue Dec  1 09:00:00 2026
-Driver Version                            : {driver}
-CUDA Version                              : {cuda}
-
-Attached GPUs                             : 1
-GPU 00000000:00:04.0
-    Product Name                          : Tesla T4
-    Product Brand                         : NVIDIA
-"""
-DRIVERS = {"550": ("550.54.15", "12.4"), "580": ("580.65.06", "13.0"), "470": ("470.82.01", "11.4")}
-
-
-def fake_smi(bin_dir: Path, driver: str) -> Path:
-    """A stand-in nvidia-smi for one of DRIVERS (only `-q` is answered)."""
-    version, cuda = DRIVERS[driver]
-    bin_dir.mkdir(parents=True, exist_ok=True)
-    text = SMI_Q.format(driver=version, cuda=cuda)
-    smi = bin_dir / "nvidia-smi"
-    smi.write_text(f'#!/bin/sh\n[ "$1" = "-q" ] || exit 9\n/bin/cat <<"EOF"\n{text}EOF\n')
-    smi.chmod(0o755)
-    return bin_dir
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
