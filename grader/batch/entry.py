@@ -2,7 +2,8 @@
 
 `grade_entry` grades one submission with `grader.grading.grade.grade_submission` in the sandbox;
 it is top-level so that `functools.partial(grade_entry, root=...)` pickles into the spawned
-children. `run_class` refuses before grading anything when a sandbox layer is missing, then
+children. `run_class` refuses before grading anything when the GPU or a sandbox layer is
+missing, then
 runs `grade_all` over the class with the reference M9 record on every report's roofline.
 """
 
@@ -13,8 +14,10 @@ from pathlib import Path
 
 from grader.batch.inputs import parse_shard
 from grader.batch.schedule import grade_all
+from grader.core import device
 from grader.core.course import load_course
 from grader.core.late import parse_timestamp
+from grader.core.preflight import gpu_preflight
 from grader.core.results import GradeResult
 from grader.grading.grade import grade_submission
 from grader.grading.reference import reference_m9_record
@@ -50,8 +53,12 @@ def run_class(
     force: bool = False,
     allow_incomplete_isolation: bool = False,
 ) -> int:
-    """`grader grade-all`: 0 when every submission was graded, 1 when some failed. Refuses
-    (`IsolationRefused`) before grading anything when a sandbox layer is missing."""
+    """`grader grade-all`: 0 when every submission was graded, 1 when some failed. Before
+    grading anyone it proves the GPU works where there is one (`InfrastructureError` otherwise:
+    no error rows, no zero scores) and refuses (`IsolationRefused`) when a sandbox layer is
+    missing."""
+    if device.has_gpu():
+        gpu_preflight()  # once for the class; the children inherit the passing check
     require_isolation(allow_incomplete_isolation)
     course = load_course(root)
     parsed = parse_shard(shard) if isinstance(shard, str) or shard is None else shard

@@ -134,17 +134,8 @@ class WorkerBackend:
         budget_end = t0 + self.budget_left
         try:
             fresh = self._proc is None
-            if fresh:
-                try:
-                    self._start()
-                except Failure as exc:
-                    return trusted_error(exc.kind, exc.message)
-                # The start-up allowance covers the interpreter alone, not the student's cells.
-                reply = self._timed(
-                    {"op": "ping"}, STARTUP_ALLOWANCE_S, "starting the worker", budget_end
-                )
-                if "error" in reply:
-                    return reply
+            if fresh and (failed := self._start_and_ping(budget_end)):
+                return failed
             if assignment not in self._loaded:
                 load_timeout = self.limits.import_timeout_s
                 reply = self._timed(
@@ -239,16 +230,8 @@ class WorkerBackend:
         """One request to this worker, started (and pinged) first when needed."""
         t0 = time.monotonic()
         budget_end = t0 + self.budget_left
-        if self._proc is None:
-            try:
-                self._start()
-            except Failure as exc:
-                return trusted_error(exc.kind, exc.message)
-            reply = self._timed(
-                {"op": "ping"}, STARTUP_ALLOWANCE_S, "starting the worker", budget_end
-            )
-            if "error" in reply:
-                return reply
+        if self._proc is None and (failed := self._start_and_ping(budget_end)):
+            return failed
         t1 = time.monotonic()
         reply = self._timed(req, timeout, what, budget_end)
         if "ok" in reply and req.get("op") == "kernel_run":
@@ -337,6 +320,16 @@ class WorkerBackend:
             f"the submission's total time budget of "
             f"{self.limits.submission_timeout_s:g} s is spent; nothing more was run",
         )
+
+    def _start_and_ping(self, budget_end: float) -> dict | None:
+        """Start the worker and ping it; the error reply when either fails, else None."""
+        try:
+            self._start()
+        except Failure as exc:
+            return trusted_error(exc.kind, exc.message)
+        # The start-up allowance covers the interpreter alone, not the student's cells.
+        reply = self._timed({"op": "ping"}, STARTUP_ALLOWANCE_S, "starting the worker", budget_end)
+        return reply if "error" in reply else None
 
     def _start(self) -> None:
         self._memory_killed = False

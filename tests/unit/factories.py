@@ -1,11 +1,13 @@
 """Factories more than one test folder uses: a PR artifact and its workflow event, a fake
-nvidia-smi. Import them by name (`from factories import make_artifact`): tests/unit is on the
-path because its conftest.py lives there."""
+nvidia-smi, a `grade-pr` run. Import them by name (`from factories import make_artifact`):
+tests/unit is on the path because its conftest.py lives there."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+
+from grader import github
 
 DATA = Path(__file__).resolve().parent / "data"
 EVENT = DATA / "workflow_run_event.json"
@@ -49,3 +51,11 @@ def fake_smi(bin_dir: Path, driver: str) -> Path:
     smi.write_text(f'#!/bin/sh\n[ "$1" = "-q" ] || exit 9\n/bin/cat <<"EOF"\n{text}EOF\n')
     smi.chmod(0o755)
     return bin_dir
+
+
+def grade_pr(artifact: Path, out: Path, *extra: str) -> int:
+    """`python -m grader.github grade-pr` on `artifact` with the canned event, this course."""
+    return github.main(
+        ["grade-pr", "--artifact", str(artifact), "--event", str(EVENT), "--out", str(out)]
+        + ["--root", str(ROOT), *extra]
+    )

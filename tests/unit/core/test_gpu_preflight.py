@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from factories import DRIVERS, EVENT, fake_smi, make_artifact
+from factories import DRIVERS, fake_smi, grade_pr, make_artifact
 
 from grader import cli
 from grader import github as gha
@@ -130,21 +130,7 @@ def test_grade_pr_with_gpu_and_no_driver_writes_the_infrastructure_comment(
     _no_driver(fresh_device, tmp_path)
     art = make_artifact(tmp_path)
     out = tmp_path / "report"
-    rc = gha.main(
-        [
-            "grade-pr",
-            "--artifact",
-            str(art),
-            "--event",
-            str(EVENT),
-            "--out",
-            str(out),
-            "--root",
-            str(ROOT),
-            "--timestamp",
-            "2026-01-01T00:00:00Z",
-        ]
-    )
+    rc = grade_pr(art, out, "--timestamp", "2026-01-01T00:00:00Z")
     assert rc == INFRA_EXIT, capsys.readouterr().err
     assert sorted(p.name for p in out.iterdir()) == ["comment.md", "summary.md"]  # no score
     comment = (out / "comment.md").read_text(encoding="utf-8")

@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from factories import EVENT, HEAD, PR, make_artifact
+from factories import EVENT, HEAD, PR, grade_pr, make_artifact
 
 from grader import github as gha
 from grader.github import grade as gha_grade
@@ -347,19 +347,7 @@ def test_grade_pr_writes_comment_summary_and_reports_offline(tmp_path, monkeypat
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     art = make_artifact(tmp_path)
     out = tmp_path / "report"
-    rc = gha.main(
-        [
-            "grade-pr",
-            "--artifact",
-            str(art),
-            "--event",
-            str(EVENT),
-            "--out",
-            str(out),
-            "--root",
-            str(ROOT),
-        ]
-    )
+    rc = grade_pr(art, out)
     assert rc == 0
 
     [(names, root, student, ts)] = calls
@@ -387,19 +375,7 @@ def test_grade_pr_writes_comment_summary_and_reports_offline(tmp_path, monkeypat
 def test_grade_pr_refuses_a_pr_json_for_another_commit(tmp_path, monkeypatch):
     monkeypatch.setattr(gha_grade, "_grade", lambda *a: pytest.fail("graded a spoofed submission"))
     art = make_artifact(tmp_path, head_sha="b" * 40)
-    rc = gha.main(
-        [
-            "grade-pr",
-            "--artifact",
-            str(art),
-            "--event",
-            str(EVENT),
-            "--out",
-            str(tmp_path / "o"),
-            "--root",
-            str(ROOT),
-        ]
-    )
+    rc = grade_pr(art, tmp_path / "o")
     assert rc == 1
     assert not (tmp_path / "o" / "comment.md").exists()
 
@@ -415,19 +391,7 @@ def test_grade_pr_stops_workflow_commands_while_grading(tmp_path, monkeypatch, c
 
     monkeypatch.setattr(gha_grade, "_grade", fake_grade)
     art = make_artifact(tmp_path)
-    rc = gha.main(
-        [
-            "grade-pr",
-            "--artifact",
-            str(art),
-            "--event",
-            str(EVENT),
-            "--out",
-            str(tmp_path / "o"),
-            "--root",
-            str(ROOT),
-        ]
-    )
+    rc = grade_pr(art, tmp_path / "o")
     assert rc == 0
     [before] = seen
     token = before.strip().split("::stop-commands::")[1]

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_github import EVENT, ROOT, canned_result, make_artifact
+from factories import grade_pr, make_artifact
+from test_github import canned_result
 
 from grader import github as gha
 from grader.github import grade as gha_grade
@@ -26,19 +27,7 @@ def test_grade_pr_with_hostile_metrics(tmp_path, monkeypatch, kind):
     art = make_artifact(tmp_path)
     (art / "metrics.json").write_text(BOMBS[kind])
     out = tmp_path / "report"
-    rc = gha.main(
-        [
-            "grade-pr",
-            "--artifact",
-            str(art),
-            "--event",
-            str(EVENT),
-            "--out",
-            str(out),
-            "--root",
-            str(ROOT),
-        ]
-    )
+    rc = grade_pr(art, out)
     assert rc == 0
     for name in ("comment.md", "summary.md", "report.md", "report.html", "result.json"):
         assert (out / name).stat().st_size > 0, name
