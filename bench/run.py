@@ -276,7 +276,7 @@ def part_one_submission(tmp: Path, runs: int, trees: tuple[Tree, Tree] | None = 
         if r["rc"] != 0:
             raise RuntimeError(f"nbgrader autograde failed:\n{r['stderr'][-3000:]}")
         nbg.append(r)
-    m = re.search(r"total (\S+)\s+\(", ours[-1]["stdout"])
+    m = re.search(r"total (\S+(?: / \S+)?)\s+\(", ours[-1]["stdout"])  # `12.5 / 40` (or `12.5/40`)
     res = {}
     for key, rs, score in (
         ("ours", ours, m.group(1) if m else "?"),

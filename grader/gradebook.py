@@ -249,7 +249,7 @@ def _write(session, result: GradeResult, course: Course) -> None:
         SubmittedAssignment,
         SubmittedNotebook,
     )
-    from sqlalchemy import text
+    from sqlalchemy import text  # lazy: with nbgrader.api above
 
     # take the write lock now, so that every read below belongs to this transaction
     session.execute(text("BEGIN IMMEDIATE"))

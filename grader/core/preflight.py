@@ -60,6 +60,7 @@ def _probe() -> dict:
         out.update(device=driver.name, driver=driver.version, cuda=driver.cuda)
     os.environ.pop("NUMBA_ENABLE_CUDASIM", None)
     try:
+        # lazy: this runs in the probe's child only, after the simulator switch is cleared
         import numpy as np
         from numba import cuda
 
@@ -75,7 +76,7 @@ def _probe() -> dict:
         cuda.synchronize()
         if not np.array_equal(d_y.copy_to_host(), 2 * x):
             raise RuntimeError("the kernel ran but wrote wrong values")
-        import numba_cuda
+        import numba_cuda  # lazy: as above
 
         runtime = ".".join(map(str, cuda.runtime.get_version()))
         out["numba_cuda"] = f"numba-cuda {numba_cuda.__version__} (CUDA runtime {runtime})"
@@ -83,7 +84,7 @@ def _probe() -> dict:
     except Exception as exc:  # noqa: BLE001 - any failure is the finding
         out["errors"].append(f"numba-cuda kernel launch: {type(exc).__name__}: {exc}"[:600])
     try:
-        import torch
+        import torch  # lazy: as above, and torch is the slowest import of all
 
         if not torch.cuda.is_available():
             raise RuntimeError(

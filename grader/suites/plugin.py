@@ -16,8 +16,14 @@ from typing import Any
 import pytest
 
 from grader.core import device
+from grader.core.course import CourseError, find_root, load_course
 from grader.core.feedback import clip
+from grader.core.jsonread import JsonMissing, JsonReadError, read_metrics
+from grader.core.notebook import choose_notebook
+from grader.core.pairing import pair, release_for
 from grader.core.results import TestResult
+from grader.sandbox.harness import load_module
+from grader.suites.student import InProcessBackend, Student, StudentError, WorkerTimeout
 
 POINTS_KEY = pytest.StashKey[float]()
 SESSION_KEY = pytest.StashKey["GraderSession"]()
@@ -37,9 +43,6 @@ class GraderSession:
 
     def get_backend(self, course) -> Any:
         if self.backend is None:  # a plain `pytest tests/public`: grading's pairing rule
-            from grader.core.pairing import pair, release_for
-            from grader.suites.student import InProcessBackend
-
             release = release_for(self.submission, self.root / "exercises")
             notebooks = {}
             for a in course.assignment_ids:
@@ -51,9 +54,6 @@ class GraderSession:
 
     def reference_module(self, assignment_id: str):
         if assignment_id not in self._reference_modules:
-            from grader.core.notebook import choose_notebook
-            from grader.sandbox.harness import load_module
-
             path = choose_notebook(self.reference, assignment_id)
             self._reference_modules[assignment_id] = load_module(path, f"reference_{assignment_id}")
         return self._reference_modules[assignment_id]
@@ -89,7 +89,6 @@ def pytest_configure(config: pytest.Config) -> None:
     submission = config.getoption("--submission", None)
     if submission is None and not _is_suite_run(config):
         return
-    from grader.core.course import CourseError, find_root
 
     # The course is where the suites live (pytest's rootdir), not where the submission is: a
     # submission folder may sit anywhere (a scratch copy, a student's fork checkout).
@@ -160,7 +159,6 @@ def suite_of(path: Path) -> str:
 
 @pytest.fixture
 def course(request: pytest.FixtureRequest):
-    from grader.core.course import load_course
 
     return load_course(session(request.config).root)
 
@@ -173,7 +171,6 @@ def on_gpu() -> bool:
 @pytest.fixture
 def student(request: pytest.FixtureRequest, course):
     """The submission's notebook for this test file's assignment."""
-    from grader.suites.student import Student
 
     s = session(request.config)
     limits = course.limits
@@ -195,7 +192,6 @@ def reference(request: pytest.FixtureRequest):
 @pytest.fixture
 def metrics(request: pytest.FixtureRequest) -> dict:
     """The submission's metrics.json as data; a missing or broken file fails the test."""
-    from grader.core.jsonread import JsonMissing, JsonReadError, read_metrics
 
     path = session(request.config).metrics
     try:
@@ -245,7 +241,6 @@ def _result(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo)
 
 def classify(excinfo: pytest.ExceptionInfo | None) -> tuple[str, str]:
     """Outcome and student-facing feedback for a failed test."""
-    from grader.suites.student import StudentError, WorkerTimeout
 
     if excinfo is None:
         return "error", "the test failed without an exception"

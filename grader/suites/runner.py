@@ -14,6 +14,7 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
+from grader.core.course import load_course
 from grader.core.feedback import excerpt
 from grader.core.results import AssignmentResult
 
@@ -43,9 +44,10 @@ def run_assignment(
     `submission` is the folder holding `<id>/<id>.py|.ipynb`; `backend` is a ready
     `grader.suites.student` backend (default: in-process over `submission`).
     """
+    # lazy: grading starts its workers before it pays for pytest's import, so the two overlap
+    # (bench/README.md, start-up); the plugin imports pytest too
     import pytest
 
-    from grader.core.course import load_course
     from grader.suites import plugin
 
     root = Path(root).resolve()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -53,11 +54,8 @@ def test_check_and_grade_agree_in_a_student_clone(clone: Path, tmp_path: Path) -
     assert a["graded_file"] == f"exercises/{AID}/{AID}.ipynb"
     assert result["warnings"] == []  # .venv not walked, an untouched clone warns of nothing
     # the same public tests, the same outcomes
-    check_rows = {
-        line.split()[0]: line.split()[2]
-        for line in check.stdout.splitlines()
-        if line.startswith("public/")
-    }
+    rows = (re.match(r"(\S+)\s+\S+ / \S+\s+(\S+)", line) for line in check.stdout.splitlines())
+    check_rows = {m[1]: m[2] for m in rows if m and m[1].startswith("public/")}
     grade_rows = {t["name"]: t["outcome"] for t in a["tests"] if t["name"].startswith("public/")}
     assert check_rows and check_rows == grade_rows
     assert sum(o == "passed" for o in check_rows.values()) >= 4  # the solution's work counted
