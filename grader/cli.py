@@ -12,14 +12,19 @@ import argparse
 import sys
 from pathlib import Path
 
-from grader.core.course import find_root, load_course
 from grader.core.infra import INFRA_EXIT, InfrastructureError
-from grader.core.jsonread import metrics_or_none
-from grader.core.late import parse_timestamp
 
 
 def _root(args: argparse.Namespace) -> Path:
+    from grader.core.course import find_root  # lazy: `grader --help` loads no course code
+
     return find_root(Path(args.root) if args.root else None)
+
+
+def _course(args: argparse.Namespace):
+    from grader.core.course import load_course  # lazy: as above
+
+    return load_course(_root(args))
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -34,13 +39,15 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
-    from grader.grading.grade import grade_submission  # lazy: as above
-    from grader.grading.reference import reference_m9_record  # lazy: numpy, the sandbox
+    from grader.core.jsonread import metrics_or_none  # lazy: as in _root
+    from grader.core.late import parse_timestamp  # lazy: as in _root
+    from grader.grading.grade import grade_submission  # lazy: numpy, the sandbox
+    from grader.grading.reference import reference_m9_record  # lazy: as above
     from grader.reports.outputs import report_outputs, write_each  # lazy: matplotlib
     from grader.reports.terminal import grade_summary  # lazy: as above
-    from grader.sandbox.isolation import IsolationRefused  # lazy: as above
+    from grader.sandbox.isolation import IsolationRefused  # lazy: numpy, the sandbox
 
-    course = load_course(_root(args))
+    course = _course(args)
     timestamp = parse_timestamp(args.timestamp) if args.timestamp else None
     try:
         result = grade_submission(
@@ -103,7 +110,7 @@ def cmd_class_report(args: argparse.Namespace) -> int:
     from grader.batch import STATE, StateFile, discover
     from grader.reports.class_report import terminal_summary, write_class_report
 
-    course = load_course(_root(args))
+    course = _course(args)
     graded = Path(args.graded)
     report, paths = write_class_report(
         graded,
