@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.core.infra import INFRA_EXIT, InfrastructureError
+from grader.core.points import fraction
 from grader.github.artifact import (
     EXERCISES,
     Artifact,
@@ -157,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             meta = json.loads(paths["pr"].read_text(encoding="utf-8"))
             print(
                 f"graded PR #{meta['number']} for {meta['student']}: "
-                f"{meta['score']:g}/{meta['max_score']:g}; reports in {args.out}"
+                f"{fraction(meta['score'], meta['max_score'])}; reports in {args.out}"
             )
         elif args.cmd == "failure-comment":
             print(f"wrote {failure_comment(args.out, args.job_result)}")

@@ -32,6 +32,7 @@ from grader.core import device
 from grader.core.course import load_course
 from grader.core.kernels import ipc_kernel_config
 from grader.core.notebook import NotebookError, read_notebook
+from grader.core.points import fraction
 from grader.core.tables import format_table
 from grader.release.swap import release
 from grader.release.tree import copy_path, rel_name, tree_files
@@ -215,13 +216,13 @@ def _check_scores(report: VerifyReport, root: Path, work: Path, a, empty_metrics
     for t in sol.tests:
         if t.outcome != "skipped" and t.score < t.max_score - 1e-9:
             probs.append(
-                f"{t.name}: {t.outcome} ({t.score:g}/{t.max_score:g}) {_first(t.feedback)}"
+                f"{t.name}: {t.outcome} ({fraction(t.score, t.max_score)}) {_first(t.feedback)}"
             )
     report.add(
         "solution scores full marks",
         a.id,
         probs,
-        f"{sol.score:g}/{sol.max_score:g}"
+        fraction(sol.score, sol.max_score)
         + (f" ({len(skipped)} GPU test(s) skipped)" if skipped else ""),
     )
     if skipped:
@@ -241,13 +242,12 @@ def _check_scores(report: VerifyReport, root: Path, work: Path, a, empty_metrics
     )
     probs = [f"suites could not run on the stubs: {_first(stub.error, 300)}"] if stub.error else []
     probs += [
-        f"vacuous test {t.name}: scores {t.score:g}/{t.max_score:g} on the stub"
+        f"vacuous test {t.name}: scores {fraction(t.score, t.max_score)} on the stub"
         for t in stub.tests
         if t.score > 0
     ]
-    report.add(
-        "stubs score zero", a.id, probs, f"0/{stub.max_score:g} on {len(stub.tests)} test(s)"
-    )
+    stubs = f"{fraction(0, stub.max_score)} on {len(stub.tests)} test(s)"
+    report.add("stubs score zero", a.id, probs, stubs)
 
 
 def verify(root: Path) -> VerifyReport:

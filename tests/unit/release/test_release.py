@@ -680,7 +680,7 @@ def test_verify_reports_a_vacuous_test_by_name(course: Path) -> None:
     vacuous = total["m9_roofline"] - 17
     assert report.findings == [
         f"stubs score zero [m9_roofline]: vacuous test hidden/test_vacuous: scores "
-        f"{vacuous:g}/{vacuous:g} on the stub"
+        f"{vacuous:g} / {vacuous:g} on the stub"
     ], report.table()
     table = report.table()
     for check in (
