@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.core.course import Course
-from grader.core.points import rounded
+from grader.core.points import stored
 from grader.core.results import GradeResult, validate
 from grader.reports.common import FAILING
 from grader.reports.similarity import (
@@ -187,10 +187,10 @@ def assignment_stats(results: dict[str, GradeResult], course: Course) -> list[As
             AssignmentStat(
                 aid,
                 float(top),
-                rounded(statistics.fmean(scores)),
-                rounded(statistics.median(scores)),
-                rounded(min(scores)),
-                rounded(max(scores)),
+                round(statistics.fmean(scores), 2),  # statistics, not scores: 2 decimals
+                round(statistics.median(scores), 2),
+                stored(min(scores)),
+                stored(max(scores)),
                 sum(a.error is not None and not a.tests for a in rows),
             )
         )
