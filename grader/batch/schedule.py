@@ -287,7 +287,9 @@ def grade_all(
                 work = out / student
                 work.mkdir(parents=True, exist_ok=True)
                 (work / CHILD_RESULT).unlink(missing_ok=True)
-                (work / "result.json").unlink(missing_ok=True)  # stale until the child's lands
+                # stale until the child's lands; kept for the class report's "changed" list
+                if (work / "result.json").is_file():
+                    os.replace(work / "result.json", work / "result.previous.json")
                 one = grade_one
                 if student in times:
                     one = functools.partial(one, timestamp=times[student])
