@@ -46,6 +46,7 @@ import csv
 import errno
 import fcntl
 import os
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -365,3 +366,16 @@ def export_csv(db_path: Path | str, out_csv: Path | str) -> Path:
             raise
         raise GradebookError(path, f"cannot write {out}: {exc.strerror or exc}") from exc
     return out
+
+
+def nbgrader_rows(db_path: Path | str) -> list[dict[str, str]]:
+    """`nbgrader export`'s rows exactly as it prints them (no reformatting), for the points
+    audit: its sums must come out exact (`36.0`, never `35.999999999999986`)."""
+    from nbgrader.plugins.export import CsvExportPlugin  # lazy: see the module docstring
+
+    with tempfile.TemporaryDirectory(prefix="nbgrader-export-") as tmp:
+        out = Path(tmp) / "export.csv"
+        with open_gradebook(Path(db_path).absolute(), create=False) as gb:
+            CsvExportPlugin(to=str(out)).export(gb)
+        with open(out, newline="", encoding="utf-8") as fh:
+            return list(csv.DictReader(fh))

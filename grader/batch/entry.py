@@ -57,10 +57,10 @@ def run_class(
     allow_incomplete_isolation: bool = False,
     drop_times: bool = False,
 ) -> int:
-    """`grader grade-all`: 0 when every submission was graded, 1 when some failed. Before
-    grading anyone it proves the GPU works where there is one (`InfrastructureError` otherwise:
-    no error rows, no zero scores) and refuses (`IsolationRefused`) when a sandbox layer is
-    missing."""
+    """`grader grade-all`: 0 when every submission was graded and the points audit holds, 1
+    otherwise. Before grading anyone it proves the GPU works where there is one
+    (`InfrastructureError` otherwise: no error rows, no zero scores) and refuses
+    (`IsolationRefused`) when a sandbox layer is missing."""
     if device.has_gpu():
         gpu_preflight()  # once for the class; the children inherit the passing check
     require_isolation(allow_incomplete_isolation)
@@ -79,4 +79,4 @@ def run_class(
         force=force,
         drop_times=drop_times,
     )
-    return 1 if outcome.failed else 0
+    return 1 if outcome.failed or outcome.audit else 0

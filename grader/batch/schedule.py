@@ -30,6 +30,7 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import IO, Any
 
+from grader.batch.audit import audit
 from grader.batch.children import (
     CHILD_RESULT,
     GradeOne,
@@ -70,6 +71,7 @@ class BatchOutcome:
     csv: Path | None = None
     gradebook: Path | None = None
     seconds: float = 0.0
+    audit: list[str] = field(default_factory=list)  # points identities broken (batch.audit)
 
 
 Regraded = dict[str, tuple[str, dict[str, float | None]]]
@@ -328,8 +330,11 @@ def grade_all(
         names.sort()
     if db.exists():
         outcome.csv = export_csv(db, out / "grades.csv")
+    outcome.audit = audit(out)
     outcome.seconds = time.perf_counter() - started_all
     print(summary_table(outcome.results, course, outcome.failed, regraded), file=summary)
+    for problem in outcome.audit:
+        print(f"points audit (the grader's bug, not a student's): {problem}", file=summary)
     print(
         f"graded {len(outcome.graded)}, unchanged {len(outcome.skipped)}, failed "
         f"{len(outcome.failed)} in {outcome.seconds:.1f} s; results in {out}",
