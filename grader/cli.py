@@ -43,10 +43,21 @@ def cmd_grade(args: argparse.Namespace) -> int:
     from grader.core.late import parse_timestamp  # lazy: as in _root
     from grader.grading.grade import grade_submission  # lazy: numpy, the sandbox
     from grader.grading.reference import reference_m9_record  # lazy: as above
-    from grader.reports.outputs import report_outputs, write_each  # lazy: matplotlib
+    from grader.reports.outputs import report_outputs, unwritable, write_each  # lazy: matplotlib
     from grader.reports.terminal import grade_summary  # lazy: as above
     from grader.sandbox.isolation import IsolationRefused  # lazy: numpy, the sandbox
 
+    requested = [
+        ("--json", args.json),
+        ("--markdown", args.markdown),
+        ("--html", args.html),
+        ("--gradebook", args.gradebook),
+    ]
+    blocked = unwritable(requested)
+    for what in blocked:
+        print(f"error: cannot write {what}; nothing was graded", file=sys.stderr)
+    if blocked:
+        return 2
     course = _course(args)
     timestamp = parse_timestamp(args.timestamp) if args.timestamp else None
     try:
@@ -99,6 +110,7 @@ def cmd_grade_all(args: argparse.Namespace) -> int:
             root=_root(args),
             allow_incomplete_isolation=args.allow_incomplete_isolation,
             force=args.force,
+            drop_times=args.drop_times,
         )
     except IsolationRefused as exc:
         print(exc, file=sys.stderr)
@@ -198,8 +210,18 @@ def build_parser() -> argparse.ArgumentParser:
     _isolation_override(g)
     g.set_defaults(func=cmd_grade)
 
-    b = sub.add_parser("grade-all", help="grade every submission of a class")
-    b.add_argument("dir", help="folder of submissions (one per student) or a CSV of id,path")
+    b = sub.add_parser(
+        "grade-all",
+        help="grade every submission of a class",
+        description="DIR is a folder with one submission folder per student (named by the "
+        "student id), or a CSV file of student_id,path[,submitted_at] rows: submitted_at is the "
+        "trusted submission time (ISO 8601 with a zone, e.g. 2026-12-15T10:00:00Z) the late "
+        "policy applies to; paths are relative to the CSV's folder. A listing without a time "
+        "for a student keeps the time of their previous grading when their work is unchanged.",
+    )
+    b.add_argument(
+        "dir", help="folder of submissions (one per student), or a CSV listing (see above)"
+    )
     b.add_argument("-j", "--jobs", type=int, default=1)
     b.add_argument("--shard", help="i/N: grade only this shard (1-based) of the class")
     b.add_argument("--out", default="grading-output")
@@ -207,8 +229,15 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument(
         "--force",
         action="store_true",
-        help="regrade everyone (by default a student is regraded only when their submission, "
-        "the suites, the grader, course.toml or the solutions changed)",
+        help="regrade everyone (by default only what is stale is regraded: a student whose "
+        "submission or time changed, and per assignment when its suites or solution, the "
+        "grader or course.toml changed)",
+    )
+    b.add_argument(
+        "--drop-times",
+        action="store_true",
+        help="grade changed work that the listing gives no submission time for without one "
+        "(by default that is refused: it would drop the late penalty of an earlier grading)",
     )
     b.set_defaults(func=cmd_grade_all)
 

@@ -17,8 +17,8 @@ Late penalty: nbgrader stores the penalty in points on the submitted notebook (i
 `LateSubmissionPlugin` writes it during `nbgrader autograde`; `SubmittedAssignment.
 late_submission_penalty` is the sum over notebooks) and `nbgrader export` subtracts it:
 `score = max(0, raw - penalty)`. We never run `nbgrader autograde`, so nbgrader's own late plugin
-and its config never run; we store `raw_score x fraction` (the fraction from grader.core.late and
-course.toml) in that column, and nbgrader's export then reports exactly the result's score.
+and its config never run; we store the points the late policy took (raw - score, whole eighths:
+grader.core.points) in that column, and nbgrader's export then reports exactly the result's score.
 
 Grade cells are created on first sight. A regrade replaces the student's `auto_score`s in place
 (unique rows: one submission per student and assignment, one grade per cell); a human's
@@ -46,6 +46,7 @@ import csv
 import errno
 import fcntl
 import os
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -56,7 +57,7 @@ from pathlib import Path
 from grader.core.course import Course
 from grader.core.files import atomic_path
 from grader.core.late import parse_timestamp
-from grader.core.points import shown, stored
+from grader.core.points import shown, stored, total
 from grader.core.results import GradeResult, TestResult
 
 BUSY_TIMEOUT_S = 60.0
@@ -316,8 +317,8 @@ def _write(session, result: GradeResult, course: Course) -> None:
             grade.auto_score = stored(t.score) if t is not None else None
             # as nbgrader's SaveAutoGrades: a human's manual score stays and is flagged for review
             grade.needs_manual_grade = grade.manual_score is not None or grade.auto_score is None
-        raw = sum(float(t.score) for t in a.tests)
-        snb.late_submission_penalty = stored(raw * float(a.late_penalty))
+        # the penalty in points is what the late policy took: raw - score, exact (core.points)
+        snb.late_submission_penalty = stored(total(t.score for t in a.tests) - a.score)
         session.flush()
 
 
@@ -325,8 +326,9 @@ CSV_SCORES = ("raw_score", "late_submission_penalty", "score", "max_score")
 
 
 def _round_csv(path: Path) -> None:
-    """nbgrader sums the grades in SQL (35.999999999999986): round its score columns to the
-    shown points format, so the CSV a gradebook or an LMS imports says 36."""
+    """nbgrader prints its float sums as `36.0`: write its score columns in the shown points
+    format (`36`, `41.125`). Points are whole eighths, so its sums are exact and this only
+    reformats; it never rounds a value."""
     with open(path, newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
         fields = list(rows[0]) if rows else None
@@ -364,3 +366,16 @@ def export_csv(db_path: Path | str, out_csv: Path | str) -> Path:
             raise
         raise GradebookError(path, f"cannot write {out}: {exc.strerror or exc}") from exc
     return out
+
+
+def nbgrader_rows(db_path: Path | str) -> list[dict[str, str]]:
+    """`nbgrader export`'s rows exactly as it prints them (no reformatting), for the points
+    audit: its sums must come out exact (`36.0`, never `35.999999999999986`)."""
+    from nbgrader.plugins.export import CsvExportPlugin  # lazy: see the module docstring
+
+    with tempfile.TemporaryDirectory(prefix="nbgrader-export-") as tmp:
+        out = Path(tmp) / "export.csv"
+        with open_gradebook(Path(db_path).absolute(), create=False) as gb:
+            CsvExportPlugin(to=str(out)).export(gb)
+        with open(out, newline="", encoding="utf-8") as fh:
+            return list(csv.DictReader(fh))

@@ -15,10 +15,13 @@ from __future__ import annotations
 from grader.batch.children import CHILD_RESULT, GradeOne, error_result
 from grader.batch.entry import grade_entry, run_class
 from grader.batch.inputs import (
+    DroppedTimes,
+    RegradePlan,
     discover,
     grading_inputs,
+    kept_times,
     parse_shard,
-    regrade_reason,
+    regrade_plan,
     resume_key,
     select_shard,
     submission_times,
@@ -41,7 +44,10 @@ __all__ = [
     "grading_inputs",
     "parse_shard",
     "reference_m9_record",
-    "regrade_reason",
+    "DroppedTimes",
+    "RegradePlan",
+    "kept_times",
+    "regrade_plan",
     "resume_key",
     "run_class",
     "select_shard",

@@ -31,14 +31,17 @@ def grade_entry(
     root: str,
     timestamp: str | None = None,
     allow_incomplete: bool = False,
+    assignments: list[str] | None = None,
 ) -> GradeResult:
     """The real `grade_one`: grade.grade_submission in the sandbox (top-level, so picklable).
-    `timestamp`: the trusted submission time from the CSV listing, for the late policy."""
+    `timestamp`: the trusted submission time from the CSV listing, for the late policy;
+    `assignments`: only these (a regrade of what went stale), else all."""
     when = parse_timestamp(timestamp) if timestamp else None
     return grade_submission(
         Path(submission),
         root=Path(root),
         student=student,
+        assignments=assignments,
         timestamp=when,
         allow_incomplete_isolation=allow_incomplete,
     )
@@ -52,11 +55,12 @@ def run_class(
     root: Path | None = None,
     force: bool = False,
     allow_incomplete_isolation: bool = False,
+    drop_times: bool = False,
 ) -> int:
-    """`grader grade-all`: 0 when every submission was graded, 1 when some failed. Before
-    grading anyone it proves the GPU works where there is one (`InfrastructureError` otherwise:
-    no error rows, no zero scores) and refuses (`IsolationRefused`) when a sandbox layer is
-    missing."""
+    """`grader grade-all`: 0 when every submission was graded and the points audit holds, 1
+    otherwise. Before grading anyone it proves the GPU works where there is one
+    (`InfrastructureError` otherwise: no error rows, no zero scores) and refuses
+    (`IsolationRefused`) when a sandbox layer is missing."""
     if device.has_gpu():
         gpu_preflight()  # once for the class; the children inherit the passing check
     require_isolation(allow_incomplete_isolation)
@@ -73,5 +77,6 @@ def run_class(
         course=course,
         reference=reference_m9_record(course),
         force=force,
+        drop_times=drop_times,
     )
-    return 1 if outcome.failed else 0
+    return 1 if outcome.failed or outcome.audit else 0

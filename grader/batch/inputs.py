@@ -1,16 +1,23 @@
-"""What a grade-all run grades, and whether an earlier grade still stands.
+"""What a grade-all run grades, and whether an earlier grade still stands, per assignment.
 
 Input: a folder whose subfolders are submissions (student id = folder name), or a CSV file of
 `student_id,path[,submitted_at]` rows (a header row is optional; relative paths are relative to
 the CSV's folder). `submitted_at` is the trusted submission time (ISO 8601 with a zone, e.g.
-from the PR's grading run or your LMS; never a commit date) and the late policy applies to it;
-without it no late policy is applied. It is part of the resume key (`resume_key`): the
-submission digest (`grader.grading.intake.submission_digest`, the one result.json records) with
-`@<time>` appended.
+from the PR's grading run or your LMS; never a commit date) and the late policy applies to it.
+It is part of the resume key (`resume_key`): the submission digest
+(`grader.grading.intake.submission_digest`, the one result.json records) with `@<time>` appended.
 
-A student keeps an earlier grade only when the resume key *and* the grading digest
-(`grading_inputs`: the test suites, the grader package, course.toml and the reference solutions)
-are unchanged; `regrade_reason` says why not.
+A listing that gives no time for a student keeps the time of that student's previous grading
+when the files are the same (`kept_times`), and says so; when the files changed, the old time
+belongs to other work and dropping it would silently drop a late penalty, so the run refuses
+unless the instructor passes `--drop-times`.
+
+What decides a grade besides the submission (`grading_inputs`) is digested per assignment: the
+assignment's own suites (`tests/public/<id>`, `tests/hidden/<id>`) and reference solution, plus
+the parts every assignment shares (the suites' shared conftests, the grader package and its
+version, course.toml). A student keeps an earlier assignment grade only when the resume key and
+that assignment's digests are unchanged; `regrade_plan` says which assignments to grade and why,
+so a fixed m9 test regrades m9 for everyone and nothing else.
 
 Shards: `shard=(i, N)` (1-based, as in `--shard 2/4`) selects the students whose index in the
 sorted list of all student ids satisfies `index % N == i - 1`.
@@ -22,6 +29,7 @@ import csv
 import hashlib
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -58,44 +66,89 @@ def _tree_digest(h: Any, root: Path, label: str) -> None:
             h.update(chunk)
 
 
-def grading_inputs(root: Path) -> dict[str, str]:
-    """A digest per thing that decides a grade besides the submission: the suites (public and
-    hidden), the grader (its version and its source), course.toml and the reference solutions.
-    A change in any of them makes every earlier grade stale."""
+SHARED_PARTS = ("suites (shared)", "grader", "course.toml")
+
+
+def _digest(paths: list[Path], seed: bytes = b"") -> str:
+    h = hashlib.sha256(seed)
+    for path in paths:
+        _tree_digest(h, path, path.name)
+    return h.hexdigest()
+
+
+def grading_inputs(root: Path, assignments: list[str]) -> dict[str, dict[str, str]]:
+    """{assignment: {part: digest}}: what decides that assignment's grade besides the work.
+
+    Parts: its own suites and reference solution, and the shared ones (`SHARED_PARTS`: the
+    suites' top-level conftests, the grader with its version, course.toml)."""
     root = Path(root)
-    parts = {
-        "suites": [root / "tests" / "public", root / "tests" / "hidden"],
-        "grader": [GRADER_DIR],
-        "course.toml": [root / "course.toml"],
-        "reference": [root / "solutions"],
+    tests = [root / "tests" / "public", root / "tests" / "hidden"]
+    shared = {
+        "suites (shared)": _digest(
+            [p for d in tests if d.is_dir() for p in sorted(d.glob("*")) if p.is_file()]
+        ),
+        "grader": _digest([GRADER_DIR], __version__.encode()),
+        "course.toml": _digest([root / "course.toml"]),
     }
-    out: dict[str, str] = {}
-    for name, paths in parts.items():
-        h = hashlib.sha256(__version__.encode() if name == "grader" else b"")
-        for path in paths:
-            _tree_digest(h, path, path.name)
-        out[name] = h.hexdigest()
-    return out
+    return {
+        a: {
+            "suites": _digest([d / a for d in tests]),
+            "reference": _digest([root / "solutions" / a]),
+            **shared,
+        }
+        for a in assignments
+    }
 
 
-def regrade_reason(
-    prev: dict[str, Any] | None, digest: str, inputs: dict[str, str], force: bool
-) -> str:
-    """Why a student is graded in this run; "" when their earlier grade still stands."""
+@dataclass(frozen=True)
+class RegradePlan:
+    """Which assignments of one student to grade in this run, and why ("", (): none).
+
+    `partial`: some assignments keep their earlier grade, so this run's result is merged with
+    the earlier result.json."""
+
+    why: str
+    assignments: tuple[str, ...]
+    partial: bool = False
+
+
+def regrade_plan(
+    prev: dict[str, Any] | None, digest: str, inputs: dict[str, dict[str, str]], force: bool
+) -> RegradePlan:
+    """What to grade of a student whose previous state entry is `prev`.
+
+    Everything when forced, new, failed last time, or when the submission (or its time)
+    changed; otherwise the assignments whose own or shared inputs changed."""
+    everything = tuple(inputs)
     if force:
-        return "forced"
+        return RegradePlan("forced", everything)
     if prev is None:
-        return "new"
+        return RegradePlan("new", everything)
     if prev.get("status") != "ok":
-        return "last grading failed"
+        return RegradePlan("last grading failed", everything)
     if prev.get("digest") != digest:
         same_files = str(prev.get("digest", "")).split("@")[0] == digest.split("@")[0]
-        return "submission time changed" if same_files else "submission changed"
+        why = "submission time changed" if same_files else "submission changed"
+        return RegradePlan(why, everything)
     before = prev.get("inputs")
-    if not isinstance(before, dict):
-        return "graded by an older grader"
-    changed = [k for k in inputs if before.get(k) != inputs[k]]
-    return (", ".join(changed) + " changed") if changed else ""
+    if not isinstance(before, dict) or not all(isinstance(v, dict) for v in before.values()):
+        return RegradePlan("graded by an older grader", everything)
+    stale: dict[str, list[str]] = {}
+    for a, parts in inputs.items():
+        old = before.get(a)
+        if not isinstance(old, dict):
+            stale[a] = ["not graded before"]
+            continue
+        changed = [k for k in parts if old.get(k) != parts[k]]
+        if changed:
+            stale[a] = changed
+    if not stale:
+        return RegradePlan("", ())
+    shared = {k for parts in stale.values() for k in parts if k in SHARED_PARTS}
+    if len(stale) == len(inputs) and shared:
+        return RegradePlan(", ".join(sorted(shared)) + " changed", everything)
+    why = "; ".join(f"{a}: {', '.join(parts)} changed" for a, parts in stale.items())
+    return RegradePlan(why, tuple(stale), partial=len(stale) < len(inputs))
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:
@@ -176,6 +229,56 @@ def submission_times(submissions: Path) -> dict[str, str]:
             except ValueError as exc:
                 raise ValueError(f"{src}:{lineno}: submitted_at: {exc}") from exc
     return times
+
+
+class DroppedTimes(ValueError):
+    """A listing without the submission times an earlier grading of changed work used."""
+
+
+def time_of(entry: dict[str, Any] | None) -> str | None:
+    """The trusted submission time a state entry graded with (older entries: from its key)."""
+    if not entry:
+        return None
+    when = entry.get("submitted_at")
+    if isinstance(when, str) and when:
+        return when
+    _, at, rest = str(entry.get("digest", "")).partition("@")
+    return rest if at and rest else None
+
+
+def kept_times(
+    found: dict[str, Path],
+    times: dict[str, str],
+    done: dict[str, dict[str, Any]],
+    drop_times: bool = False,
+) -> tuple[dict[str, str], list[str]]:
+    """The listing's times, plus each earlier time the listing leaves out for the same files.
+
+    Returns (times to grade with, students whose time was kept). Raises DroppedTimes naming
+    every student whose files changed while the listing dropped their earlier time, unless
+    `drop_times`: the regrade would otherwise lose a late penalty without anyone deciding so."""
+    merged = dict(times)
+    kept: list[str] = []
+    refused: list[str] = []
+    for student, path in found.items():
+        prev = done.get(student)
+        before = time_of(prev)
+        if student in times or before is None or drop_times:
+            continue
+        same_files = str(prev.get("digest", "")).split("@")[0] == submission_digest(path)
+        if same_files:
+            merged[student] = before
+            kept.append(student)
+        else:
+            refused.append(f"{student} (graded before as submitted at {before})")
+    if refused:
+        raise DroppedTimes(
+            "the listing gives no submission time for work that changed since a grading with "
+            "one: " + ", ".join(refused) + ". Grading it without a time would drop a late "
+            "penalty: list the times as student_id,path,submitted_at in a CSV, or pass "
+            "--drop-times to grade those students without one."
+        )
+    return merged, sorted(kept)
 
 
 def _check_student(student: str, where: str) -> None:

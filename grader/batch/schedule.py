@@ -4,15 +4,17 @@ The loop: discover the submissions (`grader.batch.inputs`), keep each earlier gr
 stands, and grade the rest in child processes (`grader.batch.children`), `jobs` at a time, each
 killed after `timeout_s`. Only the parent writes: reports (`out_dir/<student>/result.json`,
 `report.md`, `report.html`), the gradebook (`out_dir/gradebook.db`, under a file lock so that
-shards sharing a folder are safe) and `out_dir/state.jsonl` (`grader.batch.state`), whose line
-for a student is appended after the reports and the gradebook row: the commit point. A rerun
-regrades everything else and the summary says why (`regrade_reason`) and what changed in the
-score (before -> after); `force=True` (`--force`) regrades everyone. The gradebook write
+shards sharing a folder are safe) and `out_dir/state.jsonl` (`grader.batch.state`), whose line for
+a student is appended after the reports and the gradebook row: the commit point. A rerun regrades
+what is stale, per assignment (`regrade_plan`: a changed m9 suite regrades m9 alone and merges it
+into the student's earlier result), and the summary says why and what changed in each regraded
+assignment's score (before -> after); `force=True` (`--force`) regrades everyone. A listing without
+times keeps each earlier submission time for unchanged work (`kept_times`). The gradebook write
 replaces rows, so an interruption at any point neither loses nor duplicates grades. Skipped
-students' results are re-recorded into the gradebook (cheap and idempotent), so a deleted or
-fresh gradebook.db is rebuilt complete. At the end of a run the state file is compacted to one
-line per student. Whatever fails for one submission (its grading, its reports, its gradebook
-row) is that submission's error row, never the batch's end.
+students' results are re-recorded into the gradebook (cheap and idempotent), so a deleted or fresh
+gradebook.db is rebuilt complete. At the end of a run the state file is compacted to one line per
+student. Whatever fails for one submission (its grading, its reports, its gradebook row) is that
+submission's error row, never the batch's end.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import IO, Any
 
+from grader.batch.audit import audit
 from grader.batch.children import (
     CHILD_RESULT,
     GradeOne,
@@ -41,12 +44,14 @@ from grader.batch.children import (
 from grader.batch.inputs import (
     discover,
     grading_inputs,
-    regrade_reason,
+    kept_times,
+    regrade_plan,
     resume_key,
     select_shard,
     submission_times,
 )
 from grader.batch.state import STATE, StateFile
+from grader.core import points as pts
 from grader.core.course import Course, load_course
 from grader.core.jsonread import metrics_or_none
 from grader.core.results import GradeResult, validate
@@ -66,25 +71,36 @@ class BatchOutcome:
     csv: Path | None = None
     gradebook: Path | None = None
     seconds: float = 0.0
+    audit: list[str] = field(default_factory=list)  # points identities broken (batch.audit)
+
+
+Regraded = dict[str, tuple[str, dict[str, float | None]]]
+
+
+def _changes(r: GradeResult, before: dict[str, float | None]) -> str:
+    """`m9_roofline 34 -> 36` for each assignment regraded in this run."""
+    after = {a.id: a.score for a in r.assignments}
+    return "; ".join(
+        f"{a} {'–' if old is None else score(old)} -> {score(after[a]) if a in after else '–'}"
+        for a, old in before.items()
+    )
 
 
 def summary_table(
     results: dict[str, GradeResult],
     course: Course,
     failed: list[str],
-    regraded: dict[str, tuple[str, float | None]] | None = None,
+    regraded: Regraded | None = None,
 ) -> str:
-    """The class table; `regraded` maps a student graded in this run to (why, score before)."""
+    """The class table; `regraded` maps a student graded in this run to (why, {assignment
+    regraded: its score before})."""
     ids = course.assignment_ids
     regraded = regraded or {}
     rows = []
     for student in sorted(results):
         r = results[student]
         by_id = {a.id: a for a in r.assignments}
-        why, before = regraded.get(student, ("", None))
-        change = ""
-        if student in regraded:
-            change = f"{'–' if before is None else score(before)} -> {score(r.score)}"
+        why, before = regraded.get(student, ("", {}))
         rows.append(
             [student]
             + [points(by_id[i].score, by_id[i].max_score) if i in by_id else "-" for i in ids]
@@ -92,7 +108,7 @@ def summary_table(
                 points(r.score, r.max_score),
                 "yes" if student in regraded else "no",
                 why,
-                change,
+                _changes(r, before) if student in regraded else "",
                 "ERROR" if student in failed else "",
             ]
         )
@@ -102,11 +118,28 @@ def summary_table(
     scores = [r.score for r in results.values()]
     if scores:
         text += (
-            f"\n\n{len(scores)} students; mean {score(statistics.fmean(scores))}, "
-            f"median {score(statistics.median(scores))}, min {score(min(scores))}, "
+            f"\n\n{len(scores)} students; mean {round(statistics.fmean(scores), 2)}, "
+            f"median {round(statistics.median(scores), 2)}, min {score(min(scores))}, "
             f"max {score(max(scores))}"
         )
     return text
+
+
+def merge_kept(
+    new: GradeResult, earlier: GradeResult, regraded: tuple[str, ...], order: list[str]
+) -> GradeResult:
+    """This run's grades of `regraded` over the earlier result's other assignments."""
+    kept = [a for a in earlier.assignments if a.id not in regraded]
+    by_id = {a.id: a for a in kept} | {a.id: a for a in new.assignments if a.id in regraded}
+    new.assignments = [by_id[a] for a in order if a in by_id]
+    new.score = pts.total(a.score for a in new.assignments)
+    new.max_score = pts.total(a.max_score for a in new.assignments)
+    if kept:
+        new.warnings.append(
+            "kept from the previous grading (its suites, reference and the grader are "
+            "unchanged): " + ", ".join(a.id for a in kept)
+        )
+    return new
 
 
 def grade_all(
@@ -120,6 +153,7 @@ def grade_all(
     reference: dict | None = None,
     timeout_s: float | None = None,
     force: bool = False,
+    drop_times: bool = False,
     progress: IO[str] | None = None,
     summary: IO[str] | None = None,
 ) -> BatchOutcome:
@@ -127,7 +161,9 @@ def grade_all(
 
     `grade_one(submission, student, work_dir) -> GradeResult` runs in a spawned process per
     submission. `timeout_s` (default: the course's submission timeout + 120 s) kills a grading
-    that hangs. `force` regrades submissions even when unchanged.
+    that hangs. `force` regrades submissions even when unchanged. `drop_times` grades changed
+    work that the listing gives no time for without one (otherwise that is refused:
+    `inputs.DroppedTimes`, before anything is graded).
     """
     if grade_one is None:
         raise ValueError("grade_one is required (e.g. functools.partial(grade_entry, root=...))")
@@ -141,13 +177,23 @@ def grade_all(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     found = discover(Path(submissions), exclude=out)
-    times = submission_times(Path(submissions))
     selected = select_shard(list(found), shard)
     db = out / "gradebook.db"
     state = StateFile(out / STATE)
     done = state.read()
-    inputs = grading_inputs(course.root)
-    regraded: dict[str, tuple[str, float | None]] = {}
+    times, kept = kept_times(
+        {s: found[s] for s in selected}, submission_times(Path(submissions)), done, drop_times
+    )
+    if kept:
+        print(
+            f"kept the submission time of the previous grading (the listing gives none and the "
+            f"work is unchanged) for: {', '.join(kept)}",
+            file=progress,
+        )
+    inputs = grading_inputs(course.root, course.assignment_ids)
+    regraded: Regraded = {}
+    plans: dict[str, tuple[str, ...]] = {}
+    earlier: dict[str, GradeResult] = {}
     outcome = BatchOutcome(gradebook=db)
     total = len(selected)
     counter = 0
@@ -158,33 +204,44 @@ def grade_all(
         print(f"[{counter}/{total}] {student} {points(r.score, r.max_score)} {note}", file=progress)
         progress.flush()
 
+    def previous(student: str) -> GradeResult | None:
+        try:
+            r = GradeResult.read(out / student / "result.json")
+            validate(r.to_dict())
+        except (OSError, ValueError, TypeError, KeyError):
+            return None
+        return r
+
     todo: list[tuple[str, str]] = []
     for student in selected:
         digest = resume_key(found[student], times.get(student))
         prev = done.get(student)
-        result_json = out / student / "result.json"
-        why = regrade_reason(prev, digest, inputs, force)
-        if not why and not result_json.is_file():
-            why = "result.json missing"
-        before = prev.get("score") if prev is not None and prev.get("status") == "ok" else None
-        if not why:
-            try:
-                r = GradeResult.read(result_json)
-                validate(r.to_dict())
-            except (OSError, ValueError, TypeError, KeyError):
-                regraded[student] = ("result.json unreadable", before)
-                todo.append((student, digest))
-                continue
+        plan = regrade_plan(prev, digest, inputs, force)
+        r = previous(student) if (not plan.why or plan.partial) else None
+        if r is None and (not plan.why or plan.partial):
+            missing = not (out / student / "result.json").is_file()
+            why = "result.json missing" if missing else "result.json unreadable"
+            plan = type(plan)(why if not plan.why else f"{plan.why}; {why}", tuple(inputs))
+        if not plan.why and r is not None:
             record(db, r, course)  # idempotent: keeps the gradebook complete after a crash
             outcome.results[student] = r
             outcome.skipped.append(student)
             line(student, r, "(unchanged, skipped)")
-        else:
-            regraded[student] = (why, before if isinstance(before, (int, float)) else None)
-            todo.append((student, digest))
+            continue
+        scores = {a.id: a.score for a in r.assignments} if r is not None else {}
+        if prev is not None and prev.get("status") == "ok" and r is None:
+            r_scores = prev.get("scores") if isinstance(prev.get("scores"), dict) else {}
+            scores = {k: v for k, v in r_scores.items() if isinstance(v, (int, float))}
+        regraded[student] = (plan.why, {a: scores.get(a) for a in plan.assignments})
+        if plan.partial and r is not None:
+            plans[student] = plan.assignments
+            earlier[student] = r
+        todo.append((student, digest))
 
     def finish(student: str, digest: str, result: GradeResult, seconds: float, ok: bool) -> None:
         # Whatever fails here is this submission's error row, never the batch's end.
+        if ok and student in plans:
+            result = merge_kept(result, earlier[student], plans[student], course.assignment_ids)
         try:
             metrics = metrics_or_none(found[student] / "metrics.json") if ok else None
             write_reports(result, course, out / student, metrics, reference)
@@ -207,7 +264,9 @@ def grade_all(
                 "digest": digest,
                 "submission": str(Path(found[student]).resolve()),
                 "inputs": inputs,
+                "submitted_at": times.get(student),
                 "score": result.score,
+                "scores": {a.id: a.score for a in result.assignments},
                 "max_score": result.max_score,
                 "status": "ok" if ok else "error",
                 "seconds": round(seconds, 3),
@@ -230,10 +289,14 @@ def grade_all(
                 work = out / student
                 work.mkdir(parents=True, exist_ok=True)
                 (work / CHILD_RESULT).unlink(missing_ok=True)
-                (work / "result.json").unlink(missing_ok=True)  # stale until the child's lands
+                # stale until the child's lands; kept for the class report's "changed" list
+                if (work / "result.json").is_file():
+                    os.replace(work / "result.json", work / "result.previous.json")
                 one = grade_one
                 if student in times:
-                    one = functools.partial(grade_one, timestamp=times[student])
+                    one = functools.partial(one, timestamp=times[student])
+                if student in plans:
+                    one = functools.partial(one, assignments=list(plans[student]))
                 p = ctx.Process(
                     target=run_child,
                     args=(one, str(found[student]), student, str(work), digest, os.getpid()),
@@ -267,8 +330,11 @@ def grade_all(
         names.sort()
     if db.exists():
         outcome.csv = export_csv(db, out / "grades.csv")
+    outcome.audit = audit(out)
     outcome.seconds = time.perf_counter() - started_all
     print(summary_table(outcome.results, course, outcome.failed, regraded), file=summary)
+    for problem in outcome.audit:
+        print(f"points audit (the grader's bug, not a student's): {problem}", file=summary)
     print(
         f"graded {len(outcome.graded)}, unchanged {len(outcome.skipped)}, failed "
         f"{len(outcome.failed)} in {outcome.seconds:.1f} s; results in {out}",

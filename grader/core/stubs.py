@@ -13,3 +13,8 @@ STUB_TAIL = STUB_MESSAGE.format(function="")  # ": implement this (see the docst
 def count_stubs(source: str) -> int:
     """How many release stubs are still in a graded source."""
     return source.count(STUB_TAIL)
+
+
+def is_stub_feedback(feedback: str) -> bool:
+    """Whether a failing test's feedback says the graded function is still the release's stub."""
+    return STUB_TAIL in (feedback or "") or "is still the stub" in (feedback or "")

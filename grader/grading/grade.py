@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 
 from grader import __version__
-from grader.core import device
+from grader.core import device, points
 from grader.core.course import Course, load_course
 from grader.core.late import late_penalty
 from grader.core.preflight import gpu_preflight
@@ -131,10 +131,11 @@ def _compiles_ptx(root: Path, assignment: str) -> bool:
 
 
 def apply_late_policy(result: AssignmentResult, course: Course, submitted: datetime | None) -> None:
+    """Take the late penalty off: score + penalty points == raw score, exactly (core.points)."""
     fraction = late_penalty(course.assignment(result.id).due, submitted, course.late_policy)
-    result.raw_score = result.score
+    result.raw_score = points.stored(result.score)
     result.late_penalty = fraction
-    result.score = round(result.score * (1 - fraction), 6)
+    result.score, _ = points.after_penalty(result.raw_score, fraction)
 
 
 def grade_submission(
@@ -207,8 +208,8 @@ def grade_submission(
         isolation = list(getattr(inner, "isolation", ()))
     return GradeResult(
         student=student,
-        score=round(sum(r.score for r in results), 6),
-        max_score=float(sum(r.max_score for r in results)),
+        score=points.total(r.score for r in results),
+        max_score=points.total(r.max_score for r in results),
         environment=Environment(
             device=check.device if check else device.describe(),
             simulator=not gpu,

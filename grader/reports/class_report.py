@@ -3,19 +3,21 @@
 `grader class-report OUT` reads a graded batch (OUT is grade-all's `--out`: `<student>/result.json`
 and `state.jsonl`, whose entries the caller reads and passes in) and writes `OUT/class-report/`:
 `index.html`, `summary.md`, `scores.png` and `class-report.json` (the data, schema-versioned).
-It shows the score distribution (a histogram of total scores, and per assignment
-mean/median/min/max), every test's pass rate hardest first with its commonest failure message,
-late submissions, and the pairs of students whose graded cells are similar, for the instructor to
-look at, never a verdict (the page says so). What is shown is computed in
+It shows a roster (every student: score and status per assignment, linking to their report),
+the score distribution (a histogram of total scores, and per assignment mean/median/min/max and
+how many could not be graded), pass rates per graded function and per test (parametrized cases
+folded; the untouched stub counted as "not attempted", apart from wrong answers, with the
+commonest wrong answer), the tests whose outcome changed in the last regrade, late submissions,
+and the pairs of students whose graded cells are similar, for the instructor to look at, never a
+verdict (the page says so). What is shown is computed in
 grader.reports.class_data and grader.reports.similarity; this module renders it.
 
-Every student-controlled text is escaped in both outputs (grader.reports.escape for markdown,
-`html.escape` for the page).
+Every student-controlled text is escaped in both outputs, through grader.reports.escape alone
+(`md_inline` for markdown, `html_text` for the page: control and bidi characters made visible).
 """
 
 from __future__ import annotations
 
-import html as _html
 import io
 import json
 import statistics
@@ -35,10 +37,12 @@ from grader.reports.class_data import (
     MESSAGE_CHARS,
     ClassReport,
     PassRate,
+    RosterCell,
+    RosterRow,
     build,
     submission_paths,
 )
-from grader.reports.escape import md_inline
+from grader.reports.escape import html_text, md_inline
 from grader.reports.similarity import THRESHOLD
 
 __all__ = ["REPORT_DIR", "THRESHOLD", "html", "markdown", "terminal_summary", "write_class_report"]
@@ -76,6 +80,18 @@ def _md(text: object) -> str:
     return md_inline(str(text), MESSAGE_CHARS)
 
 
+def _cell(c: RosterCell) -> str:
+    """`36 / 59` (graded), `36 / 59 late`, or the status alone when there is no score."""
+    if c.score is None:
+        return c.status
+    text = fraction(c.score, c.max_score)
+    return text if c.status == "graded" else f"{text} {c.status}"
+
+
+def _total(row: RosterRow) -> str:
+    return "–" if row.score is None else fraction(row.score, row.max_score)
+
+
 def markdown(rep: ClassReport) -> str:
     out = [
         f"# Class report: {_md(rep.course)}",
@@ -94,19 +110,48 @@ def markdown(rep: ClassReport) -> str:
             f"| {_md(a.assignment)} | {fraction(a.mean, a.max_score)} | {shown(a.median)} "
             f"| {shown(a.minimum)} | {shown(a.maximum)} | {a.errors} |"
         )
+    ids = [a.assignment for a in rep.assignments]
     out += [
         "",
-        "## Tests, hardest first",
+        "## Roster",
         "",
-        "| assignment | test | pass rate | passed | failed | skipped | commonest failure |",
-        "|---|---|---:|---:|---:|---:|---|",
+        "| student | " + " | ".join(_md(i) for i in ids) + " | total | report |",
+        "|---|" + "---|" * len(ids) + "---:|---|",
     ]
-    for t in rep.tests:
-        common = f"{_md(t.common_failure)} ({t.common_failure_count}x)" if t.common_failure else ""
-        out.append(
-            f"| {_md(t.assignment)} | {_md(t.name)} | {_rate(t)} | {t.passed} | {t.failed} "
-            f"| {t.skipped} | {common} |"
-        )
+    for row in rep.roster:
+        cells = " | ".join(_cell(c) for c in row.cells)
+        link = f"[report.html]({_md(row.report)})" if row.report else "–"
+        out.append(f"| {_md(row.student)} | {cells} | {_total(row)} | {link} |")
+    for title, rows, label in (
+        ("Graded functions, hardest first", rep.functions, "function"),
+        ("Tests, hardest first", rep.tests, "test"),
+    ):
+        out += [
+            "",
+            f"## {title}",
+            "",
+            f"| assignment | {label} | pass rate | passed | wrong | not attempted | skipped "
+            "| commonest wrong answer |",
+            "|---|---|---:|---:|---:|---:|---:|---|",
+        ]
+        for t in rows:
+            common = (
+                f"{_md(t.common_failure)} ({t.common_failure_count}x)" if t.common_failure else ""
+            )
+            out.append(
+                f"| {_md(t.assignment)} | {_md(t.name)} | {_rate(t)} | {t.passed} | {t.failed} "
+                f"| {t.not_attempted} | {t.skipped} | {common} |"
+            )
+    out += ["", "## Changed in the last regrade", ""]
+    if rep.changes:
+        out += ["| student | assignment | test | before | after |", "|---|---|---|---|---|"]
+        for c in rep.changes[:MAX_PAIRS_SHOWN]:
+            out.append(
+                f"| {_md(c.student)} | {_md(c.assignment)} | {_md(c.test)} | {c.before} "
+                f"| {c.after} |"
+            )
+    else:
+        out.append("No test changed its outcome.")
     out += ["", "## Late submissions", ""]
     if rep.late:
         out += [
@@ -163,13 +208,41 @@ th{background:#f6f8fa}td.n{text-align:right;white-space:nowrap}
 .bar.ok{background:#2da44e}.caveat{background:#fff8c5;border:1px solid #d4a72c;padding:.6em 1em}
 code{font-size:90%;white-space:normal;overflow-wrap:anywhere}small{color:#57606a}
 table.tests{table-layout:fixed}table.tests td{overflow-wrap:anywhere}
-.lead{font-size:110%}details summary{cursor:pointer;margin:.5em 0}
+.lead{font-size:110%}details summary{cursor:pointer;margin:.5em 0}td.warn{background:#fff8c5}
 """
 HARDEST_SHOWN = 15  # tests in the page's first table; the rest fold away
 
 
 def _e(text: object) -> str:
-    return _html.escape(str(text), quote=True)
+    return html_text(str(text))
+
+
+def _rate_table(p: Any, title: str, rows: list[PassRate], label: str) -> None:
+    head = (
+        "<table class=tests><colgroup><col style='width:11%'><col style='width:24%'>"
+        "<col style='width:12%'><col style='width:6%'><col style='width:6%'>"
+        "<col style='width:7%'><col style='width:6%'><col style='width:28%'></colgroup>"
+        f"<tr><th>assignment<th>{label}<th>pass rate<th>passed<th>wrong<th>not attempted"
+        "<th>skipped<th>commonest wrong answer</tr>"
+    )
+    p(f"<h2>{_e(title)}</h2>{head}")
+    for n, t in enumerate(rows):
+        if n == HARDEST_SHOWN:
+            p(f"</table><details><summary>all {len(rows)}</summary>{head}")
+        width = 0 if t.pass_rate is None else round(60 * t.pass_rate)
+        ok = " ok" if (t.pass_rate or 0) >= 0.8 else ""
+        common = (
+            f"<code>{_e(t.common_failure)}</code> <small>({t.common_failure_count}&times;)</small>"
+            if t.common_failure
+            else ""
+        )
+        p(
+            f"<tr><td>{_e(t.assignment)}<td>{_e(t.name)}<td class=n>"
+            f"<span class='bar{ok}' style='width:{width}px'></span>{_e(_rate(t))}"
+            f"<td class=n>{t.passed}<td class=n>{t.failed}<td class=n>{t.not_attempted}"
+            f"<td class=n>{t.skipped}<td>{common}</tr>"
+        )
+    p("</table></details>" if len(rows) > HARDEST_SHOWN else "</table>")
 
 
 def html(rep: ClassReport) -> str:
@@ -197,32 +270,33 @@ def html(rep: ClassReport) -> str:
             f"<td class=n>{_e(shown(a.median))}<td class=n>{_e(shown(a.minimum))}"
             f"<td class=n>{_e(shown(a.maximum))}<td class=n>{a.errors}</tr>"
         )
-    head = (
-        "<table class=tests><colgroup><col style='width:11%'><col style='width:30%'>"
-        "<col style='width:12%'><col style='width:6%'><col style='width:6%'>"
-        "<col style='width:7%'><col style='width:28%'></colgroup>"
-        "<tr><th>assignment<th>test<th>pass rate<th>passed<th>failed<th>skipped"
-        "<th>commonest failure</tr>"
-    )
-    p(f"</table><h2>Tests, hardest first</h2>{head}")
-    for n, t in enumerate(rep.tests):
-        if n == HARDEST_SHOWN:
-            p(f"</table><details><summary>all {len(rep.tests)} tests</summary>{head}")
-        width = 0 if t.pass_rate is None else round(60 * t.pass_rate)
-        ok = " ok" if (t.pass_rate or 0) >= 0.8 else ""
-        common = (
-            f"<code>{_e(t.common_failure)}</code> <small>({t.common_failure_count}&times;)</small>"
-            if t.common_failure
-            else ""
+    p("</table><h2>Roster</h2><table><tr><th>student")
+    p("".join(f"<th>{_e(a.assignment)}" for a in rep.assignments) + "<th>total<th>report</tr>")
+    for row in rep.roster:
+        cells = "".join(
+            f"<td class='n{' warn' if c.status != 'graded' else ''}'>{_e(_cell(c))}"
+            for c in row.cells
         )
-        p(
-            f"<tr><td>{_e(t.assignment)}<td>{_e(t.name)}<td class=n>"
-            f"<span class='bar{ok}' style='width:{width}px'></span>{_e(_rate(t))}"
-            f"<td class=n>{t.passed}<td class=n>{t.failed}<td class=n>{t.skipped}<td>{common}</tr>"
-        )
-    if len(rep.tests) > HARDEST_SHOWN:
-        p("</table></details><table>")
-    p("</table><h2>Late submissions</h2>")
+        link = f"<a href='{_e(row.report)}'>report</a>" if row.report else "–"
+        p(f"<tr><td>{_e(row.student)}{cells}<td class=n>{_e(_total(row))}<td>{link}</tr>")
+    p("</table>")
+    for title, rates, label in (
+        ("Graded functions, hardest first", rep.functions, "function"),
+        ("Tests, hardest first", rep.tests, "test"),
+    ):
+        _rate_table(p, title, rates, label)
+    p("<h2>Changed in the last regrade</h2>")
+    if rep.changes:
+        p("<table><tr><th>student<th>assignment<th>test<th>before<th>after</tr>")
+        for c in rep.changes[:MAX_PAIRS_SHOWN]:
+            p(
+                f"<tr><td>{_e(c.student)}<td>{_e(c.assignment)}<td>{_e(c.test)}"
+                f"<td>{_e(c.before)}<td>{_e(c.after)}</tr>"
+            )
+        p("</table>")
+    else:
+        p("<p>No test changed its outcome.</p>")
+    p("<h2>Late submissions</h2>")
     if rep.late:
         p("<table><tr><th>student<th>assignment<th>submitted<th>due<th>hours late<th>penalty</tr>")
         for x in rep.late:
@@ -318,10 +392,17 @@ def write_class_report(
     if not graded.is_dir():
         raise ValueError(f"{graded}: not a folder; give the --out folder of `grader grade-all`")
     folders = submissions if submissions is not None else submission_paths(state or {})
-    rep = build(graded, course, folders, THRESHOLD if threshold is None else threshold)
+    folder = Path(out) if out is not None else graded / REPORT_DIR
+    rep = build(
+        graded,
+        course,
+        folders,
+        THRESHOLD if threshold is None else threshold,
+        known=sorted(state or {}),
+        report_dir=folder,
+    )
     if rep.students == 0:
         raise ValueError(f"{graded}: no <student>/result.json found; run `grader grade-all` first")
-    folder = Path(out) if out is not None else graded / REPORT_DIR
     folder.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     png = histogram_png(rep.scores.values(), rep.max_score)

@@ -1,12 +1,15 @@
 """The files `grader grade` writes on request: result JSON, markdown, HTML and any other.
 
-Each requested output is written on its own: one that fails (a full disk, a folder that does not
-exist) is named in the returned list and does not stop the others, and the caller turns the list
-into its exit status, never silence.
+Before grading, `unwritable` checks that every requested output can be written (its folder
+exists and is writable, it is not a folder), so a grading that takes minutes is never lost to a
+typo in `--json`. After grading, each requested output is written on its own: one that still
+fails (a full disk) is named in the returned list and does not stop the others, and the caller
+turns the list into its exit status, never silence.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -16,6 +19,28 @@ from grader.reports.html import html
 from grader.reports.markdown import markdown
 
 Output = tuple[str, str | None, Callable[[], None]]  # (flag, target or None, write)
+
+
+def unwritable(targets: Sequence[tuple[str, str | None]]) -> list[str]:
+    """`flag target (why)` for each requested target that cannot be written; [] when all can."""
+    problems = []
+    for flag, target in targets:
+        if not target:
+            continue
+        path = Path(target)
+        folder = path.parent
+        if path.is_dir():
+            why = "it is a folder"
+        elif not folder.is_dir():
+            why = f"the folder {folder} does not exist"
+        elif not os.access(folder, os.W_OK | os.X_OK):
+            why = f"the folder {folder} is not writable"
+        elif path.exists() and not os.access(path, os.W_OK):
+            why = "the file is not writable"
+        else:
+            continue
+        problems.append(f"{flag} {target} ({why})")
+    return problems
 
 
 def write_each(outputs: Sequence[Output]) -> list[str]:

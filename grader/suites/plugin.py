@@ -8,14 +8,14 @@ by `grader.suites.runner`, never by a test.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from grader.core import device
+from grader.core import device, points
 from grader.core.course import CourseError, find_root, load_course
 from grader.core.feedback import clip
 from grader.core.jsonread import JsonMissing, JsonReadError, read_metrics
@@ -119,16 +119,19 @@ def session(config: pytest.Config) -> GraderSession:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    groups = Counter(
-        (item.module.__name__ if item.module else "", item.originalname)
-        for item in items
-        if isinstance(item, pytest.Function)
-    )
+    groups: dict[tuple[str, str], list[pytest.Function]] = defaultdict(list)
     for item in items:
-        marker = item.get_closest_marker("points")
-        if marker is not None and isinstance(item, pytest.Function):
-            n = groups[(item.module.__name__ if item.module else "", item.originalname)]
-            item.stash[POINTS_KEY] = float(marker.args[0]) / n
+        if isinstance(item, pytest.Function) and item.get_closest_marker("points") is not None:
+            groups[(item.module.__name__ if item.module else "", item.originalname)].append(item)
+    for cases in groups.values():
+        marker = cases[0].get_closest_marker("points")
+        try:
+            shares = points.split(float(marker.args[0]), len(cases))
+        except ValueError as exc:
+            raise pytest.UsageError(f"{cases[0].path}: {cases[0].originalname}: {exc}") from exc
+        for item, share in zip(cases, shares, strict=True):
+            item.stash[POINTS_KEY] = share
+    for item in items:
         if item.get_closest_marker("gpu") and not device.has_gpu():
             item.add_marker(
                 pytest.mark.skip(
@@ -220,23 +223,23 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
 
 def _result(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo) -> TestResult:
-    points = item.stash.get(POINTS_KEY, 0.0)
+    worth = item.stash.get(POINTS_KEY, 0.0)
     name = f"{suite_of(item.path)}/{item.name}"
     if report.skipped:
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else "skipped"
         return TestResult(
             name,
             0.0,
-            points,
+            worth,
             "skipped",
             str(reason).removeprefix("Skipped: "),
             suite_of(item.path),
             report.duration,
         )
     if report.passed:
-        return TestResult(name, points, points, "passed", "", suite_of(item.path), report.duration)
+        return TestResult(name, worth, worth, "passed", "", suite_of(item.path), report.duration)
     outcome, feedback = classify(call.excinfo)
-    return TestResult(name, 0.0, points, outcome, feedback, suite_of(item.path), report.duration)
+    return TestResult(name, 0.0, worth, outcome, feedback, suite_of(item.path), report.duration)
 
 
 def classify(excinfo: pytest.ExceptionInfo | None) -> tuple[str, str]:

@@ -14,6 +14,7 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
+from grader.core import points
 from grader.core.course import load_course
 from grader.core.feedback import excerpt
 from grader.core.results import AssignmentResult
@@ -115,12 +116,12 @@ def run_assignment(
         if quiet:
             error += ": " + excerpt(sink.getvalue())
     tests = session.results
-    score = sum(t.score for t in tests)
+    score = points.total(t.score for t in tests)
     return AssignmentResult(
         id=assignment_id,
-        score=round(score, 6),
-        max_score=float(sum(t.max_score for t in tests)) if tests else assignment.points,
-        raw_score=round(score, 6),
+        score=score,
+        max_score=points.total(t.max_score for t in tests) if tests else assignment.points,
+        raw_score=score,
         error=error,
         tests=tests,
     )

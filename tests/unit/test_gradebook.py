@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.core.points import after_penalty
 from grader.core.results import AssignmentResult, Environment, GradeResult
 from grader.core.results import TestResult as Case
 from grader.gradebook import GradebookError, cell_names, export_csv, open_gradebook, record
@@ -22,7 +23,7 @@ def result(student, scores=(2.0, 1.0), late=0.0, timestamp="2026-12-15T10:00:00+
         Case("test_vector_add", scores[1], 3, "passed" if scores[1] == 3 else "failed"),
     ]
     raw = sum(scores)
-    a = AssignmentResult("gpu_fundamentals", raw * (1 - late), 5, late, raw, tests=tests)
+    a = AssignmentResult("gpu_fundamentals", after_penalty(raw, late)[0], 5, late, raw, tests=tests)
     m = AssignmentResult("m9_roofline", 4.0, 4, tests=[Case("test_num_params", 4, 4, "passed")])
     return GradeResult(
         student, a.score + 4, 9, Environment("cpu", True), [a, m], timestamp=timestamp
@@ -42,7 +43,8 @@ def test_record_maps_to_nbgrader_model(tmp_path, course):
         sub = gb.find_submission("gpu_fundamentals", "alice")
         assert sub.timestamp.isoformat() == "2026-12-15T09:00:00"
         assert sub.score == pytest.approx(3.0)
-        assert sub.late_submission_penalty == pytest.approx(0.6)  # points: 20% of 3
+        # points: 20% of 3 is 0.6, and the score 2.4 is kept on the grid of eighths (2.375)
+        assert sub.late_submission_penalty == 0.625
         g = gb.find_grade("test_ridge", "gpu_fundamentals", "gpu_fundamentals", "alice")
         assert (g.auto_score, g.needs_manual_grade) == (2.0, False)
         # what formgrader lists
@@ -158,14 +160,15 @@ def test_export_csv_one_row_per_student_and_assignment(tmp_path, course):
                 assert value == other[key]
 
 
-def test_export_csv_rounds_scores_and_is_world_readable(tmp_path, course, umask):
+def test_export_csv_sums_exactly_and_is_world_readable(tmp_path, course, umask):
+    """Points are eighths, so nbgrader's SQL sums and its `raw - penalty` come out exact."""
     db = tmp_path / "gradebook.db"
-    record(db, result("ann", scores=(0.1, 0.2)), course)  # 0.1 + 0.2 = 0.30000000000000004
+    record(db, result("ann", scores=(0.125, 0.25), late=0.3), course)
     out = export_csv(db, tmp_path / "grades.csv")
     rows = {r["assignment"]: r for r in csv.DictReader(out.open())}
-    assert rows["gpu_fundamentals"]["raw_score"] == "0.3"
-    assert rows["gpu_fundamentals"]["score"] == "0.3"
-    assert all(len(r["score"].partition(".")[2]) <= 2 for r in rows.values())
+    g = rows["gpu_fundamentals"]
+    assert (g["raw_score"], g["late_submission_penalty"], g["score"]) == ("0.375", "0.125", "0.25")
+    assert float(g["raw_score"]) - float(g["late_submission_penalty"]) == float(g["score"])
     assert out.stat().st_mode & 0o777 == 0o644 & ~umask
 
 

@@ -279,45 +279,76 @@ def _rows(stdout):
     return rows
 
 
-def test_regrade_when_what_grades_changes_and_force(tmp_path, umask):
+PER_ASSIGNMENT = (
+    DRIVER.replace(
+        "def grade(submission, student, work):",
+        "def grade(submission, student, work, assignments=None):",
+    )
+    .replace(
+        'fh.write(student + "\\n")',
+        'fh.write(student + ("=" + ",".join(assignments) if assignments else "") + "\\n")',
+    )
+    .replace(
+        'return GradeResult(student, a.score, 4, Environment("cpu", True), [a])',
+        "m = AssignmentResult('m9_roofline', 2, 2, raw_score=2,\n"
+        "        tests=[TestResult('test_m', 2, 2, 'passed')])\n"
+        "    keep = [x for x in (a, m) if assignments is None or x.id in assignments]\n"
+        "    total = sum(x.score for x in keep)\n"
+        "    most = sum(x.max_score for x in keep)\n"
+        "    return GradeResult(student, total, most, Environment('cpu', True), keep)",
+    )
+    .replace("jobs=2, shard=shard,", "jobs=2, shard=shard, force=bool(os.environ['FORCE']),")
+)
+
+
+def test_regrade_per_assignment_when_what_grades_changes_and_force(tmp_path, umask):
+    assert PER_ASSIGNMENT.count("assignments") >= 4
     root = _course_copy(tmp_path)
     subs, driver = make_class(tmp_path, ["s00", "s01", "s02"])
-    driver.write_text(
-        DRIVER.replace(
-            "jobs=2, shard=shard,", "jobs=2, shard=shard, force=bool(os.environ['FORCE']),"
-        )
-    )
+    driver.write_text(PER_ASSIGNMENT)
     out = tmp_path / "out"
     res, calls = _run(tmp_path, driver, subs, out, root)
     assert calls == {"s00", "s01", "s02"}
     assert "regraded" in res.stdout and "before -> after" in res.stdout
-    assert all(r[-2:] == ["new", "new"] or "new" in r for r in _rows(res.stdout).values())
+    assert all("new" in r for r in _rows(res.stdout).values())
+    assert _rows(res.stdout)["s00"][1:4] == ["1 / 4", "2 / 2", "3 / 6"]
 
     res, calls = _run(tmp_path, driver, subs, out, root)
     assert calls == set()
     assert "graded 0, unchanged 3" in res.stdout
 
-    # a fixed hidden test: everyone is stale, and the table says why
-    hidden = next((root / "tests" / "hidden").rglob("test_*.py"))
-    hidden.write_text(hidden.read_text() + "\n# fixed a threshold\n")
+    # a fixed m9 hidden test: m9 alone is regraded for everyone, and merged with the kept grade
+    hidden = next((root / "tests" / "hidden" / "m9_roofline").glob("test_*.py"))
+    hidden.write_text(hidden.read_text() + "\n# fixed a message\n")
     res, calls = _run(tmp_path, driver, subs, out, root)
-    assert calls == {"s00", "s01", "s02"}
+    assert calls == {"s00=m9_roofline", "s01=m9_roofline", "s02=m9_roofline"}
     rows = _rows(res.stdout)
-    assert all("suites changed" in r for r in rows.values()), res.stdout
+    assert all("m9_roofline: suites changed" in r for r in rows.values()), res.stdout
+    assert rows["s00"][1:4] == ["1 / 4", "2 / 2", "3 / 6"] and "m9_roofline 2 -> 2" in rows["s00"]
+    merged = json.loads((out / "s00" / "result.json").read_text())
+    assert [a["id"] for a in merged["assignments"]] == ["gpu_fundamentals", "m9_roofline"]
+    assert merged["score"] == 3 and any("kept from the previous" in w for w in merged["warnings"])
+    res, calls = _run(tmp_path, driver, subs, out, root)
+    assert calls == set()
 
-    # course.toml and the reference solutions count too
-    for path in (root / "course.toml", next((root / "solutions").rglob("*.py"))):
-        path.write_text(path.read_text() + "\n# edited\n")
+    # a shared input (course.toml) makes every assignment stale
+    (root / "course.toml").write_text((root / "course.toml").read_text() + "\n# edited\n")
     res, calls = _run(tmp_path, driver, subs, out, root)
     assert calls == {"s00", "s01", "s02"}
-    assert all("course.toml, reference changed" in r for r in _rows(res.stdout).values())
+    assert all("course.toml changed" in r for r in _rows(res.stdout).values())
+    # one assignment's reference solution regrades that assignment alone
+    ref = next((root / "solutions" / "gpu_fundamentals").glob("*.py"))
+    ref.write_text(ref.read_text() + "\n# edited\n")
+    res, calls = _run(tmp_path, driver, subs, out, root)
+    assert calls == {"s00=gpu_fundamentals", "s01=gpu_fundamentals", "s02=gpu_fundamentals"}
+    assert all("gpu_fundamentals: reference changed" in r for r in _rows(res.stdout).values())
 
-    # a changed submission: before -> after shows the score moving
+    # a changed submission: before -> after shows the score moving, per assignment
     (subs / "s00" / "exercises" / "a.py").write_text("xxxx")  # was 1 point, now 4
     res, calls = _run(tmp_path, driver, subs, out, root)
     assert calls == {"s00"}
     row = _rows(res.stdout)["s00"]
-    assert "submission changed" in row and "1 -> 4" in row, res.stdout
+    assert "submission changed" in row and "gpu_fundamentals 1 -> 4; m9_roofline 2 -> 2" in row
     assert _rows(res.stdout)["s01"][-1] == "no"  # unchanged rows: regraded "no", no why
 
     # --force regrades everyone
@@ -451,6 +482,55 @@ def test_csv_submission_times_reach_grading_and_the_resume_key(tmp_path):
 
     with pytest.raises(ValueError, match="class.csv:1: submitted_at"):
         submission_times(listing)
+
+
+def test_a_folder_regrade_keeps_earlier_times_and_refuses_to_drop_them(tmp_path):
+    """GITHUB_SETUP's folder regrade after a CSV grading: unchanged work keeps its trusted time
+    (and so its late penalty); changed work without a time is refused unless --drop-times."""
+    subs, driver = make_class(tmp_path, ["s00", "s01"])
+    text = (
+        DRIVER.replace(
+            "def grade(submission, student, work):",
+            "def grade(submission, student, work, timestamp=None):",
+        )
+        .replace('fh.write(student + "\\n")', 'fh.write(f"{student}={timestamp}\\n")')
+        .replace(
+            "jobs=2, shard=shard,", "jobs=2, shard=shard, drop_times=bool(os.environ['FORCE']),"
+        )
+    )
+    driver.write_text(text)
+    listing = tmp_path / "class.csv"
+    listing.write_text("s00,subs/s00,2026-12-16T10:00:00Z\ns01,subs/s01\n")
+    out = tmp_path / "out"
+    _run(tmp_path, driver, listing, out, ROOT)
+    res, calls = _run(tmp_path, driver, subs, out, ROOT)  # the folder: no times at all
+    assert calls == set(), "unchanged work with its kept time is not regraded"
+    assert "kept the submission time of the previous grading" in res.stderr and "s00" in res.stderr
+    lines = (out / STATE).read_text().splitlines()
+    entry = {json.loads(x)["student"]: json.loads(x) for x in lines}
+    assert entry["s00"]["digest"].endswith("@2026-12-16T10:00:00+00:00")
+
+    (subs / "s00" / "exercises" / "a.py").write_text("changed")
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "CALLS": str(tmp_path / "calls.txt"),
+        "COURSE_ROOT": str(ROOT),
+        "FORCE": "",
+    }
+    refused = subprocess.run(
+        [sys.executable, str(driver), str(subs), str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert refused.returncode != 0
+    assert "DroppedTimes" in refused.stderr and "--drop-times" in refused.stderr
+    assert "s00 (graded before as submitted at 2026-12-16T10:00:00+00:00)" in refused.stderr
+    assert json.loads((out / "s00" / "result.json").read_text())["student"] == "s00"
+    res, calls = _run(tmp_path, driver, subs, out, ROOT, "--force")  # FORCE: drop_times here
+    assert calls == {"s00=None"}
 
 
 def test_state_and_result_record_the_same_submission_digest(tmp_path):

@@ -1,4 +1,4 @@
-"""grader.core: the points format, the feedback cap, atomic 0644 writes, kernels over IPC."""
+"""grader.core: the points policy (whole eighths), the feedback cap, atomic 0644 writes, kernels over IPC."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from grader.core.feedback import EXCERPT_CHARS, FEEDBACK_CHARS, clip, excerpt
 from grader.core.files import atomic_path, atomic_write
-from grader.core.points import fraction, rounded, shown, stored
+from grader.core.points import after_penalty, fraction, shown, split, stored, total
 from grader.core.tables import points
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -23,22 +23,47 @@ ROOT = Path(__file__).resolve().parents[3]
     [
         (35.999999999999986, "36"),
         (12.5, "12.5"),
-        (4 / 3, "1.33"),
-        (0.1 + 0.2, "0.3"),
+        (4 / 3, "1.375"),  # the nearest eighth
+        (0.1 + 0.2, "0.25"),
         (-0.0, "0"),
-        (123456.78, "123456.78"),
+        (123456.875, "123456.875"),
     ],
 )
 def test_one_points_format(value, text):
     assert shown(value) == text
-    assert rounded(value) == float(text)
+    assert stored(value) == float(text)
 
 
-def test_stored_keeps_splits_exact_enough():
-    third = stored(4 / 3)
-    assert third == 1.333333 and abs(3 * third - 4) < 1e-5
+def test_splits_add_up_exactly():
+    assert split(1, 3) == [0.375, 0.375, 0.25]
+    assert split(3, 20) == [0.25] * 4 + [0.125] * 16
+    for pts, n in [(1, 3), (2, 7), (3, 22), (1, 8), (4, 5), (0.5, 3)]:
+        shares = split(pts, n)
+        assert len(shares) == n and sum(shares) == pts and total(shares) == pts
+        assert max(shares) - min(shares) <= 1 / 8
+    with pytest.raises(ValueError, match="at least 1/8 point"):
+        split(1, 9)
     assert stored(35.999999999999986) == 36.0
     assert fraction(35.999999999999986, 40) == points(35.999999999999986, 40) == "36 / 40"
+
+
+def test_late_penalty_keeps_score_plus_penalty_equal_to_raw():
+    assert after_penalty(45.875, 0.1) == (41.25, 4.625)
+    assert after_penalty(10, 0.0) == (10.0, 0.0) and after_penalty(10, 1.0) == (0.0, 10.0)
+    for raw in [0.125 * k for k in range(0, 500, 7)]:
+        for frac in (0.1, 0.2, 0.3, 0.5, 1 / 3):
+            score, penalty = after_penalty(raw, frac)
+            assert score + penalty == raw and score == stored(score)
+            assert abs(score - raw * (1 - frac)) <= 1 / 16 + 1e-9  # the nearest eighth
+    with pytest.raises(ValueError):
+        after_penalty(10, 1.5)
+
+
+def test_float_sums_of_points_are_exact():
+    """What nbgrader's SQL SUM and a spreadsheet do: plain float addition, in any order."""
+    shares = [s for pts, n in [(3, 22), (2, 7), (1, 3), (4, 5)] for s in split(pts, n)]
+    assert sum(shares) == 10.0 and sum(reversed(shares)) == 10.0
+    assert str(sum(shares) - after_penalty(10, 0.3)[1]) == "7.0"
 
 
 def test_atomic_write_is_world_readable(tmp_path):

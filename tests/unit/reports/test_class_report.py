@@ -216,3 +216,79 @@ def test_state_entries_name_the_submission_folders(tmp_path, course):
 def test_no_batch_is_a_clear_error(tmp_path, course):
     with pytest.raises(ValueError, match="grade-all"):
         cr.write_class_report(tmp_path, course)
+
+
+STUB = "NotImplementedError: kv_cache_fits: implement this (see the docstring)"
+
+
+def test_roster_statuses_folded_cases_functions_and_changes(tmp_path, course):
+    """Every student has a roster row (no result, no notebook and a corrupt one included), the
+    ungraded are counted, parametrized cases fold into one test, the stub is "not attempted"
+    apart from a wrong answer, tests group per graded function, and a regrade's changes list."""
+    cases = lambda outcomes, fb="": [  # noqa: E731
+        case(f"hidden/test_kv_cache_fits_cases[{i}]", o, fb, 0.5) for i, o in enumerate(outcomes)
+    ]
+    good = result("good", cases(["passed", "passed"]) + [case("hidden/test_num_params", "passed")])
+    wrong = result("wrong", cases(["passed", "failed"], "expected True, got False"))
+    stub = result("stub", cases(["failed", "failed"], STUB))
+    late = result("late", cases(["passed", "passed"]), late=0.5)
+    missing = result("missing", [])
+    missing.assignments[0].error = "no notebook found for m9_roofline"
+    corrupt = result("corrupt", [])
+    corrupt.assignments[0].error = "exercises/m9_roofline/m9_roofline.ipynb is not valid JSON"
+    shaky = result("shaky", cases(["passed", "passed"]))
+    shaky.environment.not_authoritative = "not authoritative: no pid namespace"
+    graded = tmp_path / "graded"
+    people = [good, wrong, stub, late, missing, corrupt, shaky]
+    for r in people:
+        (graded / r.student).mkdir(parents=True)
+        r.write(graded / r.student / "result.json")
+        (graded / r.student / "report.html").write_text("<html></html>")
+    before = result("wrong", cases(["passed", "passed"]))
+    before.write(graded / "wrong" / "result.previous.json")
+    state = {r.student: {"status": "ok"} for r in people} | {"ghost": {"status": "error"}}
+
+    rep, paths = cr.write_class_report(graded, course, state, submissions={})
+    roster = {row.student: row for row in rep.roster}
+    status = {
+        s: [c.status for c in row.cells if c.assignment == AID][0] for s, row in roster.items()
+    }
+    assert status == {
+        "good": "graded",
+        "wrong": "graded",
+        "stub": "graded",
+        "late": "late",
+        "missing": "notebook missing",
+        "corrupt": "does not parse",
+        "shaky": "not authoritative",
+        "ghost": "no result",
+    }
+    assert roster["ghost"].score is None and roster["ghost"].report == ""
+    assert roster["good"].report == "../good/report.html"
+    m9 = next(a for a in rep.assignments if a.assignment == AID)
+    assert m9.errors == 3  # missing, corrupt and ghost
+
+    (fits,) = [t for t in rep.tests if t.name == "hidden/test_kv_cache_fits_cases"]
+    assert (fits.passed, fits.failed, fits.not_attempted) == (3, 1, 1)
+    assert fits.common_failure == "expected True, got False" and fits.max_score == 1.0
+    (fn,) = [t for t in rep.functions if t.name == "kv_cache_fits"]
+    assert (fn.passed, fn.failed, fn.not_attempted) == (3, 1, 1)
+    assert any(t.name == "num_params" and t.passed == 1 for t in rep.functions)
+    assert [(c.student, c.test, c.before, c.after) for c in rep.changes] == [
+        ("wrong", "hidden/test_kv_cache_fits_cases[1]", "passed", "failed")
+    ]
+    page = paths["html"].read_text()
+    assert "<h2>Roster</h2>" in page and "href='../good/report.html'" in page
+    assert "notebook missing" in page and "no result" in page
+    summary = paths["markdown"].read_text()
+    assert "## Roster" in summary and "| ghost |" in summary
+    assert "## Changed in the last regrade" in summary
+
+
+def test_roster_escapes_bidi_and_control_characters(tmp_path, course):
+    r = result("eve", [case("hidden/t", "failed", "bad\u202etxt.exe\x1b[31m")])
+    (tmp_path / "g" / "eve").mkdir(parents=True)
+    r.write(tmp_path / "g" / "eve" / "result.json")
+    rep, paths = cr.write_class_report(tmp_path / "g", course, {}, submissions={})
+    page = paths["html"].read_text()
+    assert "\u202e" not in page and "\x1b" not in page

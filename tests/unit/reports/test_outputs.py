@@ -10,7 +10,7 @@ from test_report import ROOT, make_result
 from grader.core.course import load_course
 from grader.core.jsonread import metrics_or_none
 from grader.gradebook import record
-from grader.reports.outputs import report_outputs, write_each
+from grader.reports.outputs import report_outputs, unwritable, write_each
 
 
 def test_one_failing_output_does_not_stop_the_others(tmp_path):
@@ -40,3 +40,39 @@ def test_an_output_not_asked_for_is_not_written(tmp_path):
     outputs = report_outputs(make_result(), load_course(ROOT), json=str(tmp_path / "r.json"))
     assert write_each(outputs) == []
     assert [p.name for p in Path(tmp_path).iterdir()] == ["r.json"]
+
+
+def test_grade_refuses_before_grading_when_an_output_cannot_be_written(
+    tmp_path, monkeypatch, capsys
+):
+    import grader.grading.grade as grade
+    from grader.cli import main
+
+    def never(*args, **kwargs):
+        raise AssertionError("graded although an output cannot be written")
+
+    monkeypatch.setattr(grade, "grade_submission", never)
+    (tmp_path / "a-file").write_text("")
+    code = main(
+        [
+            "--root",
+            str(ROOT),
+            "grade",
+            str(tmp_path),
+            "--json",
+            str(tmp_path / "no-such-dir" / "r.json"),
+            "--html",
+            str(tmp_path),
+            "--markdown",
+            str(tmp_path / "ok.md"),
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 2
+    assert (
+        f"--json {tmp_path / 'no-such-dir' / 'r.json'} (the folder" in err
+        and "does not exist" in err
+    )
+    assert f"--html {tmp_path} (it is a folder)" in err and "nothing was graded" in err
+    assert "--markdown" not in err
+    assert unwritable([("--json", str(tmp_path / "r.json")), ("--html", None)]) == []
