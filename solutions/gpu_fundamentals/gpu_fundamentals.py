@@ -233,8 +233,8 @@ def peak_figures(gpu):
 def sm_limits(gpu):
     """Per-SM limits of `gpu` (a [hardware.<gpu>] key of course.toml, e.g. "T4") as a dict.
 
-    Keys: max_threads, max_blocks, max_warps, registers (32-bit), shared_memory_bytes and
-    register_granularity, the dict `occupancy` takes. The figures live in course.toml only.
+    The dict `occupancy` takes: every key of [hardware.<gpu>.sm] (the thirteen listed in §5),
+    with shared memory per SM as shared_memory_bytes. The figures live in course.toml only.
     """
     limits = _hardware_table(gpu)["sm"]
     out = {k: int(v) for k, v in limits.items() if k != "shared_memory_kib"}
@@ -763,25 +763,59 @@ for label, taken in conditions.items():
 # | blocks | 16 | 32 |
 # | 32-bit registers | 65,536 | 65,536 |
 # | shared memory | 64 KB | 228 KB |
+# | threads in one block, at most | 1,024 | 1,024 |
+# | registers one block may hold | 65,536 | 65,536 |
+# | register sub-partitions (warp schedulers) | 4 | 4 |
+# | shared memory handed out in units of | 256 B | 128 B |
+# | shared memory the runtime adds to each block | 0 B | 1,024 B |
+# | shared memory one block may ask for | 65,536 B | 232,448 B (227 KB) |
 #
 # The helper `sm_limits("T4")` reads them into a dict with the keys `max_threads`, `max_blocks`,
-# `max_warps`, `registers`, `shared_memory_bytes` and `register_granularity`.
+# `max_warps`, `registers`, `shared_memory_bytes`, `register_granularity`,
+# `max_threads_per_block`, `max_registers_per_thread`, `max_registers_per_block`,
+# `register_sub_partitions`, `shared_memory_granularity`, `reserved_shared_memory_per_block`
+# and `max_shared_memory_per_block`.
 #
-# How many blocks of a kernel fit on one SM at once is the smallest of four limits:
+# The rules below are the ones CUDA's own occupancy calculator applies (the header
+# `cuda_occupancy.h`, behind `cudaOccupancyMaxActiveBlocksPerMultiprocessor`), for a kernel
+# that may use all of the SM's shared memory. Write `wpb = ceil(tpb / 32)` for the warps of one
+# block: a partial warp still takes a whole warp. Blocks per SM is the smallest of four limits:
 #
-# 1. **threads**: the SM holds `max_warps` warps and a block occupies `ceil(tpb / 32)` of them
-#    (a partial warp still takes a whole warp), so at most `max_warps // warps_per_block` blocks;
-# 2. **blocks**: at most `max_blocks`;
-# 3. **registers**: registers are handed out per warp, `32 x registers_per_thread` rounded up to a
-#    multiple of `register_granularity` (256); the SM fits `registers // per_warp` warps, so
-#    `(registers // per_warp) // warps_per_block` blocks. Zero registers per thread sets no limit;
-# 4. **shared memory**: `shared_memory_bytes // shared_bytes_per_block` blocks; zero bytes per
-#    block sets no limit.
+# 1. **threads**: a block larger than `max_threads_per_block` (1,024 on every GPU here, even on
+#    an H100 whose SM holds 2,048 threads) cannot be launched at all. Otherwise the SM holds
+#    `max_warps` warps, so at most `max_warps // wpb` blocks.
+# 2. **blocks**: at most `max_blocks`.
+# 3. **registers**: a warp is given `32 x registers_per_thread` registers rounded up to a
+#    multiple of `register_granularity` (256); call that `per_warp`. The register file is split
+#    evenly over `register_sub_partitions` (4) warp schedulers, and each warp lives in one of
+#    them, so one sub-partition holds `(registers // 4) // per_warp` warps and the SM four times
+#    that: `4 x ((registers // 4) // per_warp) // wpb` blocks. A register left over in one
+#    sub-partition cannot serve a warp of another. There is also a limit per block: the
+#    hardware checks `per_warp x ceil(wpb / 4) x 4 <= max_registers_per_block` (as if the
+#    block's warps were spread evenly over all four sub-partitions), and a block that fails it
+#    cannot be launched, even where its registers would fit in the SM in total. Zero registers
+#    per thread sets no limit.
+# 4. **shared memory**: a block is given `shared_bytes_per_block +
+#    reserved_shared_memory_per_block` bytes (the runtime keeps 1 KB of each block's shared
+#    memory for itself on an H100, none on a T4), rounded up to a multiple of
+#    `shared_memory_granularity`; call that `per_block`. The SM fits `shared_memory_bytes //
+#    per_block` blocks. A block may ask for at most `max_shared_memory_per_block` bytes, so the
+#    reserve always fits beside it. When `per_block` is 0 (no shared memory on a T4) this sets
+#    no limit.
 #
-# Then `warps_per_sm = blocks_per_sm x warps_per_block` and the occupancy is `warps_per_sm /
-# max_warps`. This is a simplified version of CUDA's occupancy calculator: it leaves out the
-# shared memory the driver reserves per block and the finer rounding of some GPUs, which change
-# a few cases by one block.
+# Then `warps_per_sm = blocks_per_sm x wpb` and the occupancy is `warps_per_sm / max_warps`.
+# Three worked cases show why the finer rules matter:
+#
+# * T4, 302 threads with 174 registers: `wpb = 10`, `per_warp = 5,568 -> 5,632`. In total
+#   `10 x 5,632 = 56,320` registers would fit in 65,536, but one sub-partition holds only
+#   `16,384 // 5,632 = 2` such warps, 8 in the SM, fewer than the block's 10; the per-block
+#   check says the same (`ceil(10 / 4) x 4 = 12` warps, `12 x 5,632 = 67,584 > 65,536`), so
+#   no such block can run.
+# * H100, 96 threads with 40 registers: `per_warp = 1,280`; one sub-partition holds
+#   `16,384 // 1,280 = 12` warps, the SM `48`, so `48 // 3 = 16` blocks (dividing the whole
+#   register file, `65,536 // 1,280 = 51` warps, would promise 17).
+# * H100, 128 threads with 38,397 bytes of shared memory: `38,397 + 1,024 = 39,421`, rounded
+#   up to `39,424`; `233,472 // 39,424 = 5` blocks (`233,472 // 38,397` would say 6).
 #
 # **Exercise.** Write `occupancy(threads_per_block, registers_per_thread, shared_bytes_per_block,
 # sm)`. Return a dict with exactly these keys:
@@ -792,11 +826,15 @@ for label, taken in conditions.items():
 #   `"registers"`, `"shared_memory"`. When several limits give the same smallest count, name the
 #   first of them in that order.
 #
-# Arguments: `threads_per_block` from 1 to `sm["max_threads"]`, `registers_per_thread` from 0 to
-# 255 (CUDA's per-thread maximum), `shared_bytes_per_block` from 0 to `sm["shared_memory_bytes"]`;
-# a value outside its range, or a combination that fits no block at all on the SM (say 1,024
-# threads using 255 registers each), raises `ValueError` naming the resource. A non-integer
-# argument raises `TypeError`, and so does an `sm` that is not a dict with the six keys above.
+# Arguments: `threads_per_block` from 1 to `sm["max_threads_per_block"]`,
+# `registers_per_thread` from 0 to `sm["max_registers_per_thread"]` (255),
+# `shared_bytes_per_block` from 0 to `sm["max_shared_memory_per_block"]`; a value outside its
+# range, or a combination that fits no block at all on the SM (a block that fails the
+# per-block register check, say 1,024 threads using 255 registers each), raises `ValueError`
+# naming the resource. A non-integer argument raises `TypeError`, and so does an `sm` that is
+# not a dict with the thirteen keys above. The grader compares your answers with its own copy
+# of CUDA's rules on thousands of launch shapes drawn for each of the T4 and the H100,
+# including the three cases above.
 
 
 # %% nbgrader={"grade": false, "grade_id": "occupancy", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -805,8 +843,9 @@ def occupancy(threads_per_block, registers_per_thread, shared_bytes_per_block, s
 
     sm is a per-SM limits dict (see sm_limits). Returns {"blocks_per_sm": int, "warps_per_sm":
     int, "occupancy": float, "limited_by": "threads" | "blocks" | "registers" | "shared_memory"};
-    ties go to the first in that order. Out-of-range values, or a block that cannot fit on the
-    SM, raise ValueError; non-integers and a malformed sm raise TypeError.
+    ties go to the first in that order. Out-of-range values, or a block that cannot be launched
+    (the per-block register check), raise ValueError; non-integers and a malformed sm raise
+    TypeError.
     """
     ### BEGIN SOLUTION
     keys = (
@@ -816,6 +855,13 @@ def occupancy(threads_per_block, registers_per_thread, shared_bytes_per_block, s
         "registers",
         "shared_memory_bytes",
         "register_granularity",
+        "max_threads_per_block",
+        "max_registers_per_thread",
+        "max_registers_per_block",
+        "register_sub_partitions",
+        "shared_memory_granularity",
+        "reserved_shared_memory_per_block",
+        "max_shared_memory_per_block",
     )
     if not isinstance(sm, dict) or any(k not in sm for k in keys):
         raise TypeError(f"sm must be a dict with the keys {', '.join(keys)} (see sm_limits)")
@@ -829,29 +875,40 @@ def occupancy(threads_per_block, registers_per_thread, shared_bytes_per_block, s
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
             raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
     tpb, regs, smem = int(threads_per_block), int(registers_per_thread), int(shared_bytes_per_block)
-    limits = {k: int(sm[k]) for k in keys}
-    if not 1 <= tpb <= limits["max_threads"]:
+    lim = {k: int(sm[k]) for k in keys}
+    if not 1 <= tpb <= lim["max_threads_per_block"]:
         raise ValueError(
-            f"threads_per_block must be between 1 and {limits['max_threads']}, got {tpb}"
+            f"threads_per_block must be between 1 and {lim['max_threads_per_block']} (the most "
+            f"threads one block may have), got {tpb}"
         )
-    if not 0 <= regs <= 255:
-        raise ValueError(f"registers_per_thread must be between 0 and 255, got {regs}")
-    if not 0 <= smem <= limits["shared_memory_bytes"]:
+    if not 0 <= regs <= lim["max_registers_per_thread"]:
         raise ValueError(
-            f"shared_bytes_per_block must be between 0 and {limits['shared_memory_bytes']} bytes "
-            f"(the SM's shared memory), got {smem}"
+            f"registers_per_thread must be between 0 and {lim['max_registers_per_thread']}, "
+            f"got {regs}"
         )
-    warps_per_block = -(-tpb // 32)
-    candidates = {
-        "threads": limits["max_warps"] // warps_per_block,
-        "blocks": limits["max_blocks"],
-    }
+    if not 0 <= smem <= lim["max_shared_memory_per_block"]:
+        raise ValueError(
+            f"shared_bytes_per_block must be between 0 and {lim['max_shared_memory_per_block']} "
+            f"bytes (the most shared memory one block may ask for), got {smem}"
+        )
+    wpb = -(-tpb // 32)
+    candidates = {"threads": lim["max_warps"] // wpb, "blocks": lim["max_blocks"]}
     if regs:
-        granularity = limits["register_granularity"]
-        per_warp = -(-(32 * regs) // granularity) * granularity
-        candidates["registers"] = (limits["registers"] // per_warp) // warps_per_block
-    if smem:
-        candidates["shared_memory"] = limits["shared_memory_bytes"] // smem
+        unit, parts = lim["register_granularity"], lim["register_sub_partitions"]
+        per_warp = -(-(32 * regs) // unit) * unit
+        if per_warp * (-(-wpb // parts) * parts) > lim["max_registers_per_block"]:
+            raise ValueError(
+                f"a block of {tpb} threads with {regs} registers per thread cannot be launched: "
+                f"{per_warp} registers per warp for {-(-wpb // parts) * parts} warps (its {wpb} "
+                f"rounded up to {parts} sub-partitions) exceed the "
+                f"{lim['max_registers_per_block']} registers one block may hold"
+            )
+        warps_per_part = (lim["registers"] // parts) // per_warp
+        candidates["registers"] = warps_per_part * parts // wpb
+    unit = lim["shared_memory_granularity"]
+    per_block = -(-(smem + lim["reserved_shared_memory_per_block"]) // unit) * unit
+    if per_block:
+        candidates["shared_memory"] = lim["shared_memory_bytes"] // per_block
     blocks = min(candidates.values())
     limited_by = next(k for k, v in candidates.items() if v == blocks)
     if blocks == 0:
@@ -859,11 +916,11 @@ def occupancy(threads_per_block, registers_per_thread, shared_bytes_per_block, s
             f"a block of {tpb} threads with {regs} registers per thread and {smem} bytes of "
             f"shared memory does not fit on one SM: not enough {limited_by.replace('_', ' ')}"
         )
-    warps = blocks * warps_per_block
+    warps = blocks * wpb
     return {
         "blocks_per_sm": blocks,
         "warps_per_sm": warps,
-        "occupancy": warps / limits["max_warps"],
+        "occupancy": warps / lim["max_warps"],
         "limited_by": limited_by,
     }
     ### END SOLUTION
@@ -883,26 +940,36 @@ _o = occupancy(32, 16, 0, T4_SM)
 assert _o["blocks_per_sm"] == 16 and _o["limited_by"] == "blocks", (
     f"T4, one-warp blocks: the 16-block limit leaves 16 of 32 warps, got {_o}"
 )
-_o = occupancy(128, 32, 40 * 1024, H100_SM)
+_o = occupancy(96, 40, 0, H100_SM)
+assert _o["blocks_per_sm"] == 16 and _o["limited_by"] == "registers", (
+    f"H100, 96 threads x 40 registers: 12 warps in each of 4 sub-partitions, 16 blocks, got {_o}"
+)
+_o = occupancy(128, 32, 38397, H100_SM)
 assert _o["blocks_per_sm"] == 5 and _o["limited_by"] == "shared_memory", (
-    f"H100, 40 KB of shared memory per block: 228 // 40 = 5 blocks, got {_o}"
+    f"H100, 38,397 B + the 1 KB reserve, rounded to 39,424 B: 5 blocks, got {_o}"
 )
 assert type(_o["occupancy"]) is float and type(_o["warps_per_sm"]) is int, "plain float and int"
 assert occupancy(48, 0, 0, T4_SM)["warps_per_sm"] == 32, "48 threads still take two whole warps"
-expect_raises(ValueError, occupancy, 1024, 255, 0, T4_SM)
-expect_raises(ValueError, occupancy, 2048, 32, 0, T4_SM)
+expect_raises(ValueError, occupancy, 302, 174, 0, T4_SM)  # fails the per-block register check
+expect_raises(ValueError, occupancy, 2048, 32, 0, H100_SM)  # more than 1,024 threads per block
+expect_raises(ValueError, occupancy, 256, 0, 228 * 1024, H100_SM)  # more than 227 KB per block
 expect_raises(TypeError, occupancy, 256.0, 32, 0, T4_SM)
 print("occupancy: self-checks passed")
 
 # %% tags=["demo"]
 import matplotlib.pyplot as plt
 
-regs = np.arange(16, 256, 8)
+# Occupancy against registers per thread, at every whole register count: the step is drawn
+# from each count to the next (where="post"), so each drop sits at the first count that loses
+# a block.
+register_counts = np.arange(1, 256)
 fig, ax = plt.subplots(figsize=(8, 4.5))
 for gpu, style in (("T4", "-"), ("H100_SXM", "--")):
     limits = sm_limits(gpu)
-    fraction = [occupancy(256, int(r), 0, limits)["occupancy"] for r in regs]
-    ax.step(regs, fraction, style, where="post", label=f"{gpu}, 256 threads per block")
+    fraction = [occupancy(256, int(r), 0, limits)["occupancy"] for r in register_counts]
+    ax.step(register_counts, fraction, style, where="post", label=f"{gpu}, 256 threads per block")
+    drops = [int(r) for r, a, b in zip(register_counts[1:], fraction, fraction[1:]) if b < a]
+    print(f"{gpu}: occupancy drops at {drops} registers per thread")
 ax.set_xlabel("registers per thread")
 ax.set_ylabel("occupancy (fraction of the SM's warps)")
 ax.set_ylim(0, 1.05)
