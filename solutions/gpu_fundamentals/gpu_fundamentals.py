@@ -37,10 +37,11 @@
 #
 # **Rules the grader holds you to** (each exercise repeats the ones that apply to it):
 #
-# * Errors: an argument of the wrong *type* (a string where a number belongs, a float where an
-#   integer count belongs) raises `TypeError`; a value of the right type but out of range (zero,
-#   negative, NaN, too large) raises `ValueError`. The message says which argument and what was
-#   expected.
+# * Errors, one convention for the whole notebook (and for M9's): an argument of the wrong
+#   *type* raises `TypeError`: a string where a number belongs, or a non-integer where an integer
+#   is required (`2.5`, and also `2.0`: a count is an `int`). A bool is not a number here:
+#   `True` raises `TypeError` too. A value of the right type but out of range (zero, negative,
+#   NaN, too large) raises `ValueError`. The message says which argument and what was expected.
 # * Return types are the plain Python ones each docstring names (`float`, `int`, `bool`, `tuple`),
 #   not NumPy scalars.
 # * Every kernel must also compile for the course GPU, the T4 (compute capability 7.5): the
@@ -538,15 +539,24 @@ ax.loglog(
     label="T4 (FP16 tensor, GDDR6)",
 )
 ridge = ridge_point(H100_BF16, H100_HBM)
+t4_ridge = ridge_point(T4_FP16, T4_GDDR6)
 ax.axvline(ridge, color="gray", ls=":", alpha=0.7)
 ax.text(ridge * 1.1, 0.08, f"H100 ridge ~ {ridge:.0f} FLOP/byte", color="gray")
-print(f"{'operation':28s} {'FLOP/byte':>10s} {'H100 TFLOP/s':>13s}  bound by")
-for label, intensity, offset in llm_ops:
+ax.axvline(t4_ridge, color="tab:purple", ls=":", alpha=0.7)
+ax.text(t4_ridge / 1.1, 0.16, f"T4 ridge ~ {t4_ridge:.0f}", color="tab:purple", ha="right")
+print(f"{'operation':28s} {'FLOP/byte':>10s} {'H100 TFLOP/s':>13s} {'T4 TFLOP/s':>11s}  bound by")
+for i, (label, intensity, offset) in enumerate(llm_ops):
     tflops = attainable_flops(intensity, H100_BF16, H100_HBM) / 1e12
+    t4_tflops = attainable_flops(intensity, T4_FP16, T4_GDDR6) / 1e12
     bound = "memory" if is_memory_bound(intensity, H100_BF16, H100_HBM) else "compute"
-    print(f"{label:28s} {intensity:10.2f} {tflops:13.1f}  {bound}")
-    ax.scatter(intensity, tflops, s=60, zorder=3)
+    t4_bound = "memory" if is_memory_bound(intensity, T4_FP16, T4_GDDR6) else "compute"
+    print(f"{label:28s} {intensity:10.2f} {tflops:13.1f} {t4_tflops:11.2f}  {bound} / {t4_bound}")
+    color = f"C{i}"
+    ax.scatter(intensity, tflops, s=60, color=color, zorder=3)
+    ax.scatter(intensity, t4_tflops, s=60, facecolor="none", edgecolor=color, zorder=3)
     ax.annotate(label, (intensity, tflops), xytext=offset, textcoords="offset points", fontsize=8.5)
+ax.scatter([], [], s=60, color="gray", label="an operation on the H100 (filled)")
+ax.scatter([], [], s=60, facecolor="none", edgecolor="gray", label="the same on the T4 (hollow)")
 ax.set_xlabel("arithmetic intensity (FLOP/byte)")
 ax.set_ylabel("attainable performance (TFLOP/s)")
 ax.set_title("Roofline: most LLM operations sit left of the ridge")
@@ -557,10 +567,13 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Only the big GEMMs clear the ridge. Everything else is memory-bound, which is why inference
-# engines *fuse* chains of elementwise operations (residual add, RMSNorm, activation) into one kernel
-# that reads its inputs once, and why the batch-1 decode point sits at about 0.3% of the H100's
-# peak, however good the matvec kernel is.
+# Each operation appears twice, at the same intensity: filled on the H100's roof, hollow on the
+# T4's. The T4's ridge sits further left (65e12 / 320e9 ≈ 203 FLOP/byte, both figures from
+# course.toml) and its flat roof is about 15 times lower (989 / 65). Only the big GEMMs clear
+# either ridge. Everything else is memory-bound, which is why inference engines *fuse* chains
+# of elementwise operations (residual add, RMSNorm, activation) into one kernel that reads its
+# inputs once, and why the batch-1 decode point sits at about 0.3% of the H100's peak, however
+# good the matvec kernel is.
 
 # %% [markdown]
 # ## §4 SIMT: threads, warps, blocks and a grid
@@ -589,13 +602,15 @@ plt.show()
 # with `cuda.grid(1)`, which is `blockIdx.x * blockDim.x + threadIdx.x`.
 #
 # **Exercise.** Write `launch_config(n, threads_per_block=256)`: the smallest number of blocks
-# whose threads cover `n` elements, i.e. $\lceil n / \text{tpb} \rceil$. Use integer arithmetic
-# (a float `math.ceil(n / tpb)` goes wrong for very large `n`). Because the last block may be only
-# partly needed, every kernel launched this way needs a bounds check. Return a `tuple` of two
-# Python `int`s, `(blocks, threads_per_block)`, ready to unpack into `kernel[blocks, tpb]`. Reject
-# `n < 1` and a block size outside 1..1024 (CUDA's limit) with `ValueError`, and a non-integer
-# (`2.5`, `"256"`, `True`) with `TypeError`. Block sizes that are multiples of 32 fill their warps;
-# 128 to 512 is the usual range.
+# whose threads cover `n` elements, i.e. $\lceil n / \text{tpb} \rceil$. Use integer arithmetic,
+# `(n + tpb - 1) // tpb`. The grader checks `n` up to `2**62`, where a float `math.ceil(n /
+# tpb)` is off by one (a float holds integers exactly only up to `2**53`: `2**53 + 1` elements
+# at 256 per block need `2**45 + 1` blocks, and the float answer is `2**45`). Because the last
+# block may be only partly needed, every kernel launched this way needs a bounds check. Return a
+# `tuple` of two Python `int`s, `(blocks, threads_per_block)`, ready to unpack into
+# `kernel[blocks, tpb]`. Reject `n < 1` and a block size outside 1..1024 (CUDA's limit) with
+# `ValueError`, and a non-integer (`2.5`, `"256"`, `True`) with `TypeError`. Block sizes that
+# are multiples of 32 fill their warps; 128 to 512 is the usual range.
 
 
 # %% nbgrader={"grade": false, "grade_id": "launch_config", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -968,7 +983,9 @@ for gpu, style in (("T4", "-"), ("H100_SXM", "--")):
     limits = sm_limits(gpu)
     fraction = [occupancy(256, int(r), 0, limits)["occupancy"] for r in register_counts]
     ax.step(register_counts, fraction, style, where="post", label=f"{gpu}, 256 threads per block")
-    drops = [int(r) for r, a, b in zip(register_counts[1:], fraction, fraction[1:]) if b < a]
+    drops = [
+        int(register_counts[i]) for i in range(1, len(fraction)) if fraction[i] < fraction[i - 1]
+    ]
     print(f"{gpu}: occupancy drops at {drops} registers per thread")
 ax.set_xlabel("registers per thread")
 ax.set_ylabel("occupancy (fraction of the SM's warps)")
@@ -1057,7 +1074,7 @@ print("vector_add: self-checks passed")
 # The kernel indexes 1-D arrays, so flatten multi-dimensional inputs (`np.ascontiguousarray(x).ravel()`)
 # and reshape the result. The output has the inputs' dtype (NumPy's common dtype if they differ),
 # and an empty input gives an empty output. Inputs that do not hold numbers raise `TypeError`.
-# and an empty input gives an empty output. It earns its points only by launching your own
+# The wrapper earns its points only by launching your own
 # `vector_add` (`vector_add[blocks, threads](...)` in its body): the grader records each launch
 # and repeats it with your kernel; a result computed on the host earns nothing.
 
@@ -1223,19 +1240,26 @@ else:
 # given up in exchange for far less wasted memory.)
 #
 # **Exercise.** Write `sectors_per_warp(stride, itemsize=4, warp_size=32, sector_bytes=32)`: lane
-# `l` reads byte address `l * stride * itemsize` (the warp starts on a sector boundary); return how
-# many *distinct* sectors those addresses fall in. Stride 0 (every lane reads the same element) is
-# one sector. Return a Python `int`. A negative stride or a non-positive size is a `ValueError`;
-# an argument that is not an integer (`1.0`, `True`) is a `TypeError`.
+# `l` reads the `itemsize` bytes that start at byte address `l * stride * itemsize` (the warp
+# starts on a sector boundary); return how many *distinct* sectors the warp's bytes fall in. An
+# element can touch more than one sector: one wider than a sector (`itemsize=64` spans two), or
+# one that straddles a sector boundary (with `stride=3, itemsize=12`, lane 2 reads bytes 72 to
+# 83, in sectors 2 and 3), so count every sector from the one holding an element's first byte to
+# the one holding its last. Stride 0 (every lane reads the same element) touches the sectors of
+# one element. Return a Python `int`. A negative stride or a non-positive size is a
+# `ValueError`; an argument that is not an integer (`1.0`, `True`) is a `TypeError`. Sizes can
+# be large (an `itemsize` of a million bytes), so count ranges of sectors rather than listing
+# every byte.
 
 
 # %% nbgrader={"grade": false, "grade_id": "sectors_per_warp", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def sectors_per_warp(stride, itemsize=4, warp_size=32, sector_bytes=32):
-    """Distinct sector_bytes-sized sectors touched when lane l reads byte l * stride * itemsize.
+    """Distinct sector_bytes-sized sectors holding the bytes one warp's load reads.
 
-    stride is in elements (>= 0); itemsize and sector_bytes in bytes, warp_size in lanes (all
-    >= 1; ValueError otherwise, TypeError for non-integers). The warp's first address is
-    sector-aligned. Returns a Python int (stride 0 -> 1).
+    Lane l reads the itemsize bytes from address l * stride * itemsize. stride is in elements
+    (>= 0); itemsize and sector_bytes in bytes, warp_size in lanes (all >= 1; ValueError
+    otherwise, TypeError for non-integers). The warp's first address is sector-aligned.
+    Returns a Python int (stride 0 -> the sectors of one element).
     """
     ### BEGIN SOLUTION
     args = {
@@ -1252,8 +1276,14 @@ def sectors_per_warp(stride, itemsize=4, warp_size=32, sector_bytes=32):
     for name in ("itemsize", "warp_size", "sector_bytes"):
         if args[name] < 1:
             raise ValueError(f"{name} must be a positive integer, got {args[name]}")
-    step = int(stride) * int(itemsize)
-    return len({lane * step // int(sector_bytes) for lane in range(int(warp_size))})
+    size, sector = int(itemsize), int(sector_bytes)
+    step = int(stride) * size
+    count, last_counted = 0, -1
+    for lane in range(int(warp_size)):  # lanes read at non-decreasing addresses
+        first, last = lane * step // sector, (lane * step + size - 1) // sector
+        count += last - max(first, last_counted + 1) + 1 if last > last_counted else 0
+        last_counted = max(last_counted, last)
+    return count
     ### END SOLUTION
 
 
@@ -1264,6 +1294,8 @@ assert sectors_per_warp(0) == 1, "all lanes read the same element"
 assert sectors_per_warp(2) == 8, "stride 2: 256 bytes span 8 sectors"
 assert sectors_per_warp(1, itemsize=2) == 2, "32 consecutive fp16 values = 64 bytes"
 assert sectors_per_warp(1000) == 32, "a large stride: one sector per lane"
+assert sectors_per_warp(1, itemsize=64) == 64, "64-byte elements: two sectors each"
+assert sectors_per_warp(3, itemsize=12) == 36, "12-byte elements 36 bytes apart: some straddle"
 assert type(sectors_per_warp(1)) is int, "return a Python int"
 expect_raises(ValueError, sectors_per_warp, -1)
 expect_raises(ValueError, sectors_per_warp, 1, itemsize=0)
@@ -1302,7 +1334,9 @@ for s, n32 in zip(strides, fp32, strict=True):
 # times over, a 2 MB slice that stays in the L2 cache, and the measurement shows L2's speed rather
 # than the cost of scattered DRAM reads. An odd stride shares no factor with `2**24`, so the
 # wrapped indices visit every element exactly once. The demo uses odd strides near each power of
-# two (3, 5, 9, 17, 33), which touch as many sectors per warp as their neighbours 2, 4, 8, 16, 32.
+# two (3, 5, 9, 17, 33). For fp32 they touch 12, 20, 32, 32 and 32 sectors per warp (ask your
+# `sectors_per_warp`): more than their even neighbours 2 and 4 (8 and 16 sectors), while from
+# stride 8 on every lane has a sector of its own whichever stride you pick.
 #
 # What the grader checks: `src` and `dst` are 1-D float32 arrays (`dst` may be shorter than
 # `src`), `stride` an integer >= 0, several blocks, and the PTX compile for the T4 with the
@@ -1343,7 +1377,11 @@ print("strided_copy: self-checks passed")
 # On a GPU this copies 16M FP32 values at each stride and reports the *useful* bandwidth (8 bytes
 # per element: one read, one write). As the stride grows, each warp pulls in more sectors for the
 # same useful data and the bandwidth drops until every lane has a sector of its own (stride 8 and
-# beyond for fp32). In the simulator it only checks the results.
+# beyond for fp32). Beside the measurement it draws a prediction from `sectors_per_warp`: per
+# warp the kernel reads 128 useful bytes but brings `32 x sectors` bytes over the bus, and writes
+# 128 bytes coalesced, so the useful bandwidth is the stride-1 bandwidth times
+# `256 / (32 x sectors + 128)`. In the simulator it checks the results and draws only the
+# prediction, for a T4 at its datasheet bandwidth, labelled as such.
 
 # %% tags=["demo"]
 import matplotlib.pyplot as plt
@@ -1372,20 +1410,30 @@ for s in strides:
             f"{bandwidths[-1]:7.1f} GB/s useful"
         )
 
+# The prediction: per warp, 128 useful bytes are read and 128 written, while the bus carries
+# 32 bytes per sector read plus the 128 coalesced bytes written.
+base_gbs = bandwidths[0] if ON_GPU else peak_figures("T4")[1] / 1e9  # stride 1, or the datasheet
+predicted = [base_gbs * 256 / (32 * sectors_per_warp(s) + 128) for s in strides]
+fig, ax = plt.subplots(figsize=(7, 4))
 if ON_GPU:
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(strides, bandwidths, "o-")
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(strides, [str(s) for s in strides])
-    ax.set_xlabel("read stride (elements)")
-    ax.set_ylabel("useful bandwidth (GB/s)")
+    ax.plot(strides, bandwidths, "o-", label="measured")
     ax.set_title(f"strided_copy on {cuda.get_current_device().name}")
-    ax.grid(True, alpha=0.3)
-    fig.tight_layout()
-    plt.show()
 else:
+    ax.set_title("strided_copy on a T4: prediction only (simulator, nothing measured)")
     print(f"strided_copy correct for strides {strides} on {STRIDE_N:,} elements (simulator).")
-    print("Simulator timings mean nothing, so none are shown; run on a GPU to see the cliff.")
+    print("Simulator timings mean nothing: the plot shows the T4's predicted curve only.")
+ax.plot(
+    strides, predicted, "s--", label=f"predicted: {base_gbs:.0f} GB/s x 256 / (32 x sectors + 128)"
+)
+ax.set_xscale("log", base=2)
+ax.set_xticks(strides, [str(s) for s in strides])
+ax.set_xlabel("read stride (elements)")
+ax.set_ylabel("useful bandwidth (GB/s)")
+ax.set_ylim(0, base_gbs * 1.1)
+ax.grid(True, alpha=0.3)
+ax.legend()
+fig.tight_layout()
+plt.show()
 
 # %% [markdown]
 # ## §8 Shared memory: a transpose that coalesces both ways
@@ -1476,7 +1524,7 @@ print("transpose_naive: self-checks passed")
 # `syncthreads()` inside an `if` that some threads skip can hang a real GPU). Use the module's
 # `TILE`, `TILE_PADDED` and `numba.float32`, as below; the grader compiles the kernel for the T4
 # with the signature `void(float32[:, :], float32[:, :])` and checks that the compiled kernel
-# declares shared memory and a barrier.
+# declares a shared array of `TILE x TILE_PADDED` float32 values (4,224 bytes) and a barrier.
 #
 # On a GPU runner the grader also times `transpose_tiled` at 8192 x 8192: it must reach at least
 # **50% of the bandwidth of your own stride-1 `strided_copy`** on the same elements, and
