@@ -64,6 +64,7 @@ class Hardware:
     compute_capability: tuple[int, int]
     memory_gb: float
     sm_count: int
+    pcie_gbs: float  # the host link, one direction
     sm: SMLimits
 
     @property
@@ -261,7 +262,8 @@ def load_course(path: Path | str | None = None) -> Course:
             f"({', '.join(hardware)})"
         )
     for hw in hardware.values():
-        for name in ("fp16_tensor_tflops", "fp32_tflops", "bandwidth_gbs", "memory_gb", "sm_count"):
+        positive = ("fp16_tensor_tflops", "fp32_tflops", "bandwidth_gbs", "memory_gb", "sm_count")
+        for name in (*positive, "pcie_gbs"):
             if getattr(hw, name) <= 0:
                 raise CourseError(f"{p}: hardware.{hw.key}.{name} must be positive")
         for f in fields(SMLimits):

@@ -16,7 +16,7 @@
 # # S5.1 The GPU mental model
 #
 # Before you read a Triton kernel, a FlashAttention paper or a profiler trace, you need a picture
-# of what the hardware is doing. This session builds it in the nine sections below:
+# of what the hardware is doing. This session builds it in the eleven sections below:
 #
 # | § | idea | you write |
 # |---|---|---|
@@ -28,7 +28,9 @@
 # | 6 | your first kernel | `vector_add`, `gpu_vector_add`, `effective_bandwidth_gbs` |
 # | 7 | coalesced memory access | `sectors_per_warp`, `strided_copy` |
 # | 8 | shared memory: a tiled transpose | `transpose_naive`, `transpose_tiled`, `coalescing_slowdown` |
-# | 9 | what this explains about LLMs: FlashAttention, batch-1 decode, MFU | |
+# | 9 | shared memory that raises intensity: a tiled matrix multiply | `tiled_intensity`, `matmul_naive`, `matmul_tiled` |
+# | 10 | measure it: your kernels on the T4's roofline | |
+# | 11 | what this explains about LLMs: FlashAttention, batch-1 decode, MFU | |
 #
 # **How to work.** Fill in every cell that says `YOUR CODE HERE`, then run the self-check cell
 # right after it. The self-checks are public and quick; the grader runs more tests, with inputs
@@ -1220,6 +1222,78 @@ else:
     print("Simulator timings mean nothing: every CUDA thread is a Python thread here.")
 
 # %% [markdown]
+# ### Where else the time goes: the PCIe copies and the launch itself
+#
+# The timing above starts with the data already in HBM. Your `gpu_vector_add` does more: it
+# copies `a` and `b` from host memory to the GPU and `c` back, over PCIe. The T4 sits on a PCIe
+# Gen3 x16 link, 16 GB/s in each direction (`pcie_gbs` in course.toml), against 320 GB/s of
+# GDDR6. For 2^24 float32 elements the wrapper moves the same 3 x 4 x 2^24 bytes (201 MB) over
+# both, so
+#
+# $$ t_\text{PCIe} \approx \frac{201\ \text{MB}}{16\ \text{GB/s}} \approx 12.6\ \text{ms}
+# \qquad\text{against}\qquad t_\text{kernel} \approx \frac{201\ \text{MB}}{320\ \text{GB/s}}
+# \approx 0.63\ \text{ms}: $$
+#
+# twenty times longer, before any driver overhead, and pageable (ordinary NumPy) host memory
+# reaches only part of the link's figure. That is why real programs keep tensors on the GPU from
+# one operation to the next and copy to the host only what they must: an inference server
+# uploads the weights once and streams out only tokens.
+#
+# At the other end of the scale a launch itself costs time: the host has to prepare and submit
+# it, a few microseconds even when the kernel has no work. A kernel whose real work is shorter
+# than that is **overhead-bound**: neither roof of the roofline applies, and a faster GPU does
+# not help. Time per launch is then about `max(launch overhead, bytes / bandwidth)`; for the
+# vector add on the T4, `3 x 4 x n / 320 GB/s` passes 5 µs only once `n` is over about 130,000
+# elements. A small model's decode step, dozens of small kernels per token, often lives in this
+# regime, which is why serving engines capture a whole step as one CUDA graph, or fuse kernels,
+# so that it is launched once.
+#
+# On a GPU the cell below measures all three: the whole wrapper, the kernel alone, and the wall
+# time of one launch of a one-element kernel (host time, including the launch). In the
+# simulator it prints the predictions from the formulas above instead.
+
+# %% tags=["demo"]
+t4_peak_flops, t4_bandwidth = peak_figures("T4")
+t4_pcie = _hardware_table("T4")["pcie_gbs"] * 1e9  # byte/s, one direction
+n_big = 2**24
+bytes_big = 3 * 4 * n_big
+print(
+    f"prediction for the T4, n = 2^24: PCIe {bytes_big / t4_pcie * 1e3:.1f} ms, "
+    f"kernel {bytes_big / t4_bandwidth * 1e3:.2f} ms"
+)
+print(f"the vector add passes 5 us of work at n = {5e-6 * t4_bandwidth / 12:,.0f} elements")
+if ON_GPU:
+    host_a = np.random.default_rng(4).standard_normal(n_big).astype(np.float32)
+    host_b = np.ones(n_big, dtype=np.float32)
+    gpu_vector_add(host_a, host_b)  # warm-up
+    t0 = time.perf_counter()
+    gpu_vector_add(host_a, host_b)
+    wrapper_ms = (time.perf_counter() - t0) * 1e3
+    dev_a, dev_b = cuda.to_device(host_a), cuda.to_device(host_b)
+    dev_c = cuda.device_array_like(dev_a)
+    blocks, tpb = launch_config(n_big)
+    start, end = cuda.event(), cuda.event()
+    start.record()
+    vector_add[blocks, tpb](dev_a, dev_b, dev_c)
+    end.record()
+    end.synchronize()
+    kernel_ms = cuda.event_elapsed_time(start, end)
+    tiny_a, tiny_c = cuda.to_device(host_a[:1]), cuda.device_array(1, dtype=np.float32)
+    vector_add[1, 32](tiny_a, tiny_a, tiny_c)
+    cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(200):
+        vector_add[1, 32](tiny_a, tiny_a, tiny_c)
+    cuda.synchronize()
+    launch_us = (time.perf_counter() - t0) / 200 * 1e6
+    print(
+        f"measured: gpu_vector_add {wrapper_ms:.1f} ms in all, the kernel {kernel_ms:.2f} ms, "
+        f"one launch of a 1-element kernel {launch_us:.1f} us"
+    )
+else:
+    print("simulator: nothing measured here; on a GPU this cell times the copies and a launch")
+
+# %% [markdown]
 # ## §7 Coalesced memory access
 #
 # DRAM is not read one float at a time. The memory system moves aligned **32-byte sectors** (four
@@ -1693,7 +1767,319 @@ if not ON_GPU:
 print(f"coalescing_slowdown({n}) = {coalescing_slowdown(n):.2f}")
 
 # %% [markdown]
-# ## §9 What this explains about LLMs
+# ## §9 Shared memory that raises intensity: a tiled matrix multiply
+#
+# The tiled transpose used shared memory to *reorder* accesses: every element still crossed
+# HBM exactly once each way, so its intensity did not change. The bigger use of shared memory is
+# *reuse*: load a value from HBM once and use it many times from on-chip memory. That is the
+# whole argument of a tiled matrix multiply, and, one level up, of FlashAttention.
+#
+# Take $C = A B$ with $A$ of shape $M \times K$, $B$ of shape $K \times N$, all float32 (4
+# bytes). Each of the $MN$ outputs is a dot product of length $K$: $2K$ FLOPs (one multiply and
+# one add per term).
+#
+# **Naive.** One thread per output reads its row of $A$ and its column of $B$ straight from
+# global memory: $2K$ loads of 4 bytes for $2K$ FLOPs, an intensity of
+# $2K / (8K) = 0.25$ FLOP/byte (counting every load as HBM traffic, as if no cache helped).
+# On the T4's FP32 roofline (8.1 TFLOP/s, 320 GB/s) that caps the kernel at
+# $0.25 \times 320 = 80$ GFLOP/s, 1% of the FP32 peak.
+#
+# **Tiled.** Cut $C$ into tiles of $T \times T$ outputs, one block per tile. The block walks
+# along $K$ in steps of $T$: at each step it copies a $T \times T$ tile of $A$ and one of $B$
+# into shared memory ($2T^2$ loads from global memory), waits at a barrier, and then does all
+# $T \cdot T \cdot T$ multiply-adds those two tiles allow ($2T^3$ FLOPs) from shared memory,
+# then waits again before the next step overwrites the tiles. Per step:
+#
+# $$ I(T) = \frac{2T^3\ \text{FLOPs}}{2T^2 \times 4\ \text{bytes}} = \frac{T}{4}\ \text{FLOP/byte} $$
+#
+# Each value loaded from HBM now serves $T$ multiply-adds instead of one: the intensity grows
+# linearly with the tile. $T = 1$ is the naive kernel again. With $T = 32$ it is 8 FLOP/byte,
+# a 32-fold gain, and the memory roof is 32 times higher. The tile is limited by shared memory
+# ($2T^2 \times 4$ bytes per block: 8 KB at $T = 32$) and by registers; production GEMMs also
+# tile in registers to climb further, past the ridge.
+#
+# **Exercise.** Write `tiled_intensity(tile, itemsize=4)`: the FLOPs per byte of global memory
+# of the tiled multiply above with a `tile x tile` tile of elements of `itemsize` bytes, as a
+# Python `float`. The FLOPs per step are `2 * tile**3` and the bytes `2 * tile**2 * itemsize`.
+# `tile=1` is the naive kernel: `tiled_intensity(1)` is 0.25. Both arguments are integers
+# `>= 1`; an integer below 1 raises `ValueError`, and a non-integer (`32.0`, `True`) raises
+# `TypeError`.
+
+
+# %% nbgrader={"grade": false, "grade_id": "tiled_intensity", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def tiled_intensity(tile, itemsize=4):
+    """FLOP/byte of global memory of a matrix multiply tiled tile x tile in shared memory.
+
+    tile (elements per side) and itemsize (bytes per element) are integers >= 1 (ValueError
+    below 1, TypeError for non-integers). Returns a Python float: 2 tile^3 FLOPs over
+    2 tile^2 itemsize bytes per step along K.
+    """
+    ### BEGIN SOLUTION
+    for name, value in (("tile", tile), ("itemsize", itemsize)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
+        if value < 1:
+            raise ValueError(f"{name} must be at least 1, got {value}")
+    flops = 2 * int(tile) ** 3
+    nbytes = 2 * int(tile) ** 2 * int(itemsize)
+    return flops / nbytes
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "check_tiled_intensity", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+assert tiled_intensity(1) == 0.25, "tile 1 is the naive kernel: 2 FLOPs per 8 bytes"
+assert tiled_intensity(32) == 8.0, "a 32 x 32 tile: 32 / 4 = 8 FLOP/byte"
+assert tiled_intensity(16, itemsize=2) == 8.0, "fp16 elements halve the bytes"
+assert type(tiled_intensity(8)) is float, "return a Python float"
+_gain = tiled_intensity(TILE) / tiled_intensity(1)
+assert _gain == TILE, f"the intensity gain of a TILE x TILE tile should be TILE, got {_gain}"
+expect_raises(ValueError, tiled_intensity, 0)
+expect_raises(TypeError, tiled_intensity, 32.0)
+print(f"tiled_intensity: self-checks passed (gain of a {TILE} x {TILE} tile: {_gain:.0f}x)")
+
+# %% [markdown]
+# **Exercise.** Write `matmul_naive(a, b, c)`: a 2-D kernel where thread `(x, y) =
+# cuda.grid(2)` computes `c[y, x]`, the dot product of row `y` of `a` with column `x` of `b`,
+# accumulating in a local variable and writing `c[y, x]` once. Start the sum as
+# `numba.float32(0.0)`: a bare `0.0` is a float64 to Numba and turns the whole loop into
+# float64 arithmetic, which a T4 runs at 1/32 of its FP32 rate. `a` is `M x K`, `b` is `K x N`,
+# `c` is `M x N`, all float32; `x` runs along the columns of `c` (so a warp's reads of `b` and
+# writes of `c` are neighbours). Bounds-check both coordinates: the grader launches it with
+# several block shapes on sizes that are not multiples of the block, compares with NumPy's
+# `a @ b` to a relative tolerance of 1e-4 (of `abs(a) @ abs(b)`, the size of the terms each
+# sum adds up, since float32 sums of mixed signs can cancel), and compiles it for the T4 with
+# the signature `void(float32[:, :], float32[:, :], float32[:, :])`.
+
+
+# %% nbgrader={"grade": false, "grade_id": "matmul_naive", "locked": false, "schema_version": 3, "solution": true, "task": false}
+@cuda.jit
+def matmul_naive(a, b, c):
+    """Kernel: c[y, x] = sum over k of a[y, k] * b[k, x], one output per thread (2-D launch).
+
+    a is M x K, b is K x N, c is M x N (float32). Every operand is read from global memory.
+    """
+    ### BEGIN SOLUTION
+    x, y = cuda.grid(2)
+    if y < c.shape[0] and x < c.shape[1]:
+        acc = numba.float32(0.0)
+        for k in range(a.shape[1]):
+            acc += a[y, k] * b[k, x]
+        c[y, x] = acc
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "check_matmul_naive", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+_rng = np.random.default_rng(5)
+_a = _rng.standard_normal((19, 11)).astype(np.float32)
+_b = _rng.standard_normal((11, 13)).astype(np.float32)
+_c = np.full((19, 13), np.nan, dtype=np.float32)
+matmul_naive[(2, 3), (8, 8)](_a, _b, _c)  # 16 x 24 threads for 13 columns x 19 rows
+expect_written("matmul_naive", _c)
+np.testing.assert_allclose(_c, _a @ _b, rtol=1e-4, atol=1e-5, err_msg="matmul_naive: c != a @ b")
+print("matmul_naive: self-checks passed")
+
+# %% [markdown]
+# **The tiled kernel.** As in the transpose, each block is one warp of `TILE` lanes and owns one
+# `TILE x TILE` tile of `c`: block `(bx, by)` the rows from `by * TILE` and the columns from
+# `bx * TILE`, and lane `lane = cuda.threadIdx.x` one column of that tile, so it keeps `TILE`
+# running sums, one per row, in `acc = cuda.local.array(TILE, numba.float32)` (set them to zero
+# first). Then, for each step `k0 = 0, TILE, 2 * TILE, ...` along `K`:
+#
+# 1. every lane copies column `lane` of the `TILE x TILE` tile of `a` that starts at row
+#    `by * TILE`, column `k0` (element `[r, lane]` of the shared tile is `a[by * TILE + r, k0 +
+#    lane]`) and column `lane` of the tile of `b` that starts at row `k0`, column `bx * TILE`,
+#    into two `cuda.shared.array((TILE, TILE), numba.float32)` tiles. An element outside the
+#    matrix is stored as 0, so the partial tiles at the edges add nothing to the sums;
+# 2. `cuda.syncthreads()`, so both tiles are complete;
+# 3. for each `k` of the tile and each row `r`, `acc[r] += a_tile[r, k] * b_tile[k, lane]`: the
+#    `TILE x TILE` multiply-adds of this step, all from shared memory (every lane of the warp
+#    reads the same `a_tile[r, k]`, a broadcast, and neighbouring `b_tile` elements, so there
+#    are no bank conflicts and no padding is needed);
+# 4. `cuda.syncthreads()` again, so that no lane overwrites a tile the others are still reading.
+#
+# Finally each lane writes its `TILE` sums into its column of the tile of `c`, skipping rows
+# and columns outside `c`. Every thread must reach both barriers on every step, so keep the
+# bounds checks inside the loops, around the loads and stores only.
+#
+# **Exercise.** Write `matmul_tiled(a, b, c)`, same contract as `matmul_naive` (any `M`, `N`,
+# `K`, including sizes that are not multiples of `TILE`; float32; compared with `a @ b` to a
+# relative tolerance of 1e-4), launched with blocks of exactly `(TILE, 1)` threads and a grid of
+# `(ceil(N / TILE), ceil(M / TILE))` blocks. The grader compiles it for the T4 with the
+# signature `void(float32[:, :], float32[:, :], float32[:, :])` and checks that the compiled
+# kernel declares two shared tiles of `TILE x TILE` float32 values (4,096 bytes each) and a
+# barrier. On a GPU runner it also times both kernels on 2048 x 2048 matrices: `matmul_tiled`
+# must take less time than `matmul_naive` launched with 32 x 8 blocks.
+
+
+# %% nbgrader={"grade": false, "grade_id": "matmul_tiled", "locked": false, "schema_version": 3, "solution": true, "task": false}
+@cuda.jit
+def matmul_tiled(a, b, c):
+    """Kernel: c = a @ b through shared-memory tiles; launch with (TILE, 1) threads per block.
+
+    Grid: (ceil(N / TILE), ceil(M / TILE)) blocks. Lane l keeps the TILE sums of column l of
+    its block's tile of c; each step along K stages a TILE x TILE tile of a and of b.
+    """
+    ### BEGIN SOLUTION
+    a_tile = cuda.shared.array((TILE, TILE), numba.float32)
+    b_tile = cuda.shared.array((TILE, TILE), numba.float32)
+    acc = cuda.local.array(TILE, numba.float32)
+    lane = cuda.threadIdx.x
+    row0 = cuda.blockIdx.y * TILE
+    col = cuda.blockIdx.x * TILE + lane
+    for r in range(TILE):
+        acc[r] = 0.0
+    for k0 in range(0, a.shape[1], TILE):
+        for r in range(TILE):
+            a_tile[r, lane] = 0.0
+            if row0 + r < a.shape[0] and k0 + lane < a.shape[1]:
+                a_tile[r, lane] = a[row0 + r, k0 + lane]
+            b_tile[r, lane] = 0.0
+            if k0 + r < b.shape[0] and col < b.shape[1]:
+                b_tile[r, lane] = b[k0 + r, col]
+        cuda.syncthreads()
+        for k in range(TILE):
+            value = b_tile[k, lane]
+            for r in range(TILE):
+                acc[r] += a_tile[r, k] * value
+        cuda.syncthreads()
+    if col < c.shape[1]:
+        for r in range(TILE):
+            if row0 + r < c.shape[0]:
+                c[row0 + r, col] = acc[r]
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "check_matmul_tiled", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+_a = _rng.standard_normal((35, 37)).astype(np.float32)
+_b = _rng.standard_normal((37, 33)).astype(np.float32)
+_c = np.full((35, 33), np.nan, dtype=np.float32)
+matmul_tiled[(2, 2), (TILE, 1)](_a, _b, _c)  # 2 x 2 tiles of 32 cover 33 columns x 35 rows
+expect_written("matmul_tiled", _c)
+np.testing.assert_allclose(_c, _a @ _b, rtol=1e-4, atol=1e-4, err_msg="matmul_tiled: c != a @ b")
+print("matmul_tiled: self-checks passed")
+
+# %% [markdown]
+# ## §10 Measure it: your kernels on the T4's roofline
+#
+# A roofline is a prediction; this section puts your own kernels on it. For each kernel, the
+# x-coordinate is the intensity your byte count gives (`1 / 12` for the float32 vector add,
+# `tiled_intensity(1)` and `tiled_intensity(TILE)` for the two matrix multiplies), and the
+# y-coordinate is what the kernel achieved: FLOPs divided by its measured time
+# (`2 * M * N * K` for a matrix multiply, `n` for the vector add). The roofs are the datasheet
+# figures from course.toml: the T4's FP32 peak (these kernels use ordinary FP32 units, not the
+# tensor cores) and its 320 GB/s.
+#
+# Expect to land below the roofs. The datasheet figures are peaks, not what a card sustains:
+# a T4 is held to 70 W and its clock drops under a long FP16 GEMM, and no kernel streams at the
+# full 320 GB/s. So the cell also measures a practical roof on the same GPU: the bandwidth of
+# your vector add and the FP16 FLOP/s of PyTorch's own 4096 x 4096 matrix multiply, and draws
+# the **practical ridge**, their ratio, beside the datasheet ridge; on a T4 it sits far left of
+# the datasheet's 203 FLOP/byte. A kernel between the two ridges is compute-bound on paper but
+# bandwidth-bound in practice. Expect the naive multiply to sit *above* its roof: its operands
+# are re-read from the L1 and L2 caches, which the byte count ignores, so its real HBM traffic
+# is lower than `tiled_intensity(1)` assumes.
+#
+# Without a GPU nothing can be measured: the cell draws the points your formulas *predict*
+# (each kernel at its roof, `attainable_flops` of its intensity), labels the plot as a
+# prediction, and the practical roof is left out.
+
+# %% tags=["demo"]
+import matplotlib.pyplot as plt
+
+T4_FP32 = _hardware_table("T4")["fp32_tflops"] * 1e12
+_, T4_BW = peak_figures("T4")
+T4_FP16 = peak_figures("T4")[0]
+MM_N = 2048 if ON_GPU else 64  # matrix side
+points = {  # label: (intensity in FLOP/byte, FLOPs of one run)
+    "vector_add": (1 / 12, VEC_N),
+    "matmul_naive": (tiled_intensity(1), 2 * MM_N**3),
+    "matmul_tiled": (tiled_intensity(TILE), 2 * MM_N**3),
+}
+achieved = {}
+practical = None
+if ON_GPU:
+    import torch
+
+    def event_ms(run, repeat=10):
+        run()
+        cuda.synchronize()
+        start, end = cuda.event(), cuda.event()
+        start.record()
+        for _ in range(repeat):
+            run()
+        end.record()
+        end.synchronize()
+        return cuda.event_elapsed_time(start, end) / repeat
+
+    rng = np.random.default_rng(6)
+    va, vb = (cuda.to_device(rng.standard_normal(VEC_N).astype(np.float32)) for _ in range(2))
+    vc = cuda.device_array_like(va)
+    ma, mb = (
+        cuda.to_device(rng.standard_normal((MM_N, MM_N)).astype(np.float32)) for _ in range(2)
+    )
+    mc = cuda.device_array((MM_N, MM_N), dtype=np.float32)
+    grid = ((MM_N + 31) // 32, (MM_N + 7) // 8)
+    tiles = ((MM_N + TILE - 1) // TILE, (MM_N + TILE - 1) // TILE)
+    times = {
+        "vector_add": event_ms(lambda: vector_add[launch_config(VEC_N)](va, vb, vc)),
+        "matmul_naive": event_ms(lambda: matmul_naive[grid, (32, 8)](ma, mb, mc)),
+        "matmul_tiled": event_ms(lambda: matmul_tiled[tiles, (TILE, 1)](ma, mb, mc)),
+    }
+    for label, ms in times.items():
+        achieved[label] = points[label][1] / (ms * 1e-3)
+        print(f"{label:13s} {ms:8.3f} ms  {achieved[label] / 1e9:8.1f} GFLOP/s")
+    sustained_bw = effective_bandwidth_gbs(3 * 4 * VEC_N, times["vector_add"]) * 1e9
+    ta = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
+    torch_ms = event_ms(lambda: torch.matmul(ta, ta))
+    sustained_fp16 = 2 * 4096**3 / (torch_ms * 1e-3)
+    practical = ridge_point(sustained_fp16, sustained_bw)
+    print(
+        f"practical roofs: {sustained_bw / 1e9:.0f} GB/s (your vector_add), "
+        f"{sustained_fp16 / 1e12:.1f} TFLOP/s (torch FP16 matmul): ridge {practical:.0f} FLOP/byte"
+    )
+else:
+    for label, (intensity, _) in points.items():
+        achieved[label] = attainable_flops(intensity, T4_FP32, T4_BW)  # a prediction
+intensities = np.logspace(-2, 3, 300)
+fig, ax = plt.subplots(figsize=(9, 5.5))
+ax.loglog(
+    intensities,
+    attainable_flops(intensities, T4_FP32, T4_BW) / 1e9,
+    "k-",
+    label="T4 datasheet, FP32 (8.1 TFLOP/s, 320 GB/s)",
+)
+ax.loglog(
+    intensities,
+    attainable_flops(intensities, T4_FP16, T4_BW) / 1e9,
+    "k:",
+    label="T4 datasheet, FP16 tensor (65 TFLOP/s)",
+)
+ax.axvline(ridge_point(T4_FP16, T4_BW), color="gray", ls=":")
+ax.text(ridge_point(T4_FP16, T4_BW) * 1.1, 30, "datasheet ridge", color="gray")
+if practical is not None:
+    ax.loglog(
+        intensities,
+        attainable_flops(intensities, sustained_fp16, sustained_bw) / 1e9,
+        "-",
+        color="tab:red",
+        alpha=0.6,
+        label="T4 practical roof (measured here)",
+    )
+    ax.axvline(practical, color="tab:red", ls=":")
+    ax.text(practical * 1.1, 60, "practical ridge", color="tab:red")
+for label, (intensity, _) in points.items():
+    ax.scatter(intensity, achieved[label] / 1e9, s=70, zorder=3, label=label)
+kind = "measured" if ON_GPU else "PREDICTED (no GPU: each kernel drawn at its roof)"
+ax.set_title(f"Your kernels on the T4 roofline: {kind}")
+ax.set_xlabel("arithmetic intensity (FLOP/byte of global memory)")
+ax.set_ylabel("GFLOP/s")
+ax.grid(True, which="both", alpha=0.3)
+ax.legend(loc="lower right", fontsize=8.5)
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## §11 What this explains about LLMs
 #
 # **Why FlashAttention is faster even though it does more arithmetic.** Standard attention writes
 # the $n \times n$ score matrix to HBM, reads it back for the softmax, writes the probabilities, and
