@@ -17,7 +17,7 @@ word for word in the released notebook):
   the same shape, computed without a Python loop"
 - test_is_memory_bound_random: "Exactly at the ridge both limits are equal; call that
   compute-bound. Return a plain Python `bool` (not `numpy.bool_`)."
-- test_invalid_input_raises_value_error: "a value of the right type but out of range (zero,
+- test_invalid_input_raises_value_error: "A value of the right type but out of range (zero,
   negative, NaN, too large) raises `ValueError`."
 - test_launch_config_random: "The grader checks `n` up to `2**62`, where a float `math.ceil(n /
   tpb)` is off by one"
