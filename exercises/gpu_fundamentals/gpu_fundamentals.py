@@ -791,7 +791,7 @@ for label, taken in conditions.items():
 # per-block register check, say 1,024 threads using 255 registers each), raises `ValueError`
 # naming the resource. A non-integer argument raises `TypeError`, and so does an `sm` that is
 # not a dict with the thirteen keys above. The grader compares your answers with its own copy
-# of CUDA's rules on thousands of launch shapes drawn for each of the T4 and the H100,
+# of CUDA's rules on a thousand launch shapes drawn across the T4 and the H100,
 # including the three cases above.
 
 # %% deletable=false nbgrader={"grade": false, "grade_id": "occupancy", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "fd160aee9454d2c72245381905d67b35", "cell_type": "code"}

@@ -3,7 +3,7 @@
 Run them with the rest of the public suite: `pytest tests/public/gpu_fundamentals` from the root
 of your repository. They use the notebook's examples; the grader's hidden tests draw their own
 launch shapes, branch patterns and matrix shapes at grading time, and compare occupancy with
-their own copy of CUDA's occupancy rules on thousands of launch shapes.
+their own copy of CUDA's occupancy rules on a thousand launch shapes.
 
 PYTEST_DONT_REWRITE: the assert messages are the student's feedback, so pytest's own
 introspection is not appended to them.
