@@ -189,7 +189,7 @@ def test_matmul_tiled_compiles_with_shared_tiles(student):
 
 
 @pytest.mark.gpu
-@pytest.mark.points(2)
+@pytest.mark.points(1)
 def test_matmul_tiled_beats_naive_gpu(student):
     n, repeat = 2048, 3
     rng = np.random.default_rng()
