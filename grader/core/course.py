@@ -22,7 +22,12 @@ class CourseError(ValueError):
 
 @dataclass(frozen=True)
 class SMLimits:
-    """What one streaming multiprocessor can hold at once: the inputs of an occupancy estimate."""
+    """What one streaming multiprocessor can hold at once: the inputs of an occupancy estimate.
+
+    The fields are those CUDA's occupancy calculator (`cuda_occupancy.h`) reads for a compute
+    capability: totals per SM, limits per block, and the units registers and shared memory are
+    handed out in. Shared-memory sizes other than `shared_memory_kib` are in bytes.
+    """
 
     max_threads: int
     max_blocks: int
@@ -30,6 +35,13 @@ class SMLimits:
     registers: int
     shared_memory_kib: int
     register_granularity: int
+    max_threads_per_block: int
+    max_registers_per_thread: int
+    max_registers_per_block: int
+    register_sub_partitions: int
+    shared_memory_granularity: int
+    reserved_shared_memory_per_block: int
+    max_shared_memory_per_block: int
 
     @property
     def shared_memory_bytes(self) -> int:
@@ -37,14 +49,9 @@ class SMLimits:
 
     def as_dict(self) -> dict[str, int]:
         """The plain dict the notebooks' `occupancy(..., sm)` takes (shared memory in bytes)."""
-        return {
-            "max_threads": self.max_threads,
-            "max_blocks": self.max_blocks,
-            "max_warps": self.max_warps,
-            "registers": self.registers,
-            "shared_memory_bytes": self.shared_memory_bytes,
-            "register_granularity": self.register_granularity,
-        }
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "shared_memory_kib"}
+        out["shared_memory_bytes"] = self.shared_memory_bytes
+        return out
 
 
 @dataclass(frozen=True)
@@ -57,6 +64,7 @@ class Hardware:
     compute_capability: tuple[int, int]
     memory_gb: float
     sm_count: int
+    pcie_gbs: float  # the host link, one direction
     sm: SMLimits
 
     @property
@@ -254,12 +262,26 @@ def load_course(path: Path | str | None = None) -> Course:
             f"({', '.join(hardware)})"
         )
     for hw in hardware.values():
-        for name in ("fp16_tensor_tflops", "fp32_tflops", "bandwidth_gbs", "memory_gb", "sm_count"):
+        positive = ("fp16_tensor_tflops", "fp32_tflops", "bandwidth_gbs", "memory_gb", "sm_count")
+        for name in (*positive, "pcie_gbs"):
             if getattr(hw, name) <= 0:
                 raise CourseError(f"{p}: hardware.{hw.key}.{name} must be positive")
         for f in fields(SMLimits):
-            if getattr(hw.sm, f.name) <= 0:
-                raise CourseError(f"{p}: hardware.{hw.key}.sm.{f.name} must be positive")
+            least = 0 if f.name == "reserved_shared_memory_per_block" else 1
+            if getattr(hw.sm, f.name) < least:
+                raise CourseError(
+                    f"{p}: hardware.{hw.key}.sm.{f.name} must be "
+                    + ("positive" if least else ">= 0")
+                )
+        if hw.sm.max_threads_per_block > hw.sm.max_threads:
+            raise CourseError(
+                f"{p}: hardware.{hw.key}.sm: max_threads_per_block must not exceed max_threads"
+            )
+        if hw.sm.max_shared_memory_per_block > hw.sm.shared_memory_bytes:
+            raise CourseError(
+                f"{p}: hardware.{hw.key}.sm: max_shared_memory_per_block must not exceed the "
+                "SM's shared memory (shared_memory_kib x 1024)"
+            )
         if hw.sm.max_threads != 32 * hw.sm.max_warps:
             raise CourseError(
                 f"{p}: hardware.{hw.key}.sm: max_threads ({hw.sm.max_threads}) must be 32 x "

@@ -16,7 +16,7 @@
 # # S5.1 The GPU mental model
 #
 # Before you read a Triton kernel, a FlashAttention paper or a profiler trace, you need a picture
-# of what the hardware is doing. This session builds it in the nine sections below:
+# of what the hardware is doing. This session builds it in the eleven sections below:
 #
 # | § | idea | you write |
 # |---|---|---|
@@ -28,7 +28,9 @@
 # | 6 | your first kernel | `vector_add`, `gpu_vector_add`, `effective_bandwidth_gbs` |
 # | 7 | coalesced memory access | `sectors_per_warp`, `strided_copy` |
 # | 8 | shared memory: a tiled transpose | `transpose_naive`, `transpose_tiled`, `coalescing_slowdown` |
-# | 9 | what this explains about LLMs: FlashAttention, batch-1 decode, MFU | |
+# | 9 | shared memory that raises intensity: a tiled matrix multiply | `tiled_intensity`, `matmul_naive`, `matmul_tiled` |
+# | 10 | measure it: your kernels on the T4's roofline | |
+# | 11 | what this explains about LLMs: FlashAttention, batch-1 decode, MFU | |
 #
 # **How to work.** Fill in every cell that says `YOUR CODE HERE`, then run the self-check cell
 # right after it. The self-checks are public and quick; the grader runs more tests, with inputs
@@ -37,10 +39,11 @@
 #
 # **Rules the grader holds you to** (each exercise repeats the ones that apply to it):
 #
-# * Errors: an argument of the wrong *type* (a string where a number belongs, a float where an
-#   integer count belongs) raises `TypeError`; a value of the right type but out of range (zero,
-#   negative, NaN, too large) raises `ValueError`. The message says which argument and what was
-#   expected.
+# * Errors, one convention for the whole notebook (and for M9's): an argument of the wrong
+#   *type* raises `TypeError`: a string where a number belongs, or a non-integer where an integer
+#   is required (`2.5`, and also `2.0`: a count is an `int`). A bool is not a number here:
+#   `True` raises `TypeError` too. A value of the right type but out of range (zero, negative,
+#   NaN, too large) raises `ValueError`. The message says which argument and what was expected.
 # * Return types are the plain Python ones each docstring names (`float`, `int`, `bool`, `tuple`),
 #   not NumPy scalars.
 # * Every kernel must also compile for the course GPU, the T4 (compute capability 7.5): the
@@ -233,8 +236,8 @@ def peak_figures(gpu):
 def sm_limits(gpu):
     """Per-SM limits of `gpu` (a [hardware.<gpu>] key of course.toml, e.g. "T4") as a dict.
 
-    Keys: max_threads, max_blocks, max_warps, registers (32-bit), shared_memory_bytes and
-    register_granularity, the dict `occupancy` takes. The figures live in course.toml only.
+    The dict `occupancy` takes: every key of [hardware.<gpu>.sm] (the thirteen listed in §5),
+    with shared memory per SM as shared_memory_bytes. The figures live in course.toml only.
     """
     limits = _hardware_table(gpu)["sm"]
     out = {k: int(v) for k, v in limits.items() if k != "shared_memory_kib"}
@@ -538,15 +541,24 @@ ax.loglog(
     label="T4 (FP16 tensor, GDDR6)",
 )
 ridge = ridge_point(H100_BF16, H100_HBM)
+t4_ridge = ridge_point(T4_FP16, T4_GDDR6)
 ax.axvline(ridge, color="gray", ls=":", alpha=0.7)
 ax.text(ridge * 1.1, 0.08, f"H100 ridge ~ {ridge:.0f} FLOP/byte", color="gray")
-print(f"{'operation':28s} {'FLOP/byte':>10s} {'H100 TFLOP/s':>13s}  bound by")
-for label, intensity, offset in llm_ops:
+ax.axvline(t4_ridge, color="tab:purple", ls=":", alpha=0.7)
+ax.text(t4_ridge / 1.1, 0.16, f"T4 ridge ~ {t4_ridge:.0f}", color="tab:purple", ha="right")
+print(f"{'operation':28s} {'FLOP/byte':>10s} {'H100 TFLOP/s':>13s} {'T4 TFLOP/s':>11s}  bound by")
+for i, (label, intensity, offset) in enumerate(llm_ops):
     tflops = attainable_flops(intensity, H100_BF16, H100_HBM) / 1e12
+    t4_tflops = attainable_flops(intensity, T4_FP16, T4_GDDR6) / 1e12
     bound = "memory" if is_memory_bound(intensity, H100_BF16, H100_HBM) else "compute"
-    print(f"{label:28s} {intensity:10.2f} {tflops:13.1f}  {bound}")
-    ax.scatter(intensity, tflops, s=60, zorder=3)
+    t4_bound = "memory" if is_memory_bound(intensity, T4_FP16, T4_GDDR6) else "compute"
+    print(f"{label:28s} {intensity:10.2f} {tflops:13.1f} {t4_tflops:11.2f}  {bound} / {t4_bound}")
+    color = f"C{i}"
+    ax.scatter(intensity, tflops, s=60, color=color, zorder=3)
+    ax.scatter(intensity, t4_tflops, s=60, facecolor="none", edgecolor=color, zorder=3)
     ax.annotate(label, (intensity, tflops), xytext=offset, textcoords="offset points", fontsize=8.5)
+ax.scatter([], [], s=60, color="gray", label="an operation on the H100 (filled)")
+ax.scatter([], [], s=60, facecolor="none", edgecolor="gray", label="the same on the T4 (hollow)")
 ax.set_xlabel("arithmetic intensity (FLOP/byte)")
 ax.set_ylabel("attainable performance (TFLOP/s)")
 ax.set_title("Roofline: most LLM operations sit left of the ridge")
@@ -557,10 +569,13 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Only the big GEMMs clear the ridge. Everything else is memory-bound, which is why inference
-# engines *fuse* chains of elementwise operations (residual add, RMSNorm, activation) into one kernel
-# that reads its inputs once, and why the batch-1 decode point sits at about 0.3% of the H100's
-# peak, however good the matvec kernel is.
+# Each operation appears twice, at the same intensity: filled on the H100's roof, hollow on the
+# T4's. The T4's ridge sits further left (65e12 / 320e9 ≈ 203 FLOP/byte, both figures from
+# course.toml) and its flat roof is about 15 times lower (989 / 65). Only the big GEMMs clear
+# either ridge. Everything else is memory-bound, which is why inference engines *fuse* chains
+# of elementwise operations (residual add, RMSNorm, activation) into one kernel that reads its
+# inputs once, and why the batch-1 decode point sits at about 0.3% of the H100's peak, however
+# good the matvec kernel is.
 
 # %% [markdown]
 # ## §4 SIMT: threads, warps, blocks and a grid
@@ -589,13 +604,15 @@ plt.show()
 # with `cuda.grid(1)`, which is `blockIdx.x * blockDim.x + threadIdx.x`.
 #
 # **Exercise.** Write `launch_config(n, threads_per_block=256)`: the smallest number of blocks
-# whose threads cover `n` elements, i.e. $\lceil n / \text{tpb} \rceil$. Use integer arithmetic
-# (a float `math.ceil(n / tpb)` goes wrong for very large `n`). Because the last block may be only
-# partly needed, every kernel launched this way needs a bounds check. Return a `tuple` of two
-# Python `int`s, `(blocks, threads_per_block)`, ready to unpack into `kernel[blocks, tpb]`. Reject
-# `n < 1` and a block size outside 1..1024 (CUDA's limit) with `ValueError`, and a non-integer
-# (`2.5`, `"256"`, `True`) with `TypeError`. Block sizes that are multiples of 32 fill their warps;
-# 128 to 512 is the usual range.
+# whose threads cover `n` elements, i.e. $\lceil n / \text{tpb} \rceil$. Use integer arithmetic,
+# `(n + tpb - 1) // tpb`. The grader checks `n` up to `2**62`, where a float `math.ceil(n /
+# tpb)` is off by one (a float holds integers exactly only up to `2**53`: `2**53 + 1` elements
+# at 256 per block need `2**45 + 1` blocks, and the float answer is `2**45`). Because the last
+# block may be only partly needed, every kernel launched this way needs a bounds check. Return a
+# `tuple` of two Python `int`s, `(blocks, threads_per_block)`, ready to unpack into
+# `kernel[blocks, tpb]`. Reject `n < 1` and a block size outside 1..1024 (CUDA's limit) with
+# `ValueError`, and a non-integer (`2.5`, `"256"`, `True`) with `TypeError`. Block sizes that
+# are multiples of 32 fill their warps; 128 to 512 is the usual range.
 
 
 # %% nbgrader={"grade": false, "grade_id": "launch_config", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -763,25 +780,59 @@ for label, taken in conditions.items():
 # | blocks | 16 | 32 |
 # | 32-bit registers | 65,536 | 65,536 |
 # | shared memory | 64 KB | 228 KB |
+# | threads in one block, at most | 1,024 | 1,024 |
+# | registers one block may hold | 65,536 | 65,536 |
+# | register sub-partitions (warp schedulers) | 4 | 4 |
+# | shared memory handed out in units of | 256 B | 128 B |
+# | shared memory the runtime adds to each block | 0 B | 1,024 B |
+# | shared memory one block may ask for | 65,536 B | 232,448 B (227 KB) |
 #
 # The helper `sm_limits("T4")` reads them into a dict with the keys `max_threads`, `max_blocks`,
-# `max_warps`, `registers`, `shared_memory_bytes` and `register_granularity`.
+# `max_warps`, `registers`, `shared_memory_bytes`, `register_granularity`,
+# `max_threads_per_block`, `max_registers_per_thread`, `max_registers_per_block`,
+# `register_sub_partitions`, `shared_memory_granularity`, `reserved_shared_memory_per_block`
+# and `max_shared_memory_per_block`.
 #
-# How many blocks of a kernel fit on one SM at once is the smallest of four limits:
+# The rules below are the ones CUDA's own occupancy calculator applies (the header
+# `cuda_occupancy.h`, behind `cudaOccupancyMaxActiveBlocksPerMultiprocessor`), for a kernel
+# that may use all of the SM's shared memory. Write `wpb = ceil(tpb / 32)` for the warps of one
+# block: a partial warp still takes a whole warp. Blocks per SM is the smallest of four limits:
 #
-# 1. **threads**: the SM holds `max_warps` warps and a block occupies `ceil(tpb / 32)` of them
-#    (a partial warp still takes a whole warp), so at most `max_warps // warps_per_block` blocks;
-# 2. **blocks**: at most `max_blocks`;
-# 3. **registers**: registers are handed out per warp, `32 x registers_per_thread` rounded up to a
-#    multiple of `register_granularity` (256); the SM fits `registers // per_warp` warps, so
-#    `(registers // per_warp) // warps_per_block` blocks. Zero registers per thread sets no limit;
-# 4. **shared memory**: `shared_memory_bytes // shared_bytes_per_block` blocks; zero bytes per
-#    block sets no limit.
+# 1. **threads**: a block larger than `max_threads_per_block` (1,024 on every GPU here, even on
+#    an H100 whose SM holds 2,048 threads) cannot be launched at all. Otherwise the SM holds
+#    `max_warps` warps, so at most `max_warps // wpb` blocks.
+# 2. **blocks**: at most `max_blocks`.
+# 3. **registers**: a warp is given `32 x registers_per_thread` registers rounded up to a
+#    multiple of `register_granularity` (256); call that `per_warp`. The register file is split
+#    evenly over `register_sub_partitions` (4) warp schedulers, and each warp lives in one of
+#    them, so one sub-partition holds `(registers // 4) // per_warp` warps and the SM four times
+#    that: `4 x ((registers // 4) // per_warp) // wpb` blocks. A register left over in one
+#    sub-partition cannot serve a warp of another. There is also a limit per block: the
+#    hardware checks `per_warp x ceil(wpb / 4) x 4 <= max_registers_per_block` (as if the
+#    block's warps were spread evenly over all four sub-partitions), and a block that fails it
+#    cannot be launched, even where its registers would fit in the SM in total. Zero registers
+#    per thread sets no limit.
+# 4. **shared memory**: a block is given `shared_bytes_per_block +
+#    reserved_shared_memory_per_block` bytes (the runtime keeps 1 KB of each block's shared
+#    memory for itself on an H100, none on a T4), rounded up to a multiple of
+#    `shared_memory_granularity`; call that `per_block`. The SM fits `shared_memory_bytes //
+#    per_block` blocks. A block may ask for at most `max_shared_memory_per_block` bytes, so the
+#    reserve always fits beside it. When `per_block` is 0 (no shared memory on a T4) this sets
+#    no limit.
 #
-# Then `warps_per_sm = blocks_per_sm x warps_per_block` and the occupancy is `warps_per_sm /
-# max_warps`. This is a simplified version of CUDA's occupancy calculator: it leaves out the
-# shared memory the driver reserves per block and the finer rounding of some GPUs, which change
-# a few cases by one block.
+# Then `warps_per_sm = blocks_per_sm x wpb` and the occupancy is `warps_per_sm / max_warps`.
+# Three worked cases show why the finer rules matter:
+#
+# * T4, 302 threads with 174 registers: `wpb = 10`, `per_warp = 5,568 -> 5,632`. In total
+#   `10 x 5,632 = 56,320` registers would fit in 65,536, but one sub-partition holds only
+#   `16,384 // 5,632 = 2` such warps, 8 in the SM, fewer than the block's 10; the per-block
+#   check says the same (`ceil(10 / 4) x 4 = 12` warps, `12 x 5,632 = 67,584 > 65,536`), so
+#   no such block can run.
+# * H100, 96 threads with 40 registers: `per_warp = 1,280`; one sub-partition holds
+#   `16,384 // 1,280 = 12` warps, the SM `48`, so `48 // 3 = 16` blocks (dividing the whole
+#   register file, `65,536 // 1,280 = 51` warps, would promise 17).
+# * H100, 128 threads with 38,397 bytes of shared memory: `38,397 + 1,024 = 39,421`, rounded
+#   up to `39,424`; `233,472 // 39,424 = 5` blocks (`233,472 // 38,397` would say 6).
 #
 # **Exercise.** Write `occupancy(threads_per_block, registers_per_thread, shared_bytes_per_block,
 # sm)`. Return a dict with exactly these keys:
@@ -792,11 +843,15 @@ for label, taken in conditions.items():
 #   `"registers"`, `"shared_memory"`. When several limits give the same smallest count, name the
 #   first of them in that order.
 #
-# Arguments: `threads_per_block` from 1 to `sm["max_threads"]`, `registers_per_thread` from 0 to
-# 255 (CUDA's per-thread maximum), `shared_bytes_per_block` from 0 to `sm["shared_memory_bytes"]`;
-# a value outside its range, or a combination that fits no block at all on the SM (say 1,024
-# threads using 255 registers each), raises `ValueError` naming the resource. A non-integer
-# argument raises `TypeError`, and so does an `sm` that is not a dict with the six keys above.
+# Arguments: `threads_per_block` from 1 to `sm["max_threads_per_block"]`,
+# `registers_per_thread` from 0 to `sm["max_registers_per_thread"]` (255),
+# `shared_bytes_per_block` from 0 to `sm["max_shared_memory_per_block"]`; a value outside its
+# range, or a combination that fits no block at all on the SM (a block that fails the
+# per-block register check, say 1,024 threads using 255 registers each), raises `ValueError`
+# naming the resource. A non-integer argument raises `TypeError`, and so does an `sm` that is
+# not a dict with the thirteen keys above. The grader compares your answers with its own copy
+# of CUDA's rules on a thousand launch shapes drawn across the T4 and the H100,
+# including the three cases above.
 
 
 # %% nbgrader={"grade": false, "grade_id": "occupancy", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -805,8 +860,9 @@ def occupancy(threads_per_block, registers_per_thread, shared_bytes_per_block, s
 
     sm is a per-SM limits dict (see sm_limits). Returns {"blocks_per_sm": int, "warps_per_sm":
     int, "occupancy": float, "limited_by": "threads" | "blocks" | "registers" | "shared_memory"};
-    ties go to the first in that order. Out-of-range values, or a block that cannot fit on the
-    SM, raise ValueError; non-integers and a malformed sm raise TypeError.
+    ties go to the first in that order. Out-of-range values, or a block that cannot be launched
+    (the per-block register check), raise ValueError; non-integers and a malformed sm raise
+    TypeError.
     """
     ### BEGIN SOLUTION
     keys = (
@@ -816,6 +872,13 @@ def occupancy(threads_per_block, registers_per_thread, shared_bytes_per_block, s
         "registers",
         "shared_memory_bytes",
         "register_granularity",
+        "max_threads_per_block",
+        "max_registers_per_thread",
+        "max_registers_per_block",
+        "register_sub_partitions",
+        "shared_memory_granularity",
+        "reserved_shared_memory_per_block",
+        "max_shared_memory_per_block",
     )
     if not isinstance(sm, dict) or any(k not in sm for k in keys):
         raise TypeError(f"sm must be a dict with the keys {', '.join(keys)} (see sm_limits)")
@@ -829,29 +892,40 @@ def occupancy(threads_per_block, registers_per_thread, shared_bytes_per_block, s
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
             raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
     tpb, regs, smem = int(threads_per_block), int(registers_per_thread), int(shared_bytes_per_block)
-    limits = {k: int(sm[k]) for k in keys}
-    if not 1 <= tpb <= limits["max_threads"]:
+    lim = {k: int(sm[k]) for k in keys}
+    if not 1 <= tpb <= lim["max_threads_per_block"]:
         raise ValueError(
-            f"threads_per_block must be between 1 and {limits['max_threads']}, got {tpb}"
+            f"threads_per_block must be between 1 and {lim['max_threads_per_block']} (the most "
+            f"threads one block may have), got {tpb}"
         )
-    if not 0 <= regs <= 255:
-        raise ValueError(f"registers_per_thread must be between 0 and 255, got {regs}")
-    if not 0 <= smem <= limits["shared_memory_bytes"]:
+    if not 0 <= regs <= lim["max_registers_per_thread"]:
         raise ValueError(
-            f"shared_bytes_per_block must be between 0 and {limits['shared_memory_bytes']} bytes "
-            f"(the SM's shared memory), got {smem}"
+            f"registers_per_thread must be between 0 and {lim['max_registers_per_thread']}, "
+            f"got {regs}"
         )
-    warps_per_block = -(-tpb // 32)
-    candidates = {
-        "threads": limits["max_warps"] // warps_per_block,
-        "blocks": limits["max_blocks"],
-    }
+    if not 0 <= smem <= lim["max_shared_memory_per_block"]:
+        raise ValueError(
+            f"shared_bytes_per_block must be between 0 and {lim['max_shared_memory_per_block']} "
+            f"bytes (the most shared memory one block may ask for), got {smem}"
+        )
+    wpb = -(-tpb // 32)
+    candidates = {"threads": lim["max_warps"] // wpb, "blocks": lim["max_blocks"]}
     if regs:
-        granularity = limits["register_granularity"]
-        per_warp = -(-(32 * regs) // granularity) * granularity
-        candidates["registers"] = (limits["registers"] // per_warp) // warps_per_block
-    if smem:
-        candidates["shared_memory"] = limits["shared_memory_bytes"] // smem
+        unit, parts = lim["register_granularity"], lim["register_sub_partitions"]
+        per_warp = -(-(32 * regs) // unit) * unit
+        if per_warp * (-(-wpb // parts) * parts) > lim["max_registers_per_block"]:
+            raise ValueError(
+                f"a block of {tpb} threads with {regs} registers per thread cannot be launched: "
+                f"{per_warp} registers per warp for {-(-wpb // parts) * parts} warps (its {wpb} "
+                f"rounded up to {parts} sub-partitions) exceed the "
+                f"{lim['max_registers_per_block']} registers one block may hold"
+            )
+        warps_per_part = (lim["registers"] // parts) // per_warp
+        candidates["registers"] = warps_per_part * parts // wpb
+    unit = lim["shared_memory_granularity"]
+    per_block = -(-(smem + lim["reserved_shared_memory_per_block"]) // unit) * unit
+    if per_block:
+        candidates["shared_memory"] = lim["shared_memory_bytes"] // per_block
     blocks = min(candidates.values())
     limited_by = next(k for k, v in candidates.items() if v == blocks)
     if blocks == 0:
@@ -859,11 +933,11 @@ def occupancy(threads_per_block, registers_per_thread, shared_bytes_per_block, s
             f"a block of {tpb} threads with {regs} registers per thread and {smem} bytes of "
             f"shared memory does not fit on one SM: not enough {limited_by.replace('_', ' ')}"
         )
-    warps = blocks * warps_per_block
+    warps = blocks * wpb
     return {
         "blocks_per_sm": blocks,
         "warps_per_sm": warps,
-        "occupancy": warps / limits["max_warps"],
+        "occupancy": warps / lim["max_warps"],
         "limited_by": limited_by,
     }
     ### END SOLUTION
@@ -883,26 +957,38 @@ _o = occupancy(32, 16, 0, T4_SM)
 assert _o["blocks_per_sm"] == 16 and _o["limited_by"] == "blocks", (
     f"T4, one-warp blocks: the 16-block limit leaves 16 of 32 warps, got {_o}"
 )
-_o = occupancy(128, 32, 40 * 1024, H100_SM)
+_o = occupancy(96, 40, 0, H100_SM)
+assert _o["blocks_per_sm"] == 16 and _o["limited_by"] == "registers", (
+    f"H100, 96 threads x 40 registers: 12 warps in each of 4 sub-partitions, 16 blocks, got {_o}"
+)
+_o = occupancy(128, 32, 38397, H100_SM)
 assert _o["blocks_per_sm"] == 5 and _o["limited_by"] == "shared_memory", (
-    f"H100, 40 KB of shared memory per block: 228 // 40 = 5 blocks, got {_o}"
+    f"H100, 38,397 B + the 1 KB reserve, rounded to 39,424 B: 5 blocks, got {_o}"
 )
 assert type(_o["occupancy"]) is float and type(_o["warps_per_sm"]) is int, "plain float and int"
 assert occupancy(48, 0, 0, T4_SM)["warps_per_sm"] == 32, "48 threads still take two whole warps"
-expect_raises(ValueError, occupancy, 1024, 255, 0, T4_SM)
-expect_raises(ValueError, occupancy, 2048, 32, 0, T4_SM)
+expect_raises(ValueError, occupancy, 302, 174, 0, T4_SM)  # fails the per-block register check
+expect_raises(ValueError, occupancy, 2048, 32, 0, H100_SM)  # more than 1,024 threads per block
+expect_raises(ValueError, occupancy, 256, 0, 228 * 1024, H100_SM)  # more than 227 KB per block
 expect_raises(TypeError, occupancy, 256.0, 32, 0, T4_SM)
 print("occupancy: self-checks passed")
 
 # %% tags=["demo"]
 import matplotlib.pyplot as plt
 
-regs = np.arange(16, 256, 8)
+# Occupancy against registers per thread, at every whole register count: the step is drawn
+# from each count to the next (where="post"), so each drop sits at the first count that loses
+# a block.
+register_counts = np.arange(1, 256)
 fig, ax = plt.subplots(figsize=(8, 4.5))
 for gpu, style in (("T4", "-"), ("H100_SXM", "--")):
     limits = sm_limits(gpu)
-    fraction = [occupancy(256, int(r), 0, limits)["occupancy"] for r in regs]
-    ax.step(regs, fraction, style, where="post", label=f"{gpu}, 256 threads per block")
+    fraction = [occupancy(256, int(r), 0, limits)["occupancy"] for r in register_counts]
+    ax.step(register_counts, fraction, style, where="post", label=f"{gpu}, 256 threads per block")
+    drops = [
+        int(register_counts[i]) for i in range(1, len(fraction)) if fraction[i] < fraction[i - 1]
+    ]
+    print(f"{gpu}: occupancy drops at {drops} registers per thread")
 ax.set_xlabel("registers per thread")
 ax.set_ylabel("occupancy (fraction of the SM's warps)")
 ax.set_ylim(0, 1.05)
@@ -990,7 +1076,7 @@ print("vector_add: self-checks passed")
 # The kernel indexes 1-D arrays, so flatten multi-dimensional inputs (`np.ascontiguousarray(x).ravel()`)
 # and reshape the result. The output has the inputs' dtype (NumPy's common dtype if they differ),
 # and an empty input gives an empty output. Inputs that do not hold numbers raise `TypeError`.
-# and an empty input gives an empty output. It earns its points only by launching your own
+# The wrapper earns its points only by launching your own
 # `vector_add` (`vector_add[blocks, threads](...)` in its body): the grader records each launch
 # and repeats it with your kernel; a result computed on the host earns nothing.
 
@@ -1136,6 +1222,78 @@ else:
     print("Simulator timings mean nothing: every CUDA thread is a Python thread here.")
 
 # %% [markdown]
+# ### Where else the time goes: the PCIe copies and the launch itself
+#
+# The timing above starts with the data already in HBM. Your `gpu_vector_add` does more: it
+# copies `a` and `b` from host memory to the GPU and `c` back, over PCIe. The T4 sits on a PCIe
+# Gen3 x16 link, 16 GB/s in each direction (`pcie_gbs` in course.toml), against 320 GB/s of
+# GDDR6. For 2^24 float32 elements the wrapper moves the same 3 x 4 x 2^24 bytes (201 MB) over
+# both, so
+#
+# $$ t_\text{PCIe} \approx \frac{201\ \text{MB}}{16\ \text{GB/s}} \approx 12.6\ \text{ms}
+# \qquad\text{against}\qquad t_\text{kernel} \approx \frac{201\ \text{MB}}{320\ \text{GB/s}}
+# \approx 0.63\ \text{ms}: $$
+#
+# twenty times longer, before any driver overhead, and pageable (ordinary NumPy) host memory
+# reaches only part of the link's figure. That is why real programs keep tensors on the GPU from
+# one operation to the next and copy to the host only what they must: an inference server
+# uploads the weights once and streams out only tokens.
+#
+# At the other end of the scale a launch itself costs time: the host has to prepare and submit
+# it, a few microseconds even when the kernel has no work. A kernel whose real work is shorter
+# than that is **overhead-bound**: neither roof of the roofline applies, and a faster GPU does
+# not help. Time per launch is then about `max(launch overhead, bytes / bandwidth)`; for the
+# vector add on the T4, `3 x 4 x n / 320 GB/s` passes 5 µs only once `n` is over about 130,000
+# elements. A small model's decode step, dozens of small kernels per token, often lives in this
+# regime, which is why serving engines capture a whole step as one CUDA graph, or fuse kernels,
+# so that it is launched once.
+#
+# On a GPU the cell below measures all three: the whole wrapper, the kernel alone, and the wall
+# time of one launch of a one-element kernel (host time, including the launch). In the
+# simulator it prints the predictions from the formulas above instead.
+
+# %% tags=["demo"]
+t4_peak_flops, t4_bandwidth = peak_figures("T4")
+t4_pcie = _hardware_table("T4")["pcie_gbs"] * 1e9  # byte/s, one direction
+n_big = 2**24
+bytes_big = 3 * 4 * n_big
+print(
+    f"prediction for the T4, n = 2^24: PCIe {bytes_big / t4_pcie * 1e3:.1f} ms, "
+    f"kernel {bytes_big / t4_bandwidth * 1e3:.2f} ms"
+)
+print(f"the vector add passes 5 us of work at n = {5e-6 * t4_bandwidth / 12:,.0f} elements")
+if ON_GPU:
+    host_a = np.random.default_rng(4).standard_normal(n_big).astype(np.float32)
+    host_b = np.ones(n_big, dtype=np.float32)
+    gpu_vector_add(host_a, host_b)  # warm-up
+    t0 = time.perf_counter()
+    gpu_vector_add(host_a, host_b)
+    wrapper_ms = (time.perf_counter() - t0) * 1e3
+    dev_a, dev_b = cuda.to_device(host_a), cuda.to_device(host_b)
+    dev_c = cuda.device_array_like(dev_a)
+    blocks, tpb = launch_config(n_big)
+    start, end = cuda.event(), cuda.event()
+    start.record()
+    vector_add[blocks, tpb](dev_a, dev_b, dev_c)
+    end.record()
+    end.synchronize()
+    kernel_ms = cuda.event_elapsed_time(start, end)
+    tiny_a, tiny_c = cuda.to_device(host_a[:1]), cuda.device_array(1, dtype=np.float32)
+    vector_add[1, 32](tiny_a, tiny_a, tiny_c)
+    cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(200):
+        vector_add[1, 32](tiny_a, tiny_a, tiny_c)
+    cuda.synchronize()
+    launch_us = (time.perf_counter() - t0) / 200 * 1e6
+    print(
+        f"measured: gpu_vector_add {wrapper_ms:.1f} ms in all, the kernel {kernel_ms:.2f} ms, "
+        f"one launch of a 1-element kernel {launch_us:.1f} us"
+    )
+else:
+    print("simulator: nothing measured here; on a GPU this cell times the copies and a launch")
+
+# %% [markdown]
 # ## §7 Coalesced memory access
 #
 # DRAM is not read one float at a time. The memory system moves aligned **32-byte sectors** (four
@@ -1156,19 +1314,26 @@ else:
 # given up in exchange for far less wasted memory.)
 #
 # **Exercise.** Write `sectors_per_warp(stride, itemsize=4, warp_size=32, sector_bytes=32)`: lane
-# `l` reads byte address `l * stride * itemsize` (the warp starts on a sector boundary); return how
-# many *distinct* sectors those addresses fall in. Stride 0 (every lane reads the same element) is
-# one sector. Return a Python `int`. A negative stride or a non-positive size is a `ValueError`;
-# an argument that is not an integer (`1.0`, `True`) is a `TypeError`.
+# `l` reads the `itemsize` bytes that start at byte address `l * stride * itemsize` (the warp
+# starts on a sector boundary); return how many *distinct* sectors the warp's bytes fall in. An
+# element can touch more than one sector: one wider than a sector (`itemsize=64` spans two), or
+# one that straddles a sector boundary (with `stride=3, itemsize=12`, lane 2 reads bytes 72 to
+# 83, in sectors 2 and 3), so count every sector from the one holding an element's first byte to
+# the one holding its last. Stride 0 (every lane reads the same element) touches the sectors of
+# one element. Return a Python `int`. A negative stride or a non-positive size is a
+# `ValueError`; an argument that is not an integer (`1.0`, `True`) is a `TypeError`. Sizes can
+# be large (an `itemsize` of a million bytes), so count ranges of sectors rather than listing
+# every byte.
 
 
 # %% nbgrader={"grade": false, "grade_id": "sectors_per_warp", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def sectors_per_warp(stride, itemsize=4, warp_size=32, sector_bytes=32):
-    """Distinct sector_bytes-sized sectors touched when lane l reads byte l * stride * itemsize.
+    """Distinct sector_bytes-sized sectors holding the bytes one warp's load reads.
 
-    stride is in elements (>= 0); itemsize and sector_bytes in bytes, warp_size in lanes (all
-    >= 1; ValueError otherwise, TypeError for non-integers). The warp's first address is
-    sector-aligned. Returns a Python int (stride 0 -> 1).
+    Lane l reads the itemsize bytes from address l * stride * itemsize. stride is in elements
+    (>= 0); itemsize and sector_bytes in bytes, warp_size in lanes (all >= 1; ValueError
+    otherwise, TypeError for non-integers). The warp's first address is sector-aligned.
+    Returns a Python int (stride 0 -> the sectors of one element).
     """
     ### BEGIN SOLUTION
     args = {
@@ -1185,8 +1350,14 @@ def sectors_per_warp(stride, itemsize=4, warp_size=32, sector_bytes=32):
     for name in ("itemsize", "warp_size", "sector_bytes"):
         if args[name] < 1:
             raise ValueError(f"{name} must be a positive integer, got {args[name]}")
-    step = int(stride) * int(itemsize)
-    return len({lane * step // int(sector_bytes) for lane in range(int(warp_size))})
+    size, sector = int(itemsize), int(sector_bytes)
+    step = int(stride) * size
+    count, last_counted = 0, -1
+    for lane in range(int(warp_size)):  # lanes read at non-decreasing addresses
+        first, last = lane * step // sector, (lane * step + size - 1) // sector
+        count += last - max(first, last_counted + 1) + 1 if last > last_counted else 0
+        last_counted = max(last_counted, last)
+    return count
     ### END SOLUTION
 
 
@@ -1197,6 +1368,8 @@ assert sectors_per_warp(0) == 1, "all lanes read the same element"
 assert sectors_per_warp(2) == 8, "stride 2: 256 bytes span 8 sectors"
 assert sectors_per_warp(1, itemsize=2) == 2, "32 consecutive fp16 values = 64 bytes"
 assert sectors_per_warp(1000) == 32, "a large stride: one sector per lane"
+assert sectors_per_warp(1, itemsize=64) == 64, "64-byte elements: two sectors each"
+assert sectors_per_warp(3, itemsize=12) == 36, "12-byte elements 36 bytes apart: some straddle"
 assert type(sectors_per_warp(1)) is int, "return a Python int"
 expect_raises(ValueError, sectors_per_warp, -1)
 expect_raises(ValueError, sectors_per_warp, 1, itemsize=0)
@@ -1235,7 +1408,9 @@ for s, n32 in zip(strides, fp32, strict=True):
 # times over, a 2 MB slice that stays in the L2 cache, and the measurement shows L2's speed rather
 # than the cost of scattered DRAM reads. An odd stride shares no factor with `2**24`, so the
 # wrapped indices visit every element exactly once. The demo uses odd strides near each power of
-# two (3, 5, 9, 17, 33), which touch as many sectors per warp as their neighbours 2, 4, 8, 16, 32.
+# two (3, 5, 9, 17, 33). For fp32 they touch 12, 20, 32, 32 and 32 sectors per warp (ask your
+# `sectors_per_warp`): more than their even neighbours 2 and 4 (8 and 16 sectors), while from
+# stride 8 on every lane has a sector of its own whichever stride you pick.
 #
 # What the grader checks: `src` and `dst` are 1-D float32 arrays (`dst` may be shorter than
 # `src`), `stride` an integer >= 0, several blocks, and the PTX compile for the T4 with the
@@ -1276,7 +1451,11 @@ print("strided_copy: self-checks passed")
 # On a GPU this copies 16M FP32 values at each stride and reports the *useful* bandwidth (8 bytes
 # per element: one read, one write). As the stride grows, each warp pulls in more sectors for the
 # same useful data and the bandwidth drops until every lane has a sector of its own (stride 8 and
-# beyond for fp32). In the simulator it only checks the results.
+# beyond for fp32). Beside the measurement it draws a prediction from `sectors_per_warp`: per
+# warp the kernel reads 128 useful bytes but brings `32 x sectors` bytes over the bus, and writes
+# 128 bytes coalesced, so the useful bandwidth is the stride-1 bandwidth times
+# `256 / (32 x sectors + 128)`. In the simulator it checks the results and draws only the
+# prediction, for a T4 at its datasheet bandwidth, labelled as such.
 
 # %% tags=["demo"]
 import matplotlib.pyplot as plt
@@ -1305,20 +1484,30 @@ for s in strides:
             f"{bandwidths[-1]:7.1f} GB/s useful"
         )
 
+# The prediction: per warp, 128 useful bytes are read and 128 written, while the bus carries
+# 32 bytes per sector read plus the 128 coalesced bytes written.
+base_gbs = bandwidths[0] if ON_GPU else peak_figures("T4")[1] / 1e9  # stride 1, or the datasheet
+predicted = [base_gbs * 256 / (32 * sectors_per_warp(s) + 128) for s in strides]
+fig, ax = plt.subplots(figsize=(7, 4))
 if ON_GPU:
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(strides, bandwidths, "o-")
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(strides, [str(s) for s in strides])
-    ax.set_xlabel("read stride (elements)")
-    ax.set_ylabel("useful bandwidth (GB/s)")
+    ax.plot(strides, bandwidths, "o-", label="measured")
     ax.set_title(f"strided_copy on {cuda.get_current_device().name}")
-    ax.grid(True, alpha=0.3)
-    fig.tight_layout()
-    plt.show()
 else:
+    ax.set_title("strided_copy on a T4: prediction only (simulator, nothing measured)")
     print(f"strided_copy correct for strides {strides} on {STRIDE_N:,} elements (simulator).")
-    print("Simulator timings mean nothing, so none are shown; run on a GPU to see the cliff.")
+    print("Simulator timings mean nothing: the plot shows the T4's predicted curve only.")
+ax.plot(
+    strides, predicted, "s--", label=f"predicted: {base_gbs:.0f} GB/s x 256 / (32 x sectors + 128)"
+)
+ax.set_xscale("log", base=2)
+ax.set_xticks(strides, [str(s) for s in strides])
+ax.set_xlabel("read stride (elements)")
+ax.set_ylabel("useful bandwidth (GB/s)")
+ax.set_ylim(0, base_gbs * 1.1)
+ax.grid(True, alpha=0.3)
+ax.legend()
+fig.tight_layout()
+plt.show()
 
 # %% [markdown]
 # ## §8 Shared memory: a transpose that coalesces both ways
@@ -1409,7 +1598,7 @@ print("transpose_naive: self-checks passed")
 # `syncthreads()` inside an `if` that some threads skip can hang a real GPU). Use the module's
 # `TILE`, `TILE_PADDED` and `numba.float32`, as below; the grader compiles the kernel for the T4
 # with the signature `void(float32[:, :], float32[:, :])` and checks that the compiled kernel
-# declares shared memory and a barrier.
+# declares a shared array of `TILE x TILE_PADDED` float32 values (4,224 bytes) and a barrier.
 #
 # On a GPU runner the grader also times `transpose_tiled` at 8192 x 8192: it must reach at least
 # **50% of the bandwidth of your own stride-1 `strided_copy`** on the same elements, and
@@ -1578,7 +1767,319 @@ if not ON_GPU:
 print(f"coalescing_slowdown({n}) = {coalescing_slowdown(n):.2f}")
 
 # %% [markdown]
-# ## §9 What this explains about LLMs
+# ## §9 Shared memory that raises intensity: a tiled matrix multiply
+#
+# The tiled transpose used shared memory to *reorder* accesses: every element still crossed
+# HBM exactly once each way, so its intensity did not change. The bigger use of shared memory is
+# *reuse*: load a value from HBM once and use it many times from on-chip memory. That is the
+# whole argument of a tiled matrix multiply, and, one level up, of FlashAttention.
+#
+# Take $C = A B$ with $A$ of shape $M \times K$, $B$ of shape $K \times N$, all float32 (4
+# bytes). Each of the $MN$ outputs is a dot product of length $K$: $2K$ FLOPs (one multiply and
+# one add per term).
+#
+# **Naive.** One thread per output reads its row of $A$ and its column of $B$ straight from
+# global memory: $2K$ loads of 4 bytes for $2K$ FLOPs, an intensity of
+# $2K / (8K) = 0.25$ FLOP/byte (counting every load as HBM traffic, as if no cache helped).
+# On the T4's FP32 roofline (8.1 TFLOP/s, 320 GB/s) that caps the kernel at
+# $0.25 \times 320 = 80$ GFLOP/s, 1% of the FP32 peak.
+#
+# **Tiled.** Cut $C$ into tiles of $T \times T$ outputs, one block per tile. The block walks
+# along $K$ in steps of $T$: at each step it copies a $T \times T$ tile of $A$ and one of $B$
+# into shared memory ($2T^2$ loads from global memory), waits at a barrier, and then does all
+# $T \cdot T \cdot T$ multiply-adds those two tiles allow ($2T^3$ FLOPs) from shared memory,
+# then waits again before the next step overwrites the tiles. Per step:
+#
+# $$ I(T) = \frac{2T^3\ \text{FLOPs}}{2T^2 \times 4\ \text{bytes}} = \frac{T}{4}\ \text{FLOP/byte} $$
+#
+# Each value loaded from HBM now serves $T$ multiply-adds instead of one: the intensity grows
+# linearly with the tile. $T = 1$ is the naive kernel again. With $T = 32$ it is 8 FLOP/byte,
+# a 32-fold gain, and the memory roof is 32 times higher. The tile is limited by shared memory
+# ($2T^2 \times 4$ bytes per block: 8 KB at $T = 32$) and by registers; production GEMMs also
+# tile in registers to climb further, past the ridge.
+#
+# **Exercise.** Write `tiled_intensity(tile, itemsize=4)`: the FLOPs per byte of global memory
+# of the tiled multiply above with a `tile x tile` tile of elements of `itemsize` bytes, as a
+# Python `float`. The FLOPs per step are `2 * tile**3` and the bytes `2 * tile**2 * itemsize`.
+# `tile=1` is the naive kernel: `tiled_intensity(1)` is 0.25. Both arguments are integers
+# `>= 1`; an integer below 1 raises `ValueError`, and a non-integer (`32.0`, `True`) raises
+# `TypeError`.
+
+
+# %% nbgrader={"grade": false, "grade_id": "tiled_intensity", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def tiled_intensity(tile, itemsize=4):
+    """FLOP/byte of global memory of a matrix multiply tiled tile x tile in shared memory.
+
+    tile (elements per side) and itemsize (bytes per element) are integers >= 1 (ValueError
+    below 1, TypeError for non-integers). Returns a Python float: 2 tile^3 FLOPs over
+    2 tile^2 itemsize bytes per step along K.
+    """
+    ### BEGIN SOLUTION
+    for name, value in (("tile", tile), ("itemsize", itemsize)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
+        if value < 1:
+            raise ValueError(f"{name} must be at least 1, got {value}")
+    flops = 2 * int(tile) ** 3
+    nbytes = 2 * int(tile) ** 2 * int(itemsize)
+    return flops / nbytes
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "check_tiled_intensity", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+assert tiled_intensity(1) == 0.25, "tile 1 is the naive kernel: 2 FLOPs per 8 bytes"
+assert tiled_intensity(32) == 8.0, "a 32 x 32 tile: 32 / 4 = 8 FLOP/byte"
+assert tiled_intensity(16, itemsize=2) == 8.0, "fp16 elements halve the bytes"
+assert type(tiled_intensity(8)) is float, "return a Python float"
+_gain = tiled_intensity(TILE) / tiled_intensity(1)
+assert _gain == TILE, f"the intensity gain of a TILE x TILE tile should be TILE, got {_gain}"
+expect_raises(ValueError, tiled_intensity, 0)
+expect_raises(TypeError, tiled_intensity, 32.0)
+print(f"tiled_intensity: self-checks passed (gain of a {TILE} x {TILE} tile: {_gain:.0f}x)")
+
+# %% [markdown]
+# **Exercise.** Write `matmul_naive(a, b, c)`: a 2-D kernel where thread `(x, y) =
+# cuda.grid(2)` computes `c[y, x]`, the dot product of row `y` of `a` with column `x` of `b`,
+# accumulating in a local variable and writing `c[y, x]` once. Start the sum as
+# `numba.float32(0.0)`: a bare `0.0` is a float64 to Numba and turns the whole loop into
+# float64 arithmetic, which a T4 runs at 1/32 of its FP32 rate. `a` is `M x K`, `b` is `K x N`,
+# `c` is `M x N`, all float32; `x` runs along the columns of `c` (so a warp's reads of `b` and
+# writes of `c` are neighbours). Bounds-check both coordinates: the grader launches it with
+# several block shapes on sizes that are not multiples of the block, compares with NumPy's
+# `a @ b` to a relative tolerance of 1e-4 (of `abs(a) @ abs(b)`, the size of the terms each
+# sum adds up, since float32 sums of mixed signs can cancel), and compiles it for the T4 with
+# the signature `void(float32[:, :], float32[:, :], float32[:, :])`.
+
+
+# %% nbgrader={"grade": false, "grade_id": "matmul_naive", "locked": false, "schema_version": 3, "solution": true, "task": false}
+@cuda.jit
+def matmul_naive(a, b, c):
+    """Kernel: c[y, x] = sum over k of a[y, k] * b[k, x], one output per thread (2-D launch).
+
+    a is M x K, b is K x N, c is M x N (float32). Every operand is read from global memory.
+    """
+    ### BEGIN SOLUTION
+    x, y = cuda.grid(2)
+    if y < c.shape[0] and x < c.shape[1]:
+        acc = numba.float32(0.0)
+        for k in range(a.shape[1]):
+            acc += a[y, k] * b[k, x]
+        c[y, x] = acc
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "check_matmul_naive", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+_rng = np.random.default_rng(5)
+_a = _rng.standard_normal((19, 11)).astype(np.float32)
+_b = _rng.standard_normal((11, 13)).astype(np.float32)
+_c = np.full((19, 13), np.nan, dtype=np.float32)
+matmul_naive[(2, 3), (8, 8)](_a, _b, _c)  # 16 x 24 threads for 13 columns x 19 rows
+expect_written("matmul_naive", _c)
+np.testing.assert_allclose(_c, _a @ _b, rtol=1e-4, atol=1e-5, err_msg="matmul_naive: c != a @ b")
+print("matmul_naive: self-checks passed")
+
+# %% [markdown]
+# **The tiled kernel.** As in the transpose, each block is one warp of `TILE` lanes and owns one
+# `TILE x TILE` tile of `c`: block `(bx, by)` the rows from `by * TILE` and the columns from
+# `bx * TILE`, and lane `lane = cuda.threadIdx.x` one column of that tile, so it keeps `TILE`
+# running sums, one per row, in `acc = cuda.local.array(TILE, numba.float32)` (set them to zero
+# first). Then, for each step `k0 = 0, TILE, 2 * TILE, ...` along `K`:
+#
+# 1. every lane copies column `lane` of the `TILE x TILE` tile of `a` that starts at row
+#    `by * TILE`, column `k0` (element `[r, lane]` of the shared tile is `a[by * TILE + r, k0 +
+#    lane]`) and column `lane` of the tile of `b` that starts at row `k0`, column `bx * TILE`,
+#    into two `cuda.shared.array((TILE, TILE), numba.float32)` tiles. An element outside the
+#    matrix is stored as 0, so the partial tiles at the edges add nothing to the sums;
+# 2. `cuda.syncthreads()`, so both tiles are complete;
+# 3. for each `k` of the tile and each row `r`, `acc[r] += a_tile[r, k] * b_tile[k, lane]`: the
+#    `TILE x TILE` multiply-adds of this step, all from shared memory (every lane of the warp
+#    reads the same `a_tile[r, k]`, a broadcast, and neighbouring `b_tile` elements, so there
+#    are no bank conflicts and no padding is needed);
+# 4. `cuda.syncthreads()` again, so that no lane overwrites a tile the others are still reading.
+#
+# Finally each lane writes its `TILE` sums into its column of the tile of `c`, skipping rows
+# and columns outside `c`. Every thread must reach both barriers on every step, so keep the
+# bounds checks inside the loops, around the loads and stores only.
+#
+# **Exercise.** Write `matmul_tiled(a, b, c)`, same contract as `matmul_naive` (any `M`, `N`,
+# `K`, including sizes that are not multiples of `TILE`; float32; compared with `a @ b` to a
+# relative tolerance of 1e-4), launched with blocks of exactly `(TILE, 1)` threads and a grid of
+# `(ceil(N / TILE), ceil(M / TILE))` blocks. The grader compiles it for the T4 with the
+# signature `void(float32[:, :], float32[:, :], float32[:, :])` and checks that the compiled
+# kernel declares two shared tiles of `TILE x TILE` float32 values (4,096 bytes each) and a
+# barrier. On a GPU runner it also times both kernels on 2048 x 2048 matrices: `matmul_tiled`
+# must take less time than `matmul_naive` launched with 32 x 8 blocks.
+
+
+# %% nbgrader={"grade": false, "grade_id": "matmul_tiled", "locked": false, "schema_version": 3, "solution": true, "task": false}
+@cuda.jit
+def matmul_tiled(a, b, c):
+    """Kernel: c = a @ b through shared-memory tiles; launch with (TILE, 1) threads per block.
+
+    Grid: (ceil(N / TILE), ceil(M / TILE)) blocks. Lane l keeps the TILE sums of column l of
+    its block's tile of c; each step along K stages a TILE x TILE tile of a and of b.
+    """
+    ### BEGIN SOLUTION
+    a_tile = cuda.shared.array((TILE, TILE), numba.float32)
+    b_tile = cuda.shared.array((TILE, TILE), numba.float32)
+    acc = cuda.local.array(TILE, numba.float32)
+    lane = cuda.threadIdx.x
+    row0 = cuda.blockIdx.y * TILE
+    col = cuda.blockIdx.x * TILE + lane
+    for r in range(TILE):
+        acc[r] = 0.0
+    for k0 in range(0, a.shape[1], TILE):
+        for r in range(TILE):
+            a_tile[r, lane] = 0.0
+            if row0 + r < a.shape[0] and k0 + lane < a.shape[1]:
+                a_tile[r, lane] = a[row0 + r, k0 + lane]
+            b_tile[r, lane] = 0.0
+            if k0 + r < b.shape[0] and col < b.shape[1]:
+                b_tile[r, lane] = b[k0 + r, col]
+        cuda.syncthreads()
+        for k in range(TILE):
+            value = b_tile[k, lane]
+            for r in range(TILE):
+                acc[r] += a_tile[r, k] * value
+        cuda.syncthreads()
+    if col < c.shape[1]:
+        for r in range(TILE):
+            if row0 + r < c.shape[0]:
+                c[row0 + r, col] = acc[r]
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "check_matmul_tiled", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+_a = _rng.standard_normal((35, 37)).astype(np.float32)
+_b = _rng.standard_normal((37, 33)).astype(np.float32)
+_c = np.full((35, 33), np.nan, dtype=np.float32)
+matmul_tiled[(2, 2), (TILE, 1)](_a, _b, _c)  # 2 x 2 tiles of 32 cover 33 columns x 35 rows
+expect_written("matmul_tiled", _c)
+np.testing.assert_allclose(_c, _a @ _b, rtol=1e-4, atol=1e-4, err_msg="matmul_tiled: c != a @ b")
+print("matmul_tiled: self-checks passed")
+
+# %% [markdown]
+# ## §10 Measure it: your kernels on the T4's roofline
+#
+# A roofline is a prediction; this section puts your own kernels on it. For each kernel, the
+# x-coordinate is the intensity your byte count gives (`1 / 12` for the float32 vector add,
+# `tiled_intensity(1)` and `tiled_intensity(TILE)` for the two matrix multiplies), and the
+# y-coordinate is what the kernel achieved: FLOPs divided by its measured time
+# (`2 * M * N * K` for a matrix multiply, `n` for the vector add). The roofs are the datasheet
+# figures from course.toml: the T4's FP32 peak (these kernels use ordinary FP32 units, not the
+# tensor cores) and its 320 GB/s.
+#
+# Expect to land below the roofs. The datasheet figures are peaks, not what a card sustains:
+# a T4 is held to 70 W and its clock drops under a long FP16 GEMM, and no kernel streams at the
+# full 320 GB/s. So the cell also measures a practical roof on the same GPU: the bandwidth of
+# your vector add and the FP16 FLOP/s of PyTorch's own 4096 x 4096 matrix multiply, and draws
+# the **practical ridge**, their ratio, beside the datasheet ridge; on a T4 it sits far left of
+# the datasheet's 203 FLOP/byte. A kernel between the two ridges is compute-bound on paper but
+# bandwidth-bound in practice. Expect the naive multiply to sit *above* its roof: its operands
+# are re-read from the L1 and L2 caches, which the byte count ignores, so its real HBM traffic
+# is lower than `tiled_intensity(1)` assumes.
+#
+# Without a GPU nothing can be measured: the cell draws the points your formulas *predict*
+# (each kernel at its roof, `attainable_flops` of its intensity), labels the plot as a
+# prediction, and the practical roof is left out.
+
+# %% tags=["demo"]
+import matplotlib.pyplot as plt
+
+T4_FP32 = _hardware_table("T4")["fp32_tflops"] * 1e12
+_, T4_BW = peak_figures("T4")
+T4_FP16 = peak_figures("T4")[0]
+MM_N = 2048 if ON_GPU else 64  # matrix side
+points = {  # label: (intensity in FLOP/byte, FLOPs of one run)
+    "vector_add": (1 / 12, VEC_N),
+    "matmul_naive": (tiled_intensity(1), 2 * MM_N**3),
+    "matmul_tiled": (tiled_intensity(TILE), 2 * MM_N**3),
+}
+achieved = {}
+practical = None
+if ON_GPU:
+    import torch
+
+    def event_ms(run, repeat=10):
+        run()
+        cuda.synchronize()
+        start, end = cuda.event(), cuda.event()
+        start.record()
+        for _ in range(repeat):
+            run()
+        end.record()
+        end.synchronize()
+        return cuda.event_elapsed_time(start, end) / repeat
+
+    rng = np.random.default_rng(6)
+    va, vb = (cuda.to_device(rng.standard_normal(VEC_N).astype(np.float32)) for _ in range(2))
+    vc = cuda.device_array_like(va)
+    ma, mb = (
+        cuda.to_device(rng.standard_normal((MM_N, MM_N)).astype(np.float32)) for _ in range(2)
+    )
+    mc = cuda.device_array((MM_N, MM_N), dtype=np.float32)
+    grid = ((MM_N + 31) // 32, (MM_N + 7) // 8)
+    tiles = ((MM_N + TILE - 1) // TILE, (MM_N + TILE - 1) // TILE)
+    times = {
+        "vector_add": event_ms(lambda: vector_add[launch_config(VEC_N)](va, vb, vc)),
+        "matmul_naive": event_ms(lambda: matmul_naive[grid, (32, 8)](ma, mb, mc)),
+        "matmul_tiled": event_ms(lambda: matmul_tiled[tiles, (TILE, 1)](ma, mb, mc)),
+    }
+    for label, ms in times.items():
+        achieved[label] = points[label][1] / (ms * 1e-3)
+        print(f"{label:13s} {ms:8.3f} ms  {achieved[label] / 1e9:8.1f} GFLOP/s")
+    sustained_bw = effective_bandwidth_gbs(3 * 4 * VEC_N, times["vector_add"]) * 1e9
+    ta = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
+    torch_ms = event_ms(lambda: torch.matmul(ta, ta))
+    sustained_fp16 = 2 * 4096**3 / (torch_ms * 1e-3)
+    practical = ridge_point(sustained_fp16, sustained_bw)
+    print(
+        f"practical roofs: {sustained_bw / 1e9:.0f} GB/s (your vector_add), "
+        f"{sustained_fp16 / 1e12:.1f} TFLOP/s (torch FP16 matmul): ridge {practical:.0f} FLOP/byte"
+    )
+else:
+    for label, (intensity, _) in points.items():
+        achieved[label] = attainable_flops(intensity, T4_FP32, T4_BW)  # a prediction
+intensities = np.logspace(-2, 3, 300)
+fig, ax = plt.subplots(figsize=(9, 5.5))
+ax.loglog(
+    intensities,
+    attainable_flops(intensities, T4_FP32, T4_BW) / 1e9,
+    "k-",
+    label="T4 datasheet, FP32 (8.1 TFLOP/s, 320 GB/s)",
+)
+ax.loglog(
+    intensities,
+    attainable_flops(intensities, T4_FP16, T4_BW) / 1e9,
+    "k:",
+    label="T4 datasheet, FP16 tensor (65 TFLOP/s)",
+)
+ax.axvline(ridge_point(T4_FP16, T4_BW), color="gray", ls=":")
+ax.text(ridge_point(T4_FP16, T4_BW) * 1.1, 30, "datasheet ridge", color="gray")
+if practical is not None:
+    ax.loglog(
+        intensities,
+        attainable_flops(intensities, sustained_fp16, sustained_bw) / 1e9,
+        "-",
+        color="tab:red",
+        alpha=0.6,
+        label="T4 practical roof (measured here)",
+    )
+    ax.axvline(practical, color="tab:red", ls=":")
+    ax.text(practical * 1.1, 60, "practical ridge", color="tab:red")
+for label, (intensity, _) in points.items():
+    ax.scatter(intensity, achieved[label] / 1e9, s=70, zorder=3, label=label)
+kind = "measured" if ON_GPU else "PREDICTED (no GPU: each kernel drawn at its roof)"
+ax.set_title(f"Your kernels on the T4 roofline: {kind}")
+ax.set_xlabel("arithmetic intensity (FLOP/byte of global memory)")
+ax.set_ylabel("GFLOP/s")
+ax.grid(True, which="both", alpha=0.3)
+ax.legend(loc="lower right", fontsize=8.5)
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## §11 What this explains about LLMs
 #
 # **Why FlashAttention is faster even though it does more arithmetic.** Standard attention writes
 # the $n \times n$ score matrix to HBM, reads it back for the softmax, writes the probabilities, and

@@ -180,7 +180,7 @@ def _numpy_scalars(src: str, ctx: Ctx) -> str:
         ("is_memory_bound", "return bool(value < ridge)", "return np.bool_(value < ridge)"),
         ("launch_config", "return blocks, threads_per_block",
          "return np.int64(blocks), np.int64(threads_per_block)"),
-        ("sectors_per_warp", "return len(", "return np.int64(len("),
+        ("sectors_per_warp", "return count", "return np.int64(count"),
     ):
         body = _region(src, grade_id)
         assert old in body, (grade_id, old)

@@ -17,14 +17,14 @@ word for word in the released notebook):
   the same shape, computed without a Python loop"
 - test_is_memory_bound_random: "Exactly at the ridge both limits are equal; call that
   compute-bound. Return a plain Python `bool` (not `numpy.bool_`)."
-- test_invalid_input_raises_value_error: "a value of the right type but out of range (zero,
+- test_invalid_input_raises_value_error: "A value of the right type but out of range (zero,
   negative, NaN, too large) raises `ValueError`."
-- test_launch_config_random: "Return a `tuple` of two Python `int`s, `(blocks,
-  threads_per_block)`, ready to unpack into `kernel[blocks, tpb]`."
+- test_launch_config_random: "The grader checks `n` up to `2**62`, where a float `math.ceil(n /
+  tpb)` is off by one"
 - test_effective_bandwidth_random: "result in **GB/s with 1 GB = 10⁹ bytes** (the unit GPU
   datasheets use), as a Python `float`."
-- test_sectors_per_warp_random: "lane `l` reads byte address `l * stride * itemsize` (the warp
-  starts on a sector boundary); return how many *distinct* sectors those addresses fall in."
+- test_sectors_per_warp_random: "so count every sector from the one holding an element's first
+  byte to the one holding its last."
 - test_vector_add_sizes: "Sizes from 1 to a few thousand on several blocks"
 - test_vector_add_float64: "`a`, `b` and `c` are 1-D arrays of one float dtype, float32 or
   float64 (both are tested), and the sum must keep that dtype's precision, so do not convert
@@ -55,7 +55,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from grader.suites.student import StudentError
@@ -250,7 +250,13 @@ def test_invalid_input_raises_value_error(student, what, call, hint):
 
 @pytest.mark.points(1)
 @FAST
-@given(n=st.integers(min_value=1, max_value=2**40), tpb=st.integers(min_value=1, max_value=1024))
+@given(
+    n=st.one_of(st.integers(1, 2**40), st.integers(2**53, 2**62)),
+    tpb=st.integers(min_value=1, max_value=1024),
+)
+@example(n=2**53 + 1, tpb=256)  # float: 2**45 blocks, one short
+@example(n=2**62 + 1, tpb=1)
+@example(n=2**60 + 1000, tpb=1000)
 def test_launch_config_random(student, n, tpb):
     got = student.launch_config(n, tpb)
     want = (-(-n // tpb), tpb)
@@ -281,11 +287,15 @@ def test_effective_bandwidth_random(student, reference, nbytes, ms):
 @pytest.mark.points(2)
 @FAST
 @given(
-    stride=st.integers(min_value=0, max_value=5000),
-    itemsize=st.sampled_from([1, 2, 4, 8, 16]),
+    stride=st.one_of(st.integers(min_value=0, max_value=40), st.integers(0, 5000)),
+    itemsize=st.one_of(st.sampled_from([1, 2, 4, 8, 12, 16, 24, 64, 100]), st.integers(1, 300)),
     warp_size=st.sampled_from([32, 32, 32, 16, 64]),
     sector_bytes=st.sampled_from([32, 32, 32, 64, 128]),
 )
+@example(stride=1, itemsize=64, warp_size=32, sector_bytes=32)  # 64: two sectors per element
+@example(stride=3, itemsize=12, warp_size=32, sector_bytes=32)  # 36: some elements straddle
+@example(stride=0, itemsize=64, warp_size=32, sector_bytes=32)  # 2: one element, two sectors
+@example(stride=5, itemsize=10**6, warp_size=32, sector_bytes=32)  # ranges, not bytes
 def test_sectors_per_warp_random(student, reference, stride, itemsize, warp_size, sector_bytes):
     got = student.sectors_per_warp(
         stride, itemsize=itemsize, warp_size=warp_size, sector_bytes=sector_bytes
@@ -297,8 +307,9 @@ def test_sectors_per_warp_random(student, reference, stride, itemsize, warp_size
     assert type(got) is int, f"sectors_per_warp must return a Python int, got {got!r}"
     assert got == want, (
         f"sectors_per_warp({stride}, itemsize={itemsize}, warp_size={warp_size}, "
-        f"sector_bytes={sector_bytes}) returned {got}; expected {want}. Lane l reads byte "
-        "l * stride * itemsize; count the distinct values of address // sector_bytes"
+        f"sector_bytes={sector_bytes}) returned {got}; expected {want}. Lane l reads the "
+        "itemsize bytes from l * stride * itemsize; count every sector from its first byte's "
+        "to its last byte's, each sector once"
     )
 
 

@@ -1,16 +1,30 @@
 """Hidden tests for S5.1's occupancy and warp-divergence exercises (never shipped to students).
 
-Launch shapes and branch patterns are drawn at grading time and compared with the reference
-solution; the per-SM limits come from the grader's own course.toml, for the T4 and the H100.
+Occupancy is checked against `cuda_occupancy_blocks` below: an independent transcription of the
+rules of CUDA's occupancy calculator (`cuda_occupancy.h`, the code behind
+`cudaOccupancyMaxActiveBlocksPerMultiprocessor`), written in CUDA's own terms from the header
+and never taken from the reference solution. The device properties (totals, per-block limits,
+the reserved shared memory) come from the grader's course.toml; the per-architecture constants
+(allocation units, sub-partitions) come from the header's tables keyed by compute capability, so
+a wrong figure in course.toml fails here too. Launch shapes are drawn by hypothesis (seeded per
+student by tests/hidden/conftest.py) for the T4 and the H100, with fixed examples that every
+seed runs: the cases where a simpler model goes wrong. On a GPU runner one more test asks the
+CUDA driver itself (`cuOccupancyMaxActiveBlocksPerMultiprocessor`, through numba-cuda) about
+kernels compiled there.
 
 Stated rules (grader verify checks that every test here is listed, with a sentence that appears
 word for word in the released notebook):
 
-- test_occupancy_random_launches: "When several limits give the same smallest count, name the
-  first of them in that order."
+- test_occupancy_random_launches: "The grader compares your answers with its own copy of CUDA's
+  rules on a thousand launch shapes drawn across the T4 and the H100, including the three
+  cases above."
 - test_occupancy_invalid_arguments: "a value outside its range, or a combination that fits no
-  block at all on the SM (say 1,024 threads using 255 registers each), raises `ValueError` naming
-  the resource."
+  block at all on the SM (a block that fails the per-block register check, say 1,024 threads
+  using 255 registers each), raises `ValueError` naming the resource."
+- test_occupancy_type_errors: "A non-integer argument raises `TypeError`, and so does an `sm`
+  that is not a dict with the thirteen keys above."
+- test_occupancy_matches_the_driver_gpu: "The rules below are the ones CUDA's own occupancy
+  calculator applies"
 - test_divergence_efficiency_random_warps: "Return, as a Python `float`, the useful
   lane-slots divided by the lane-slots spent when each side that some lane takes runs once over
   all 32 lanes: `1.0` when the lanes agree, `0.5` when they split."
@@ -23,9 +37,11 @@ student reads as feedback.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from grader.suites.student import StudentError
@@ -34,33 +50,258 @@ from grader.suites.testing import expect_value_error
 FAST = settings.get_profile("grader-hidden")  # tests/hidden/conftest.py
 GPUS = ("T4", "H100_SXM")
 KEYS = {"blocks_per_sm", "warps_per_sm", "occupancy", "limited_by"}
+ORDER = ("threads", "blocks", "registers", "shared_memory")  # the notebook's tie order
+INT_MAX = 2**31 - 1
+KIB = 1024
+
+# ---------------------------------------------------------------------------------------------
+# cuda_occupancy.h, transcribed. Function names follow the header's; only the paths that the
+# course's GPUs (compute capability 7.5, 8.0, 9.0) take are kept. The kernel is assumed to have
+# opted in to the device's largest shared memory per block (cudaFuncAttribute
+# MaxDynamicSharedMemorySize = sharedMemPerBlockOptin), with the default carveout and no static
+# shared memory: the notebook's `shared_bytes_per_block` is the dynamic size.
 
 
-def _fits(reference, tpb: int, regs: int, smem: int, sm: dict) -> bool:
-    try:
-        reference.occupancy(tpb, regs, smem, sm)
-    except ValueError:
-        return False
-    return True
+@dataclass(frozen=True)
+class OccDeviceProp:
+    """The cudaDeviceProp fields the calculator reads (cudaOccDeviceProp)."""
+
+    computeMajor: int
+    computeMinor: int
+    maxThreadsPerBlock: int
+    maxThreadsPerMultiprocessor: int
+    regsPerBlock: int
+    regsPerMultiprocessor: int
+    warpSize: int
+    sharedMemPerBlock: int
+    sharedMemPerMultiprocessor: int
+    sharedMemPerBlockOptin: int
+    reservedSharedMemPerBlock: int
 
 
-@pytest.mark.points(2)
-@FAST
-@given(
-    gpu=st.sampled_from(GPUS),
-    tpb=st.one_of(st.sampled_from([32, 64, 96, 128, 256, 512, 1024]), st.integers(1, 1024)),
-    regs=st.one_of(st.sampled_from([0, 16, 32, 40, 64, 96, 128, 255]), st.integers(0, 255)),
-    smem_kib=st.one_of(st.just(0), st.integers(1, 64)),
-    extra=st.integers(0, 1023),
+def occ_device_prop(hw) -> OccDeviceProp:
+    """The properties a device of course.toml's [hardware.<gpu>] table reports."""
+    sm = hw.sm
+    return OccDeviceProp(
+        computeMajor=hw.compute_capability[0],
+        computeMinor=hw.compute_capability[1],
+        maxThreadsPerBlock=sm.max_threads_per_block,
+        maxThreadsPerMultiprocessor=sm.max_threads,
+        regsPerBlock=sm.max_registers_per_block,
+        regsPerMultiprocessor=sm.registers,
+        warpSize=32,
+        sharedMemPerBlock=48 * KIB,  # the default per-block limit before opting in
+        sharedMemPerMultiprocessor=sm.shared_memory_kib * KIB,
+        sharedMemPerBlockOptin=sm.max_shared_memory_per_block,
+        reservedSharedMemPerBlock=sm.reserved_shared_memory_per_block,
+    )
+
+
+def _round_up(x: int, y: int) -> int:  # __occRoundUp
+    return ((x + y - 1) // y) * y
+
+
+def _divide_round_up(x: int, y: int) -> int:  # __occDivideRoundUp
+    return (x + y - 1) // y
+
+
+def smem_allocation_granularity(p: OccDeviceProp) -> int:  # cudaOccSMemAllocationGranularity
+    return {7: 256, 8: 128, 9: 128}[p.computeMajor]
+
+
+def reg_allocation_max_per_thread(p: OccDeviceProp) -> int:  # cudaOccRegAllocationMaxPerThread
+    return {7: 256, 8: 256, 9: 256}[p.computeMajor]
+
+
+def reg_allocation_granularity(p: OccDeviceProp) -> int:  # cudaOccRegAllocationGranularity
+    return {7: 256, 8: 256, 9: 256}[p.computeMajor]
+
+
+def sub_partitions_per_multiprocessor(p: OccDeviceProp) -> int:
+    return {7: 4, 8: 4, 9: 4}[p.computeMajor]  # cudaOccSubPartitionsPerMultiprocessor
+
+
+def max_blocks_per_multiprocessor(p: OccDeviceProp) -> int:  # cudaOccMaxBlocksPerMultiprocessor
+    return {(7, 5): 16, (7, 0): 32, (8, 0): 32, (9, 0): 32}[(p.computeMajor, p.computeMinor)]
+
+
+def align_up_shmem_size_volta_plus(size: int, p: OccDeviceProp) -> int:
+    """cudaOccAlignUpShmemSizeVoltaPlus: the next carveout the architecture offers."""
+    if (p.computeMajor, p.computeMinor) == (7, 5):
+        steps = (32, 64)
+    elif p.computeMajor == 8:
+        steps = (0, 8, 16, 32, 64, 100, 132, 164)
+    else:
+        steps = (0, 8, 16, 32, 64, 100, 132, 164, 196, 228)
+    for kib in steps:
+        if size <= kib * KIB:
+            return kib * KIB
+    raise ValueError("CUDA_OCC_ERROR_INVALID_INPUT")
+
+
+def smem_per_multiprocessor(p: OccDeviceProp) -> int:
+    """cudaOccSMemPreferenceVoltaPlus with the default carveout and cache preference."""
+    return align_up_shmem_size_volta_plus(p.sharedMemPerMultiprocessor, p)
+
+
+def smem_per_block(p: OccDeviceProp, smem_per_cta: int) -> int:  # cudaOccSMemPerBlock, opt-in
+    limit = p.sharedMemPerBlockOptin if smem_per_cta > p.sharedMemPerBlock else p.sharedMemPerBlock
+    if p.computeMajor >= 8:
+        limit += p.reservedSharedMemPerBlock
+    return limit
+
+
+def max_blocks_warps_limit(p: OccDeviceProp, block_size: int) -> int:
+    """cudaOccMaxBlocksPerSMWarpsLimit (partitioned global caching off on these GPUs)."""
+    if block_size > p.maxThreadsPerBlock:
+        return 0
+    max_warps_per_sm = p.maxThreadsPerMultiprocessor // p.warpSize
+    return max_warps_per_sm // _divide_round_up(block_size, p.warpSize)
+
+
+def max_blocks_smem_limit(p: OccDeviceProp, dynamic_smem: int) -> int:
+    """cudaOccMaxBlocksPerSMSmemLimit."""
+    granularity = smem_allocation_granularity(p)
+    preference = smem_per_multiprocessor(p)
+    static_smem = 0 + p.reservedSharedMemPerBlock
+    total = static_smem + dynamic_smem
+    allocated = _round_up(total, granularity)
+    max_dynamic = p.sharedMemPerBlockOptin  # the opted-in attribute
+    max_usage = static_smem + max_dynamic
+    if dynamic_smem > max_dynamic or allocated > smem_per_block(p, max_usage):
+        return 0
+    per_sm = preference
+    if preference < allocated:
+        per_sm = align_up_shmem_size_volta_plus(allocated, p)
+    return per_sm // allocated if allocated > 0 else INT_MAX
+
+
+def max_blocks_regs_limit(p: OccDeviceProp, num_regs: int, block_size: int) -> int:
+    """cudaOccMaxBlocksPerSMRegsLimit (partitioned global caching off)."""
+    granularity = reg_allocation_granularity(p)
+    sub_partitions = sub_partitions_per_multiprocessor(p)
+    warps_per_cta = _divide_round_up(block_size, p.warpSize)
+    regs_per_warp = _round_up(num_regs * p.warpSize, granularity)
+    regs_per_cta = regs_per_warp * warps_per_cta
+    regs_assumed_per_cta = regs_per_warp * _round_up(warps_per_cta, sub_partitions)
+    if (
+        p.regsPerBlock < regs_assumed_per_cta  # the hardware check
+        or p.regsPerBlock < regs_per_cta  # the software check
+        or num_regs > reg_allocation_max_per_thread(p)
+    ):
+        return 0
+    if regs_per_warp == 0:
+        return INT_MAX
+    warps_per_sub_partition = (p.regsPerMultiprocessor // sub_partitions) // regs_per_warp
+    return warps_per_sub_partition * sub_partitions // warps_per_cta
+
+
+def cuda_occupancy_blocks(p: OccDeviceProp, block_size: int, num_regs: int, smem: int):
+    """cudaOccMaxActiveBlocksPerMultiprocessor: (active blocks, {limit name: blocks})."""
+    limits = {
+        "threads": max_blocks_warps_limit(p, block_size),
+        "blocks": max_blocks_per_multiprocessor(p),
+        "registers": max_blocks_regs_limit(p, num_regs, block_size),
+        "shared_memory": max_blocks_smem_limit(p, smem),
+    }
+    return min(limits.values()), limits
+
+
+def expected(hw, tpb: int, regs: int, smem: int) -> dict | None:
+    """What `occupancy(tpb, regs, smem, sm)` must return, or None where it must raise
+    ValueError (CUDA launches no such block, or an argument is outside the notebook's range)."""
+    if not (1 <= tpb and 0 <= regs <= 255 and 0 <= smem):
+        return None
+    p = occ_device_prop(hw)
+    blocks, limits = cuda_occupancy_blocks(p, tpb, regs, smem)
+    if blocks == 0:
+        return None
+    warps = blocks * _divide_round_up(tpb, 32)
+    max_warps = p.maxThreadsPerMultiprocessor // p.warpSize
+    return {
+        "blocks_per_sm": blocks,
+        "warps_per_sm": warps,
+        "occupancy": warps / max_warps,
+        "limited_by": next(name for name in ORDER if limits[name] == blocks),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Occupancy against the transcription
+
+# The cases a simpler model gets wrong, each run on every seed: (gpu, tpb, regs, smem).
+BOUNDARY = [
+    ("T4", 302, 174, 0),  # 5,632 per warp: 8 warps fit, not the block's 10; 12 x 5,632 > 65,536
+    ("H100_SXM", 2048, 32, 0),  # more than 1,024 threads in one block
+    ("T4", 1025, 0, 0),
+    ("H100_SXM", 1024, 32, 0),  # the largest block: 2 of them
+    ("H100_SXM", 256, 0, 228 * KIB),  # more than the 227 KB one block may ask for
+    ("H100_SXM", 256, 0, 227 * KIB),  # exactly the most: 1 block
+    ("H100_SXM", 96, 40, 0),  # sub-partitions: 12 warps in each, 16 blocks (not 17)
+    ("H100_SXM", 128, 32, 38397),  # reserve and 128-byte unit: 39,424 B, 5 blocks (not 6)
+    ("T4", 256, 64, 0),  # 100%
+    ("T4", 256, 65, 0),  # 2,304 per warp: 3 blocks
+    ("T4", 64, 73, 0),  # 2,336 -> 2,560 per warp: 12 blocks (14 without the unit)
+    ("T4", 128, 0, 13107),  # 256-byte unit: 13,312 B, 4 blocks (5 unrounded)
+    ("H100_SXM", 128, 0, 45666),  # 46,690 B with the reserve -> 46,720: 4 blocks (5 unrounded)
+    ("T4", 32, 0, 4000),  # the 16-block limit
+    ("H100_SXM", 64, 0, 0),  # even no shared memory takes the 1 KB reserve: 228 blocks' worth
+    ("H100_SXM", 32, 255, 0),  # 8,192 per warp: 2 warps per sub-partition, 8 blocks
+    ("H100_SXM", 160, 255, 0),  # 5 warps of the 8 that fit: 1 block
+    ("H100_SXM", 288, 200, 0),  # refused: 6,400 per warp, 8 warps fit, the block has 9
+    ("T4", 512, 72, 0),  # 2,304 per warp: 1 block
+    ("T4", 992, 64, 0),  # 31 warps, 32 fit: 1 block
+    ("H100_SXM", 1000, 65, 0),  # refused: 2,304 per warp, 28 warps fit, the block has 32
+    ("H100_SXM", 768, 80, 0),  # 2,560 per warp: 24 warps fit: 1 block
+    ("T4", 96, 168, 0),  # 5,376 per warp: 3 per sub-partition, 12 warps, 4 blocks
+    ("H100_SXM", 32, 24, 0),  # the 32-block limit
+    ("H100_SXM", 512, 0, 100 * KIB),  # 101 KB with the reserve: 2 blocks
+    ("T4", 33, 0, 32 * KIB),  # whole warps: 2 blocks of 2 warps
+]
+
+
+def _launches(draw_smem):
+    return st.tuples(
+        st.sampled_from(GPUS),
+        st.one_of(
+            st.sampled_from([32, 64, 96, 128, 160, 192, 256, 288, 384, 512, 768, 1024]),
+            st.integers(1, 1024),
+            st.integers(1025, 2048),
+        ),
+        st.one_of(
+            st.sampled_from([0, 16, 24, 32, 40, 48, 64, 65, 72, 96, 128, 168, 255]),
+            st.integers(0, 255),
+        ),
+        draw_smem,
+    )
+
+
+SMEM = st.one_of(
+    st.just(0),
+    st.integers(1, 48 * KIB),
+    st.integers(0, 232 * KIB),
+    st.integers(1, 64).map(lambda k: k * 4 * KIB + 1),  # just past a unit
 )
-def test_occupancy_random_launches(student, reference, course, gpu, tpb, regs, smem_kib, extra):
-    sm = course.hardware[gpu].sm.as_dict()
-    smem = min(smem_kib * 1024 + (extra if smem_kib else 0), sm["shared_memory_bytes"])
-    if not _fits(reference, tpb, regs, smem, sm):
-        return  # covered by test_occupancy_invalid_arguments
-    got = student.occupancy(tpb, regs, smem, sm)
-    want = reference.occupancy(tpb, regs, smem, sm)
+
+
+def _check(student, course, gpu: str, tpb: int, regs: int, smem: int) -> None:
+    hw = course.hardware[gpu]
+    want = expected(hw, tpb, regs, smem)
     call = f"occupancy({tpb}, {regs}, {smem}, sm_limits({gpu!r}))"
+    if want is None:
+        expect_value_error(
+            lambda: student.occupancy(tpb, regs, smem, hw.sm.as_dict()),
+            call,
+            "CUDA cannot launch such a block (block size, per-block registers or shared memory)",
+        )
+        return
+    try:
+        got = student.occupancy(tpb, regs, smem, hw.sm.as_dict())
+    except StudentError as exc:
+        pytest.fail(
+            f"{call} raised {exc.exc_type}; expected {want}: such a block fits on the SM. "
+            f"{exc.feedback()[-400:]}"
+        )
     assert isinstance(got, dict) and set(got) == KEYS, (
         f"{call} must return a dict with exactly the keys {sorted(KEYS)}, got {got!r}"
     )
@@ -70,9 +311,25 @@ def test_occupancy_random_launches(student, reference, course, gpu, tpb, regs, s
     assert type(got["occupancy"]) is float, f"{call}: occupancy must be a Python float, got {got!r}"
     assert got == want, (
         f"{call} returned {got}; expected {want}. Blocks per SM is the smallest of the threads "
-        "(whole warps), blocks, registers (per warp, rounded up to the granularity) and shared "
-        "memory limits; ties name the first in that order"
+        "(whole warps), blocks, registers (per warp, rounded up to the unit, then warps per "
+        "sub-partition x 4) and shared memory (plus the reserve, rounded up to the unit) "
+        "limits; ties name the first in that order"
     )
+
+
+def _boundary_examples(test):
+    """Every BOUNDARY case as a hypothesis example: run first, on every seed."""
+    for case in reversed(BOUNDARY):
+        test = example(launch=case)(test)
+    return test
+
+
+@pytest.mark.points(3)
+@settings(FAST, max_examples=1000)
+@_boundary_examples
+@given(launch=_launches(SMEM))
+def test_occupancy_random_launches(student, course, launch):
+    _check(student, course, *launch)
 
 
 @pytest.mark.points(1)
@@ -81,22 +338,114 @@ def test_occupancy_invalid_arguments(student, course, gpu):
     sm = course.hardware[gpu].sm.as_dict()
     cases = [
         (f"occupancy(0, 32, 0, {gpu})", (0, 32, 0), "threads_per_block must be >= 1"),
+        (f"occupancy(1025, 32, 0, {gpu})", (1025, 32, 0), "at most 1,024 threads per block"),
         (
             f"occupancy({sm['max_threads'] + 1}, 32, 0, {gpu})",
             (sm["max_threads"] + 1, 32, 0),
-            "more threads than an SM holds",
+            "at most 1,024 threads per block",
         ),
         (f"occupancy(256, 256, 0, {gpu})", (256, 256, 0), "at most 255 registers per thread"),
         (f"occupancy(256, -1, 0, {gpu})", (256, -1, 0), "registers cannot be negative"),
+        (f"occupancy(256, 32, -1, {gpu})", (256, 32, -1), "shared memory cannot be negative"),
         (
-            f"occupancy(256, 32, {sm['shared_memory_bytes'] + 1}, {gpu})",
-            (256, 32, sm["shared_memory_bytes"] + 1),
-            "more shared memory than the SM has",
+            f"occupancy(256, 32, {sm['max_shared_memory_per_block'] + 1}, {gpu})",
+            (256, 32, sm["max_shared_memory_per_block"] + 1),
+            "more shared memory than one block may ask for",
         ),
         (f"occupancy(1024, 255, 0, {gpu})", (1024, 255, 0), "such a block fits no SM"),
+        (f"occupancy(302, 174, 0, {gpu})", (302, 174, 0), "the per-block register check fails"),
     ]
     for what, args, hint in cases:
         expect_value_error(lambda args=args: student.occupancy(*args, sm), what, hint)
+
+
+@pytest.mark.points(1)
+def test_occupancy_type_errors(student, course):
+    sm = course.hardware["T4"].sm.as_dict()
+    partial = {k: v for k, v in sm.items() if k != "reserved_shared_memory_per_block"}
+    cases = [
+        ("occupancy(256.0, 32, 0, sm)", (256.0, 32, 0, sm)),
+        ("occupancy(True, 32, 0, sm)", (True, 32, 0, sm)),
+        ("occupancy(256, '32', 0, sm)", (256, "32", 0, sm)),
+        ("occupancy(256, 32, 0.0, sm)", (256, 32, 0.0, sm)),
+        (
+            "occupancy(256, 32, 0, sm without reserved_shared_memory_per_block)",
+            (256, 32, 0, partial),
+        ),
+        ("occupancy(256, 32, 0, [1, 2])", (256, 32, 0, [1, 2])),
+    ]
+    for what, args in cases:
+        try:
+            result = student.occupancy(*args)
+        except TypeError:
+            continue
+        except StudentError as exc:
+            pytest.fail(f"{what} raised {exc.exc_type}; expected TypeError")
+        pytest.fail(f"{what} returned {result!r}; expected TypeError")
+
+
+def _driver_cases():
+    """Kernels compiled on this GPU with different register caps, and one with a static tile."""
+    from numba import cuda, float32
+
+    def heavy(out):
+        i = cuda.grid(1)
+        s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = float32(i)
+        for k in range(64):
+            s0 = s0 * s1 + s7
+            s1 = s1 * s2 + s0
+            s2 = s2 * s3 + s1
+            s3 = s3 * s4 + s2
+            s4 = s4 * s5 + s3
+            s5 = s5 * s6 + s4
+            s6 = s6 * s7 + s5
+            s7 = s7 * s0 + s6 + k
+        if i < out.size:
+            out[i] = s0 + s1 + s2 + s3 + s4 + s5 + s6 + s7
+
+    def tiled(out):
+        tile = cuda.shared.array(3000, float32)
+        i = cuda.grid(1)
+        tile[cuda.threadIdx.x] = i
+        cuda.syncthreads()
+        if i < out.size:
+            out[i] = tile[(cuda.threadIdx.x + 1) % cuda.blockDim.x]
+
+    kernels = [cuda.jit("void(float32[:])", max_registers=cap)(heavy) for cap in (24, 40, 72, 128)]
+    kernels.append(cuda.jit("void(float32[:])")(tiled))
+    for kernel in kernels:
+        cufunc = next(iter(kernel.overloads.values()))._codelibrary.get_cufunc()
+        yield cufunc, int(cufunc.attrs.regs), int(cufunc.attrs.shared)
+
+
+@pytest.mark.gpu
+@pytest.mark.points(1)
+def test_occupancy_matches_the_driver_gpu(student, course):
+    from numba import cuda
+
+    device = cuda.get_current_device()
+    cc = tuple(device.compute_capability)
+    hw = next((h for h in course.hardware.values() if h.compute_capability == cc), None)
+    if hw is None:
+        pytest.skip(f"no [hardware] table of course.toml has this GPU's compute capability {cc}")
+    context = cuda.current_context()
+    shapes = [(32, 0), (96, 0), (128, 4096), (256, 0), (302, 0), (512, 8192), (1000, 0)]
+    for cufunc, regs, static in _driver_cases():
+        for tpb, dynamic in shapes:
+            driver = int(context.get_active_blocks_per_multiprocessor(cufunc, tpb, dynamic))
+            want = expected(hw, tpb, regs, static + dynamic)
+            oracle = 0 if want is None else want["blocks_per_sm"]
+            assert oracle == driver, (
+                f"grader's own check: the transcription of cuda_occupancy.h says {oracle} blocks "
+                f"for {tpb} threads x {regs} registers + {static + dynamic} B on {device.name}, "
+                f"the driver says {driver} (not the student's fault; report it to the staff)"
+            )
+            if want is not None:
+                _check(student, course, hw.key, tpb, regs, static + dynamic)
+
+
+# ---------------------------------------------------------------------------------------------
+# Divergence
 
 
 @pytest.mark.points(1)

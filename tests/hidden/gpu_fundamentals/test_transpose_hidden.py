@@ -14,9 +14,8 @@ word for word in the released notebook):
   compiles the kernel for the T4 with the signature `void(float32[:, :], float32[:, :])`."
 - test_transpose_tiled_shapes: "Write `transpose_tiled(src, dst)`, same contract as
   `transpose_naive` (any shape, float32), launched with blocks of exactly `(TILE, 1)` threads"
-- test_transpose_tiled_compiles_with_shared_tile: "Stage each tile through
-  `cuda.shared.array((TILE, TILE_PADDED), numba.float32)` with a `cuda.syncthreads()` between
-  the read and the write"
+- test_transpose_tiled_compiles_with_shared_tile: "checks that the compiled kernel declares a
+  shared array of `TILE x TILE_PADDED` float32 values (4,224 bytes) and a barrier."
 - test_transposes_bandwidth_gpu: "On a GPU runner the grader also times `transpose_tiled` at
   8192 x 8192: it must reach at least **50% of the bandwidth of your own stride-1
   `strided_copy`** on the same elements, and `transpose_naive` must be slower than
@@ -108,9 +107,17 @@ def test_transpose_tiled_compiles_with_shared_tile(student):
     src = np.arange(3 * 40, dtype=np.float32).reshape(3, 40)
     _check_transpose(student, "transpose_tiled", src, (2, 1), (TILE, 1))
     ptx = _ptx(student, "transpose_tiled")
-    assert re.search(r"\.shared\b", ptx), (
+    sizes = [int(v) for v in re.findall(r"\.shared\s+\.align\s+\d+\s+\.b8\s+\w+\[(\d+)\]", ptx)]
+    assert sizes, (
         "transpose_tiled compiles, but its PTX declares no shared memory: stage the tile in "
         "cuda.shared.array((TILE, TILE_PADDED), numba.float32)"
+    )
+    padded = TILE * (TILE + 1) * 4
+    assert padded in sizes, (
+        f"transpose_tiled declares shared arrays of {sizes} bytes; the padded tile "
+        f"cuda.shared.array((TILE, TILE_PADDED), numba.float32) is {TILE} x {TILE + 1} x 4 = "
+        f"{padded} bytes. An unpadded {TILE} x {TILE} tile ({TILE * TILE * 4} bytes) puts a "
+        "whole column in one bank"
     )
     assert re.search(r"\bbar(rier)?\.sync\b", ptx), (
         "transpose_tiled compiles, but its PTX has no barrier: call cuda.syncthreads() between "
@@ -138,7 +145,8 @@ def test_transposes_bandwidth_gpu(student):
         f"transpose_tiled on 8192 x 8192 float32 ran at {gbs['tiled']:.0f} GB/s ({tiled_ms:.3f} "
         f"ms) vs {gbs['copy']:.0f} GB/s for your stride-1 strided_copy ({copy_ms:.3f} ms); "
         "expected at least 50%. Read and write global memory along rows, pad the tile to "
-        "TILE_PADDED columns, and keep one element per thread"
+        "TILE_PADDED columns, and let each of the block's TILE lanes move one column of the tile "
+        "(TILE elements each way)"
     )
     assert naive_ms > tiled_ms, (
         f"transpose_naive ({naive_ms:.3f} ms) was not slower than transpose_tiled "

@@ -1,8 +1,9 @@
-"""Public tests for S5.1's divergence, occupancy and transpose exercises.
+"""Public tests for S5.1's divergence, occupancy, transpose and matrix-multiply exercises.
 
 Run them with the rest of the public suite: `pytest tests/public/gpu_fundamentals` from the root
 of your repository. They use the notebook's examples; the grader's hidden tests draw their own
-launch shapes, branch patterns and matrix shapes at grading time.
+launch shapes, branch patterns and matrix shapes at grading time, and compare occupancy with
+their own copy of CUDA's occupancy rules on a thousand launch shapes.
 
 PYTEST_DONT_REWRITE: the assert messages are the student's feedback, so pytest's own
 introspection is not appended to them.
@@ -40,6 +41,9 @@ def test_occupancy_examples(student, course):
         ((256, 64, 0), h100, "H100_SXM", (4, 32, 0.5, "registers")),
         ((32, 16, 0), t4, "T4", (16, 16, 0.5, "blocks")),
         ((128, 32, 40 * 1024), h100, "H100_SXM", (5, 20, 20 / 64, "shared_memory")),
+        ((96, 40, 0), h100, "H100_SXM", (16, 48, 0.75, "registers")),
+        ((128, 32, 38397), h100, "H100_SXM", (5, 20, 20 / 64, "shared_memory")),
+        ((256, 65, 0), t4, "T4", (3, 24, 0.75, "registers")),
     ):
         got = student.occupancy(*args, sm)
         keys = ("blocks_per_sm", "warps_per_sm", "occupancy", "limited_by")
@@ -68,3 +72,39 @@ def test_transpose_naive_small(student):
 @pytest.mark.points(1)
 def test_transpose_tiled_small(student):
     _transpose(student, "transpose_tiled", (45, 33), (2, 2), (TILE, 1))
+
+
+@pytest.mark.points(1)
+def test_tiled_intensity_examples(student):
+    for args, want in (((1,), 0.25), ((32,), 8.0), ((16, 2), 8.0)):
+        got = student.tiled_intensity(*args)
+        assert type(got) is float and got == want, (
+            f"tiled_intensity{args} returned {got!r}; expected {want} FLOP/byte "
+            "(2 tile^3 FLOPs over 2 tile^2 itemsize bytes)"
+        )
+
+
+def _matmul(student, name: str, m: int, k: int, n: int, grid, block) -> None:
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    c = np.full((m, n), np.nan, dtype=np.float32)
+    launch(getattr(student, name), grid, block, a, b, c, n=m * n, name=name)
+    assert not np.isnan(c).all(), f"{name} wrote nothing into c: fill in the kernel's body"
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    scale = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
+    assert (np.abs(c - want) <= 1e-4 * scale).all(), (
+        f"{name}[{grid}, {block}] on a ({m} x {k}) @ ({k} x {n}) product: "
+        f"{first_mismatch(c.astype(np.float64), want)}; c[y, x] must be row y of a times "
+        "column x of b"
+    )
+
+
+@pytest.mark.points(1)
+def test_matmul_naive_small(student):
+    _matmul(student, "matmul_naive", 19, 11, 13, (2, 3), (8, 8))
+
+
+@pytest.mark.points(1)
+def test_matmul_tiled_small(student):
+    _matmul(student, "matmul_tiled", 35, 37, 33, (2, 2), (TILE, 1))

@@ -33,7 +33,16 @@ def test_real_manifest_loads_with_the_design_figures():
         "registers": 65536,
         "shared_memory_bytes": 64 * 1024,
         "register_granularity": 256,
+        "max_threads_per_block": 1024,
+        "max_registers_per_thread": 255,
+        "max_registers_per_block": 65536,
+        "register_sub_partitions": 4,
+        "shared_memory_granularity": 256,
+        "reserved_shared_memory_per_block": 0,
+        "max_shared_memory_per_block": 65536,
     }
+    assert h100.sm.reserved_shared_memory_per_block == 1024
+    assert h100.sm.max_shared_memory_per_block == 227 * 1024
     assert h100.sm.shared_memory_bytes == 228 * 1024 and h100.sm.max_warps == 64
     assert c.hardware["A100_80GB"].sm.shared_memory_kib == 164
 
@@ -56,7 +65,7 @@ def _write(tmp_path: Path, old: str, new: str) -> Path:
 @pytest.mark.parametrize(
     ("old", "new", "named"),
     [
-        ("points = 59", "points = 59\npionts = 3", "pionts"),
+        ("points = 76", "points = 76\npionts = 3", "pionts"),
         ("bandwidth_gbs = 320.0", 'bandwidth_gbs = "fast"', "hardware.T4.bandwidth_gbs"),
         ("memory_mb = 4096", "", "memory_mb"),
         ('due = "2026-12-14T23:59:00+00:00"', 'due = "2026-12-14T23:59:00"', "assignments[0].due"),
@@ -72,6 +81,17 @@ def _write(tmp_path: Path, old: str, new: str) -> Path:
         ("registers = 65536", 'registers = "64K"', "hardware.T4.sm.registers"),
         ("register_granularity = 256", "register_granularity = 0", "sm.register_granularity"),
         ("[hardware.T4.sm]", "[hardware.T4.sms]", "hardware.T4"),
+        ("max_threads_per_block = 1024", "max_threads_per_block = 2048", "max_threads_per_block"),
+        (
+            "reserved_shared_memory_per_block = 0",
+            "reserved_shared_memory_per_block = -1",
+            "reserved_shared_memory_per_block must be >= 0",
+        ),
+        (
+            "max_shared_memory_per_block = 65536",
+            "max_shared_memory_per_block = 65537",
+            "max_shared_memory_per_block must not exceed",
+        ),
     ],
 )
 def test_mistakes_name_the_key(tmp_path, old, new, named):
