@@ -9,11 +9,17 @@
         (`artifact.validate_artifact`, the limits in `grader.grading.limits`), cross-check its
         pr.json against the event (`event`); with --extract-to, write the accepted files there.
     python -m grader.github grade-pr --artifact DIR --event EVENT.json --out OUT [--timestamp ISO]
-        grade a validated submission with the sandboxed grader (`grade.grade_pr`); writes
-        OUT/comment.md (starts with the marker), summary.md, result.json, report.html, report.md
-        and pr.json. No network. When the grading machine cannot grade (its GPU fails the
-        preflight), writes only OUT/comment.md and summary.md saying so, records no score and
-        exits 3.
+                                     --student-keys KEYS --staff-recipient AGE1...
+        grade a validated submission with the sandboxed grader (`grade.grade_pr`); seals the
+        reports into OUT/report.age for the student's SSH keys and the staff (`private`) and
+        writes the public OUT/comment.md (starts with the marker), summary.md and pr.json, none
+        with a score. No network. When the grading machine cannot grade (its GPU fails the
+        preflight, a sandbox layer or the staff key is missing), writes only OUT/comment.md and
+        summary.md saying so, records no score and exits 3.
+    python -m grader.github verify-tree ARTIFACT --git-dir GIT --sha SHA
+        grading, trusted: every file of the artifact is the blob of that path in commit SHA's
+        tree (fetched as data into GIT, never checked out), and no file of the tree is missing
+        (`tree`).
     python -m grader.github failure-comment --out OUT --job-result RESULT
         the comment job, when grading wrote no comment (the job failed or was cancelled): a short
         OUT/comment.md saying what failed and that no score was recorded (`comment`).
@@ -29,13 +35,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from grader.core.infra import INFRA_EXIT, InfrastructureError
-from grader.core.points import fraction
 from grader.github.artifact import (
     EXERCISES,
     Artifact,
@@ -56,6 +62,7 @@ from grader.github.comment import (
     post_comment,
 )
 from grader.github.event import EventError, cross_check, load_event, student_of, submitted_at
+from grader.github.tree import TreeMismatch, verify_tree
 
 __all__ = [
     "BOT_LOGIN",
@@ -79,6 +86,7 @@ __all__ = [
     "student_of",
     "submitted_at",
     "validate_artifact",
+    "verify_tree",
 ]
 
 
@@ -119,6 +127,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     g.add_argument("--out", required=True)
     g.add_argument("--root", help="course root (default: found from the current folder)")
     g.add_argument("--timestamp", help="override the event's workflow_run.created_at")
+    g.add_argument("--student-keys", help="the PR author's https://github.com/LOGIN.keys")
+    g.add_argument(
+        "--staff-recipient",
+        default=os.environ.get("STAFF_AGE_RECIPIENT", ""),
+        help="the staff's age public key (default: $STAFF_AGE_RECIPIENT)",
+    )
+
+    t = sub.add_parser("verify-tree", help="the artifact's files against the head commit's tree")
+    t.add_argument("src")
+    t.add_argument("--git-dir", required=True)
+    t.add_argument("--sha", required=True)
 
     c = sub.add_parser("post-comment", help="create or update the PR comment with gh api")
     c.add_argument("--repo", required=True)
@@ -154,12 +173,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             # lazy: needs the installed grader (the sandbox, numpy); see the module docstring
             from grader.github.grade import grade_pr_command
 
-            paths = grade_pr_command(args.artifact, args.event, args.out, args.root, args.timestamp)
-            meta = json.loads(paths["pr"].read_text(encoding="utf-8"))
-            print(
-                f"graded PR #{meta['number']} for {meta['student']}: "
-                f"{fraction(meta['score'], meta['max_score'])}; reports in {args.out}"
+            paths = grade_pr_command(
+                args.artifact,
+                args.event,
+                args.out,
+                args.root,
+                args.timestamp,
+                args.student_keys,
+                args.staff_recipient,
             )
+            meta = json.loads(paths["pr"].read_text(encoding="utf-8"))
+            # the log is public: no score here, it is sealed in report.age
+            print(f"graded PR #{meta['number']} for {meta['student']}; sealed {paths['sealed']}")
+        elif args.cmd == "verify-tree":
+            checked = verify_tree(args.src, args.git_dir, args.sha)
+            print(f"artifact matches commit {args.sha}: {checked} files compared")
         elif args.cmd == "failure-comment":
             print(f"wrote {failure_comment(args.out, args.job_result)}")
         elif args.cmd == "post-comment":
@@ -176,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InfrastructureError as exc:
         print(f"not graded, nothing recorded: {exc}", file=sys.stderr)
         return INFRA_EXIT
-    except (ArtifactError, EventError) as exc:
+    except (ArtifactError, EventError, TreeMismatch) as exc:
         print(f"rejected: {exc}", file=sys.stderr)
         return 1
     except (ValueError, RuntimeError, OSError) as exc:
