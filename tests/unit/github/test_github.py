@@ -12,8 +12,8 @@ import zipfile
 from datetime import datetime
 from pathlib import Path
 
-import pytest
 import factories
+import pytest
 from factories import EVENT, HEAD, PR, grade_pr, make_artifact
 
 from grader import cli
