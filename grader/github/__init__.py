@@ -20,6 +20,14 @@
         grading, trusted: every file of the artifact is the blob of that path in commit SHA's
         tree (fetched as data into GIT, never checked out), and no file of the tree is missing
         (`tree`).
+    python -m grader.github find-pr --repo R --head-owner O --head-branch B --head-sha S
+                                    [--github-output FILE]
+        the open PR whose head is S, asked of GitHub (`comment.find_pr`), for the comment job.
+    python -m grader.github release-commit [--root DIR] [--github-output FILE]
+        the instructor commit the student repository was exported from (course-release.json):
+        the hidden suites are fetched at it, never at the instructor repository's HEAD.
+    python -m grader.github sweep --repo R --minutes N
+        comment on every open PR whose head no grading answered for N minutes (`sweep`).
     python -m grader.github failure-comment --out OUT --job-result RESULT
         the comment job, when grading wrote no comment (the job failed or was cancelled): a short
         OUT/comment.md saying what failed and that no score was recorded (`comment`).
@@ -36,6 +44,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -58,10 +67,13 @@ from grader.github.comment import (
     MARKER,
     MAX_COMMENT_CHARS,
     failure_comment,
+    find_pr,
     not_graded_body,
     post_comment,
+    rejected_comment,
 )
 from grader.github.event import EventError, cross_check, load_event, student_of, submitted_at
+from grader.github.sweep import sweep
 from grader.github.tree import TreeMismatch, verify_tree
 
 __all__ = [
@@ -83,6 +95,7 @@ __all__ = [
     "pack_submission",
     "parse_pr_json",
     "post_comment",
+    "release_commit",
     "student_of",
     "submitted_at",
     "validate_artifact",
@@ -97,6 +110,22 @@ def __getattr__(name: str) -> Any:
 
         return grade_pr
     raise AttributeError(f"module 'grader.github' has no attribute {name!r}")
+
+
+RELEASE_FILE = "course-release.json"  # written by `grader export-student`
+
+
+def release_commit(root: Path | str) -> str:
+    """The instructor commit recorded at export; ValueError when absent or malformed."""
+    path = Path(root) / RELEASE_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: cannot read the release record ({exc}); re-export") from None
+    commit = data.get("instructor_commit") if isinstance(data, dict) else None
+    if not isinstance(commit, str) or not re.fullmatch(r"[0-9a-f]{40}", commit):
+        raise ValueError(f"{path}: 'instructor_commit' is not a full commit sha; re-export")
+    return commit
 
 
 def _write_outputs(path: str | None, values: dict[str, str]) -> None:
@@ -120,6 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     v.add_argument("--event", help="workflow_run event payload to cross-check pr.json against")
     v.add_argument("--extract-to", help="copy the accepted files into this (new) folder")
     v.add_argument("--github-output", help="append pr-number, head-sha, student here")
+    v.add_argument("--comment-to", help="on rejection, write the refusal's comment.md here")
 
     g = sub.add_parser("grade-pr", help="grade one PR's validated submission, offline")
     g.add_argument("--artifact", required=True)
@@ -145,9 +175,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     c.add_argument("--body", required=True)
     c.add_argument("--head-sha", help="refuse unless the PR's head is this commit")
 
+    fp = sub.add_parser("find-pr", help="the open PR whose head is a commit (gh api)")
+    fp.add_argument("--repo", required=True)
+    fp.add_argument("--head-owner", required=True)
+    fp.add_argument("--head-branch", required=True)
+    fp.add_argument("--head-sha", required=True)
+    fp.add_argument("--github-output")
+
+    rc = sub.add_parser("release-commit", help="the instructor commit this repository came from")
+    rc.add_argument("--root", default=".")
+    rc.add_argument("--github-output")
+
+    sw = sub.add_parser("sweep", help="comment on open PRs whose head was never graded")
+    sw.add_argument("--repo", required=True)
+    sw.add_argument("--minutes", type=int, default=60)
+
     f = sub.add_parser("failure-comment", help="comment for a grading job that wrote none")
     f.add_argument("--out", required=True)
     f.add_argument("--job-result", required=True, help="needs.grade.result")
+    f.add_argument("--head-sha", default="")
 
     k = sub.add_parser("pack-submission", help="student check: lay out the artifact")
     k.add_argument("--out", required=True)
@@ -158,12 +204,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         if args.cmd == "validate-artifact":
-            art = validate_artifact(args.src, args.extract_to)
-            values = {"pr-number": str(art.pr.number), "head-sha": art.pr.head_sha}
-            if args.event:
-                event = load_event(args.event)
-                cross_check(art.pr, event)
-                values["student"] = student_of(event)
+            try:
+                art = validate_artifact(args.src, args.extract_to)
+                values = {"pr-number": str(art.pr.number), "head-sha": art.pr.head_sha}
+                if args.event:
+                    event = load_event(args.event)
+                    cross_check(art.pr, event)
+                    values["student"] = student_of(event)
+            except (ArtifactError, EventError) as exc:
+                if args.comment_to:
+                    rejected_comment(args.comment_to, str(exc))
+                raise
             _write_outputs(args.github_output, values)
             print(
                 f"artifact accepted: {len(art.files)} files, {art.total_bytes:,} bytes, "
@@ -189,7 +240,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             checked = verify_tree(args.src, args.git_dir, args.sha)
             print(f"artifact matches commit {args.sha}: {checked} files compared")
         elif args.cmd == "failure-comment":
-            print(f"wrote {failure_comment(args.out, args.job_result)}")
+            print(f"wrote {failure_comment(args.out, args.job_result, args.head_sha)}")
+        elif args.cmd == "find-pr":
+            number = find_pr(args.repo, args.head_owner, args.head_branch, args.head_sha)
+            _write_outputs(args.github_output, {"pr-number": str(number)})
+            print(f"PR #{number} has head {args.head_sha}")
+        elif args.cmd == "release-commit":
+            commit = release_commit(args.root)
+            _write_outputs(args.github_output, {"commit": commit})
+            print(f"exported from instructor commit {commit}")
+        elif args.cmd == "sweep":
+            for s in sweep(args.repo, args.minutes):
+                print(f"PR #{s.number} at {s.head_sha[:12]}: {s.action}")
         elif args.cmd == "post-comment":
             body = Path(args.body).read_text(encoding="utf-8")
             what = post_comment(args.repo, args.pr, body, head_sha=args.head_sha)
