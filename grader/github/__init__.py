@@ -128,6 +128,15 @@ def release_commit(root: Path | str) -> str:
     return commit
 
 
+def _event_head(path: str | None) -> str:
+    """The head commit GitHub names in the event at `path`, or "" (for a refusal's trailer)."""
+    try:
+        sha = load_event(path)["workflow_run"].get("head_sha") if path else ""
+    except (OSError, ValueError):
+        return ""
+    return sha if isinstance(sha, str) and re.fullmatch(r"[0-9a-f]{40}", sha) else ""
+
+
 def _write_outputs(path: str | None, values: dict[str, str]) -> None:
     """Append `key=value` lines to $GITHUB_OUTPUT (a value with a newline is refused)."""
     if not path:
@@ -168,6 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     t.add_argument("src")
     t.add_argument("--git-dir", required=True)
     t.add_argument("--sha", required=True)
+    t.add_argument("--comment-to", help="on a mismatch, write the refusal's comment.md here")
 
     c = sub.add_parser("post-comment", help="create or update the PR comment with gh api")
     c.add_argument("--repo", required=True)
@@ -213,7 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     values["student"] = student_of(event)
             except (ArtifactError, EventError) as exc:
                 if args.comment_to:
-                    rejected_comment(args.comment_to, str(exc))
+                    rejected_comment(args.comment_to, str(exc), _event_head(args.event))
                 raise
             _write_outputs(args.github_output, values)
             print(
@@ -237,7 +247,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             # the log is public: no score here, it is sealed in report.age
             print(f"graded PR #{meta['number']} for {meta['student']}; sealed {paths['sealed']}")
         elif args.cmd == "verify-tree":
-            checked = verify_tree(args.src, args.git_dir, args.sha)
+            try:
+                checked = verify_tree(args.src, args.git_dir, args.sha)
+            except TreeMismatch as exc:
+                if args.comment_to:
+                    rejected_comment(args.comment_to, str(exc), args.sha)
+                raise
             print(f"artifact matches commit {args.sha}: {checked} files compared")
         elif args.cmd == "failure-comment":
             print(f"wrote {failure_comment(args.out, args.job_result, args.head_sha)}")
