@@ -73,7 +73,7 @@ from grader.github.comment import (
     rejected_comment,
 )
 from grader.github.event import EventError, cross_check, load_event, student_of, submitted_at
-from grader.github.sweep import sweep
+from grader.github.sweep import sweep as sweep_ungraded
 from grader.github.tree import TreeMismatch, verify_tree
 
 __all__ = [
@@ -265,7 +265,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _write_outputs(args.github_output, {"commit": commit})
             print(f"exported from instructor commit {commit}")
         elif args.cmd == "sweep":
-            for s in sweep(args.repo, args.minutes):
+            for s in sweep_ungraded(args.repo, args.minutes):
                 print(f"PR #{s.number} at {s.head_sha[:12]}: {s.action}")
         elif args.cmd == "post-comment":
             body = Path(args.body).read_text(encoding="utf-8")

@@ -59,7 +59,8 @@ def rejected_comment(out: Path | str, reason: str, head_sha: str = "") -> Path:
         "No score was recorded. Fix what is named below and push again.\n\n"
         f"~~~~text\n{reason[:MAX_DETAIL_CHARS].replace('~~~~', '~~~')}\n~~~~\n"
     )
-    write_not_graded(Path(out), body)
+    trailer = f"<sub>commit {show(head_sha[:12])}</sub>" if head_sha else ""
+    write_not_graded(Path(out), body, trailer)
     return Path(out) / "comment.md"
 
 
