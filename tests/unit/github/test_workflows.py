@@ -60,7 +60,7 @@ def ids(paths: list[Path]) -> list[str]:
 
 
 def test_the_three_workflows_exist():
-    assert ids(INSTRUCTOR) == [".github/workflows/ci.yml"]
+    assert ids(INSTRUCTOR) == [".github/workflows/ci.yml", ".github/workflows/regrade.yml"]
     assert ids(STUDENT) == [
         ".github/student-workflows/grade.yml",
         ".github/student-workflows/student-check.yml",
@@ -414,6 +414,26 @@ def test_ci_runs_lint_tests_verify_linters_and_gpu_job():
     gpu = wf["jobs"]["gpu"]
     assert gpu["runs-on"] == "${{ vars.GPU_RUNNER_LABEL }}"
     assert "vars.GPU_RUNNER_LABEL != ''" in gpu["if"]
+
+
+def test_regrade_grades_a_shard_matrix_on_the_gpu_runner_and_merges_every_student_once():
+    wf = load(GH / "workflows" / "regrade.yml")
+    assert set(wf["on"]) == {"workflow_dispatch"}
+    assert set(wf["on"]["workflow_dispatch"]["inputs"]) == {"class", "shards", "force"}
+    plan, shard, merge = (wf["jobs"][j] for j in ("plan", "shard", "merge"))
+    assert "seq -s, 1" in plan["steps"][0]["run"] and plan["steps"][0]["env"]["SHARDS"]
+    assert shard["needs"] == "plan" and shard["runs-on"] == "${{ vars.GPU_RUNNER_LABEL }}"
+    assert shard["strategy"]["matrix"]["shard"] == "${{ fromJSON(needs.plan.outputs.shards) }}"
+    assert shard["steps"][0]["run"].startswith("nvidia-smi")  # before anything is installed
+    grade = next(s for s in shard["steps"] if "grade-all" in s.get("run", ""))
+    assert '--shard "$SHARD/$SHARDS"' in grade["run"] and "--force" in grade["run"]
+    assert grade["env"]["GRADER_DEVICE"] == "gpu"
+    assert merge["needs"] == "shard"
+    run = next(s for s in merge["steps"] if "merge-shards" in s.get("run", ""))
+    assert '--expect "$CLASS"' in run["run"]
+    download = next(s for s in merge["steps"] if "download-artifact" in s.get("uses", ""))
+    assert download["with"]["pattern"] == "shard-*"
+    assert "secrets." not in (GH / "workflows" / "regrade.yml").read_text()
 
 
 # ----------------------------------------------------------------------------- export
