@@ -183,8 +183,12 @@ def grade_pr_command(
         require_isolation()
     except (IsolationRefused, PrivateReportError) as exc:
         headline, _, detail = str(exc).partition("\n")
+        head = load_event(event)["workflow_run"].get("head_sha")
+        trailer = f"<sub>commit {str(head)[:12]}</sub>" if isinstance(head, str) else ""
         write_not_graded(
-            Path(out), not_graded_body(f"the grading machine is not set up ({headline})", detail)
+            Path(out),
+            not_graded_body(f"the grading machine is not set up ({headline})", detail),
+            trailer,
         )
         raise InfrastructureError(headline, detail) from None
     token = stop_commands()
