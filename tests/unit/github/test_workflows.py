@@ -475,9 +475,21 @@ def test_install_profiles_caches_and_the_comment_on_failure():
     )
     assert '-e ".[student]"' in check_runs
     wf = grade_wf()
-    install = next(s for s in wf["jobs"]["grade"]["steps"] if "pip install" in s.get("run", ""))
-    assert "python -m grader.core.device profile" in install["run"]
-    assert '-e ".[$profile]"' in install["run"]
+    job = wf["jobs"]["grade"]
+    pick = next(s for s in job["steps"] if s.get("id") == "profile")
+    assert "python -m grader.core.device profile" in pick["run"]
+    install = next(s for s in job["steps"] if "pip install" in s.get("run", ""))
+    assert '-e ".[$PROFILE]"' in install["run"]
+    assert install["env"]["PROFILE"] == "${{ steps.profile.outputs.profile }}"
+    # the installed environment is cached per profile, pins, Python and runner image
+    restore = next(s for s in job["steps"] if s.get("id") == "venv")
+    key = restore["with"]["key"]
+    for part in ("steps.profile.outputs.profile", "env.ImageOS", "env.ImageVersion",
+                 "hashFiles('pyproject.toml')"):  # fmt: skip
+        assert part in key, part
+    save = next(s for s in job["steps"] if "cache/save" in s.get("uses", ""))
+    assert save["with"]["key"] == "${{ steps.venv.outputs.cache-primary-key }}"
+    assert install["if"] == save["if"] == "steps.venv.outputs.cache-hit != 'true'"
     grade_step = next(s for s in wf["jobs"]["grade"]["steps"] if "grade-pr" in s.get("run", ""))
     assert grade_step["env"]["GRADER_DEVICE"] == "gpu"  # no silent fall-back to the simulator
     comment = wf["jobs"]["comment"]
