@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.core.infra import INFRA_EXIT, InfrastructureError
+from grader.core.student_repo import RELEASE_RECORD
 from grader.github.artifact import (
     EXERCISES,
     Artifact,
@@ -112,19 +113,24 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'grader.github' has no attribute {name!r}")
 
 
-RELEASE_FILE = "course-release.json"  # written by `grader export-student`
-
-
 def release_commit(root: Path | str) -> str:
     """The instructor commit recorded at export; ValueError when absent or malformed."""
-    path = Path(root) / RELEASE_FILE
+    path = Path(root) / RELEASE_RECORD
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ValueError(f"{path}: cannot read the release record ({exc}); re-export") from None
     commit = data.get("instructor_commit") if isinstance(data, dict) else None
     if not isinstance(commit, str) or not re.fullmatch(r"[0-9a-f]{40}", commit):
-        raise ValueError(f"{path}: 'instructor_commit' is not a full commit sha; re-export")
+        raise ValueError(
+            f"{path}: 'instructor_commit' is not a full commit sha; export again from a git "
+            "checkout of the instructor repository"
+        )
+    if data.get("suites_uncommitted") is not False:
+        raise ValueError(
+            f"{path}: exported while the suites had uncommitted changes, so commit {commit} "
+            "does not hold them; commit them and export again"
+        )
     return commit
 
 

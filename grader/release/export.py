@@ -20,13 +20,17 @@ as it was.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import tempfile
 from pathlib import Path
 
-from grader.core.student_repo import STUDENT_GITIGNORE, STUDENT_README, STUDENT_WORKFLOWS
+from grader.core.student_repo import (
+    RELEASE_RECORD,
+    STUDENT_GITIGNORE,
+    STUDENT_README,
+    STUDENT_WORKFLOWS,
+    release_record,
+)
 from grader.release.leak import leak_check
 from grader.release.swap import release
 from grader.release.tree import JUNK_DIRS, copy_path
@@ -70,28 +74,6 @@ def _student_grader(root: Path) -> list[Path]:
     return ship
 
 
-def _record_release(root: Path, out: Path) -> None:
-    """course-release.json: the instructor commit exported, at which grading fetches the hidden
-    suites (a commit with uncommitted suite changes is refused: those suites exist nowhere)."""
-
-    def git(*args: str) -> str:
-        proc = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
-                              check=False, timeout=60)  # fmt: skip
-        return proc.stdout.strip() if proc.returncode == 0 else ""
-
-    commit = git("rev-parse", "HEAD")
-    if not commit:
-        raise ExportError([f"{root}: not a git repository; grading pins the suites to a commit"])
-    if git("status", "--porcelain", "--", "tests/hidden", "solutions", "course.toml"):
-        raise ExportError(
-            ["tests/hidden, solutions or course.toml has uncommitted changes; commit them first "
-             "(grading fetches the hidden suites at the exported commit)"]
-        )  # fmt: skip
-    (out / "course-release.json").write_text(
-        json.dumps({"instructor_commit": commit}, indent=2) + "\n", encoding="utf-8"
-    )
-
-
 def export_student(root: Path, dest: Path) -> Path:
     """Write the repository students fork into `dest` (must not exist or be empty).
 
@@ -131,7 +113,7 @@ def export_student(root: Path, dest: Path) -> Path:
             copy_path(p, out / "grader" / p.name)
         for name in ("course.toml", "pyproject.toml"):
             copy_path(root / name, out / name)
-        _record_release(root, out)
+        (out / RELEASE_RECORD).write_bytes(release_record(root))
         copy_path(readme, out / "README.md")
         (out / ".gitignore").write_text(STUDENT_GITIGNORE, encoding="utf-8")
         flows = root / STUDENT_WORKFLOWS

@@ -114,10 +114,36 @@ def test_the_release_commit_is_read_and_checked(tmp_path, capsys):
     (tmp_path / "course-release.json").write_text('{"instructor_commit": "main"}')
     with pytest.raises(ValueError, match="not a full commit sha"):
         gha.release_commit(tmp_path)
-    (tmp_path / "course-release.json").write_text(json.dumps({"instructor_commit": SHA}))
+    record = {"instructor_commit": SHA, "suites_uncommitted": True}
+    (tmp_path / "course-release.json").write_text(json.dumps(record))
+    with pytest.raises(ValueError, match="uncommitted changes"):
+        gha.release_commit(tmp_path)
+    record["suites_uncommitted"] = False
+    (tmp_path / "course-release.json").write_text(json.dumps(record))
     out = tmp_path / "gh_output"
     rc = gha.main(["release-commit", "--root", str(tmp_path), "--github-output", str(out)])
     assert rc == 0 and out.read_text() == f"commit={SHA}\n"
+
+
+def test_the_export_records_the_commit_and_whether_the_suites_were_committed(tmp_path):
+    from grader.core.student_repo import release_record
+
+    assert json.loads(release_record(tmp_path)) == {
+        "instructor_commit": None,
+        "suites_uncommitted": False,
+    }  # not a git checkout: grading refuses the record and says to export from one
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "tests" / "hidden").mkdir(parents=True)
+    (tmp_path / "tests" / "hidden" / "test_a.py").write_text("x = 1\n")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "suites")
+    head = git(tmp_path, "rev-parse", "HEAD")
+    assert json.loads(release_record(tmp_path)) == {
+        "instructor_commit": head,
+        "suites_uncommitted": False,
+    }
+    (tmp_path / "tests" / "hidden" / "test_a.py").write_text("x = 2\n")
+    assert json.loads(release_record(tmp_path))["suites_uncommitted"] is True
 
 
 def test_a_refused_artifact_gets_a_comment_naming_the_file(tmp_path, capsys):

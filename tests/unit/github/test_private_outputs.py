@@ -60,8 +60,8 @@ def test_the_demo_classs_public_outputs_show_no_score_feedback_or_hidden_test(
         gha.pack_submission(tmp_path / "class" / student, art, PR, HEAD)
         out = tmp_path / student / "out"
         capsys.readouterr()
-        rc = gha.main(["grade-pr", "--artifact", str(art), "--event", str(EVENT), "--out",
-                       str(out), "--root", str(ROOT), "--staff-recipient", str(staff.to_public())])  # fmt: skip
+        args = ["grade-pr", "--artifact", str(art), "--event", str(EVENT), "--out", str(out)]
+        rc = gha.main([*args, "--root", str(ROOT), "--staff-recipient", str(staff.to_public())])
         log = capsys.readouterr()
         assert rc == 0, log.err[-2000:]
         public = {p.name: p.read_text() for p in out.iterdir() if p.name != "report.age"}
