@@ -3,8 +3,11 @@
 Every comment the grader writes starts with `MARKER`, so a new grading updates the one comment
 instead of adding another, and only a comment the bot wrote counts as ours. When the grading
 machine cannot grade (its GPU fails the preflight, the job fails or is cancelled), the comment
-says so and that no score was recorded: `not_graded_body`, `failure_comment`. Standard library
-only: the comment job runs on a bare Python.
+says so and that no score was recorded: `not_graded_body`, `failure_comment`; a submission the
+trusted job refused (artifact, head tree) gets `rejected_comment`, naming the file. Each names
+the head commit, so the sweep knows the head was answered. `find_pr` asks GitHub which open PR
+has a head (the comment job never takes the number from the artifact). Standard library only:
+the comment job runs on a bare Python.
 """
 
 from __future__ import annotations
