@@ -162,6 +162,27 @@ def cmd_export_student(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_open_report(args: argparse.Namespace) -> int:
+    """Decrypt the private report of a graded PR with your own key."""
+    from grader.github.private import open_report  # lazy: pyrage loads only for this command
+
+    files = open_report(Path(args.report), Path(args.identity).expanduser(), Path(args.out))
+    for f in files:
+        print(f)
+    print(f"open {Path(args.out) / 'report.html'} in a browser for the full report")
+    return 0
+
+
+def cmd_merge_shards(args: argparse.Namespace) -> int:
+    """Merge the output folders of a sharded class grading into one."""
+    from grader.batch.merge import merge_shards  # lazy: instructor-only, not in the student repo
+
+    merged = merge_shards([Path(s) for s in args.shards], Path(args.out), _course(args),
+                          expect=Path(args.expect) if args.expect else None)  # fmt: skip
+    print(f"merged {len(merged.students)} students from {len(args.shards)} shards into {args.out}")
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from grader.demo import run_demo  # lazy: instructor-only, not in the student repo
     from grader.sandbox.isolation import IsolationRefused  # lazy: numpy, the sandbox
@@ -269,6 +290,18 @@ def build_parser() -> argparse.ArgumentParser:
     e = sub.add_parser("export-student", help="write the repository students fork")
     e.add_argument("dest")
     e.set_defaults(func=cmd_export_student)
+
+    o = sub.add_parser("open-report", help="students: decrypt your PR's private grading report")
+    o.add_argument("report", help="report.age from the grading-report artifact")
+    o.add_argument("--identity", default="~/.ssh/id_ed25519", help="your private SSH key")
+    o.add_argument("--out", default="grading-report", help="folder to write the report into")
+    o.set_defaults(func=cmd_open_report)
+
+    ms = sub.add_parser("merge-shards", help="merge the outputs of `grade-all --shard i/N` runs")
+    ms.add_argument("shards", nargs="+", help="the --out folder of each shard")
+    ms.add_argument("--out", required=True, help="the merged folder (new)")
+    ms.add_argument("--expect", help="the class CSV or folder graded: every student exactly once")
+    ms.set_defaults(func=cmd_merge_shards)
 
     d = sub.add_parser("demo", help="the main job: run the solutions and grade the sample class")
     d.add_argument("--out", default="demo-output")

@@ -9,11 +9,25 @@
         (`artifact.validate_artifact`, the limits in `grader.grading.limits`), cross-check its
         pr.json against the event (`event`); with --extract-to, write the accepted files there.
     python -m grader.github grade-pr --artifact DIR --event EVENT.json --out OUT [--timestamp ISO]
-        grade a validated submission with the sandboxed grader (`grade.grade_pr`); writes
-        OUT/comment.md (starts with the marker), summary.md, result.json, report.html, report.md
-        and pr.json. No network. When the grading machine cannot grade (its GPU fails the
-        preflight), writes only OUT/comment.md and summary.md saying so, records no score and
-        exits 3.
+                                     --student-keys KEYS --staff-recipient AGE1...
+        grade a validated submission with the sandboxed grader (`grade.grade_pr`); seals the
+        reports into OUT/report.age for the student's SSH keys and the staff (`private`) and
+        writes the public OUT/comment.md (starts with the marker), summary.md and pr.json, none
+        with a score. No network. When the grading machine cannot grade (its GPU fails the
+        preflight, a sandbox layer or the staff key is missing), writes only OUT/comment.md and
+        summary.md saying so, records no score and exits 3.
+    python -m grader.github verify-tree ARTIFACT --git-dir GIT --sha SHA
+        grading, trusted: every file of the artifact is the blob of that path in commit SHA's
+        tree (fetched as data into GIT, never checked out), and no file of the tree is missing
+        (`tree`).
+    python -m grader.github find-pr --repo R --head-owner O --head-branch B --head-sha S
+                                    [--github-output FILE]
+        the open PR whose head is S, asked of GitHub (`comment.find_pr`), for the comment job.
+    python -m grader.github release-commit [--root DIR] [--github-output FILE]
+        the instructor commit the student repository was exported from (course-release.json):
+        the hidden suites are fetched at it, never at the instructor repository's HEAD.
+    python -m grader.github sweep --repo R --minutes N
+        comment on every open PR whose head no grading answered for N minutes (`sweep`).
     python -m grader.github failure-comment --out OUT --job-result RESULT
         the comment job, when grading wrote no comment (the job failed or was cancelled): a short
         OUT/comment.md saying what failed and that no score was recorded (`comment`).
@@ -29,13 +43,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from grader.core.infra import INFRA_EXIT, InfrastructureError
-from grader.core.points import fraction
+from grader.core.student_repo import RELEASE_RECORD
 from grader.github.artifact import (
     EXERCISES,
     Artifact,
@@ -52,10 +68,14 @@ from grader.github.comment import (
     MARKER,
     MAX_COMMENT_CHARS,
     failure_comment,
+    find_pr,
     not_graded_body,
     post_comment,
+    rejected_comment,
 )
 from grader.github.event import EventError, cross_check, load_event, student_of, submitted_at
+from grader.github.sweep import sweep as sweep_ungraded
+from grader.github.tree import TreeMismatch, verify_tree
 
 __all__ = [
     "BOT_LOGIN",
@@ -76,9 +96,11 @@ __all__ = [
     "pack_submission",
     "parse_pr_json",
     "post_comment",
+    "release_commit",
     "student_of",
     "submitted_at",
     "validate_artifact",
+    "verify_tree",
 ]
 
 
@@ -89,6 +111,36 @@ def __getattr__(name: str) -> Any:
 
         return grade_pr
     raise AttributeError(f"module 'grader.github' has no attribute {name!r}")
+
+
+def release_commit(root: Path | str) -> str:
+    """The instructor commit recorded at export; ValueError when absent or malformed."""
+    path = Path(root) / RELEASE_RECORD
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: cannot read the release record ({exc}); re-export") from None
+    commit = data.get("instructor_commit") if isinstance(data, dict) else None
+    if not isinstance(commit, str) or not re.fullmatch(r"[0-9a-f]{40}", commit):
+        raise ValueError(
+            f"{path}: 'instructor_commit' is not a full commit sha; export again from a git "
+            "checkout of the instructor repository"
+        )
+    if data.get("suites_uncommitted") is not False:
+        raise ValueError(
+            f"{path}: exported while the suites had uncommitted changes, so commit {commit} "
+            "does not hold them; commit them and export again"
+        )
+    return commit
+
+
+def _event_head(path: str | None) -> str:
+    """The head commit GitHub names in the event at `path`, or "" (for a refusal's trailer)."""
+    try:
+        sha = load_event(path)["workflow_run"].get("head_sha") if path else ""
+    except (OSError, ValueError):
+        return ""
+    return sha if isinstance(sha, str) and re.fullmatch(r"[0-9a-f]{40}", sha) else ""
 
 
 def _write_outputs(path: str | None, values: dict[str, str]) -> None:
@@ -112,6 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     v.add_argument("--event", help="workflow_run event payload to cross-check pr.json against")
     v.add_argument("--extract-to", help="copy the accepted files into this (new) folder")
     v.add_argument("--github-output", help="append pr-number, head-sha, student here")
+    v.add_argument("--comment-to", help="on rejection, write the refusal's comment.md here")
 
     g = sub.add_parser("grade-pr", help="grade one PR's validated submission, offline")
     g.add_argument("--artifact", required=True)
@@ -119,6 +172,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     g.add_argument("--out", required=True)
     g.add_argument("--root", help="course root (default: found from the current folder)")
     g.add_argument("--timestamp", help="override the event's workflow_run.created_at")
+    g.add_argument("--student-keys", help="the PR author's https://github.com/LOGIN.keys")
+    g.add_argument(
+        "--staff-recipient",
+        default=os.environ.get("STAFF_AGE_RECIPIENT", ""),
+        help="the staff's age public key (default: $STAFF_AGE_RECIPIENT)",
+    )
+
+    t = sub.add_parser("verify-tree", help="the artifact's files against the head commit's tree")
+    t.add_argument("src")
+    t.add_argument("--git-dir", required=True)
+    t.add_argument("--sha", required=True)
+    t.add_argument("--comment-to", help="on a mismatch, write the refusal's comment.md here")
 
     c = sub.add_parser("post-comment", help="create or update the PR comment with gh api")
     c.add_argument("--repo", required=True)
@@ -126,9 +191,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     c.add_argument("--body", required=True)
     c.add_argument("--head-sha", help="refuse unless the PR's head is this commit")
 
+    fp = sub.add_parser("find-pr", help="the open PR whose head is a commit (gh api)")
+    fp.add_argument("--repo", required=True)
+    fp.add_argument("--head-owner", required=True)
+    fp.add_argument("--head-branch", required=True)
+    fp.add_argument("--head-sha", required=True)
+    fp.add_argument("--github-output")
+
+    rc = sub.add_parser("release-commit", help="the instructor commit this repository came from")
+    rc.add_argument("--root", default=".")
+    rc.add_argument("--github-output")
+
+    sw = sub.add_parser("sweep", help="comment on open PRs whose head was never graded")
+    sw.add_argument("--repo", required=True)
+    sw.add_argument("--minutes", type=int, default=60)
+
     f = sub.add_parser("failure-comment", help="comment for a grading job that wrote none")
     f.add_argument("--out", required=True)
     f.add_argument("--job-result", required=True, help="needs.grade.result")
+    f.add_argument("--head-sha", default="")
 
     k = sub.add_parser("pack-submission", help="student check: lay out the artifact")
     k.add_argument("--out", required=True)
@@ -139,12 +220,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         if args.cmd == "validate-artifact":
-            art = validate_artifact(args.src, args.extract_to)
-            values = {"pr-number": str(art.pr.number), "head-sha": art.pr.head_sha}
-            if args.event:
-                event = load_event(args.event)
-                cross_check(art.pr, event)
-                values["student"] = student_of(event)
+            try:
+                art = validate_artifact(args.src, args.extract_to)
+                values = {"pr-number": str(art.pr.number), "head-sha": art.pr.head_sha}
+                if args.event:
+                    event = load_event(args.event)
+                    cross_check(art.pr, event)
+                    values["student"] = student_of(event)
+            except (ArtifactError, EventError) as exc:
+                if args.comment_to:
+                    rejected_comment(args.comment_to, str(exc), _event_head(args.event))
+                raise
             _write_outputs(args.github_output, values)
             print(
                 f"artifact accepted: {len(art.files)} files, {art.total_bytes:,} bytes, "
@@ -154,14 +240,39 @@ def main(argv: Sequence[str] | None = None) -> int:
             # lazy: needs the installed grader (the sandbox, numpy); see the module docstring
             from grader.github.grade import grade_pr_command
 
-            paths = grade_pr_command(args.artifact, args.event, args.out, args.root, args.timestamp)
-            meta = json.loads(paths["pr"].read_text(encoding="utf-8"))
-            print(
-                f"graded PR #{meta['number']} for {meta['student']}: "
-                f"{fraction(meta['score'], meta['max_score'])}; reports in {args.out}"
+            paths = grade_pr_command(
+                args.artifact,
+                args.event,
+                args.out,
+                args.root,
+                args.timestamp,
+                args.student_keys,
+                args.staff_recipient,
             )
+            meta = json.loads(paths["pr"].read_text(encoding="utf-8"))
+            # the log is public: no score here, it is sealed in report.age
+            print(f"graded PR #{meta['number']} for {meta['student']}; sealed {paths['sealed']}")
+        elif args.cmd == "verify-tree":
+            try:
+                checked = verify_tree(args.src, args.git_dir, args.sha)
+            except TreeMismatch as exc:
+                if args.comment_to:
+                    rejected_comment(args.comment_to, str(exc), args.sha)
+                raise
+            print(f"artifact matches commit {args.sha}: {checked} files compared")
         elif args.cmd == "failure-comment":
-            print(f"wrote {failure_comment(args.out, args.job_result)}")
+            print(f"wrote {failure_comment(args.out, args.job_result, args.head_sha)}")
+        elif args.cmd == "find-pr":
+            number = find_pr(args.repo, args.head_owner, args.head_branch, args.head_sha)
+            _write_outputs(args.github_output, {"pr-number": str(number)})
+            print(f"PR #{number} has head {args.head_sha}")
+        elif args.cmd == "release-commit":
+            commit = release_commit(args.root)
+            _write_outputs(args.github_output, {"commit": commit})
+            print(f"exported from instructor commit {commit}")
+        elif args.cmd == "sweep":
+            for s in sweep_ungraded(args.repo, args.minutes):
+                print(f"PR #{s.number} at {s.head_sha[:12]}: {s.action}")
         elif args.cmd == "post-comment":
             body = Path(args.body).read_text(encoding="utf-8")
             what = post_comment(args.repo, args.pr, body, head_sha=args.head_sha)
@@ -176,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InfrastructureError as exc:
         print(f"not graded, nothing recorded: {exc}", file=sys.stderr)
         return INFRA_EXIT
-    except (ArtifactError, EventError) as exc:
+    except (ArtifactError, EventError, TreeMismatch) as exc:
         print(f"rejected: {exc}", file=sys.stderr)
         return 1
     except (ValueError, RuntimeError, OSError) as exc:

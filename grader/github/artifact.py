@@ -40,6 +40,7 @@ EXERCISES = "exercises"
 _SHA_RE = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 _ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
 _CHUNK = 1 << 20
+PACK_SKIP = frozenset({"__pycache__", ".ipynb_checkpoints", ".pytest_cache"})  # never packed
 
 
 class ArtifactError(ValueError):
@@ -360,12 +361,11 @@ def pack_submission(root: Path | str, out: Path | str, pr_number: int, head_sha:
     out.mkdir(parents=True, exist_ok=True)
     if any(out.iterdir()):
         raise ArtifactError(f"{show(str(out))}: output folder is not empty")
-    skip = {"__pycache__", ".ipynb_checkpoints", ".pytest_cache"}
     src_ex = root / EXERCISES
     if not src_ex.is_dir():
         raise ArtifactError("exercises/: not found in the repository")
     for dirpath, dirnames, filenames in os.walk(src_ex):  # does not follow links
-        dirnames[:] = sorted(d for d in dirnames if d not in skip)
+        dirnames[:] = sorted(d for d in dirnames if d not in PACK_SKIP)
         for fn in sorted(filenames):
             p = Path(dirpath) / fn
             if p.is_symlink() or not p.is_file():

@@ -3,8 +3,11 @@
 Every comment the grader writes starts with `MARKER`, so a new grading updates the one comment
 instead of adding another, and only a comment the bot wrote counts as ours. When the grading
 machine cannot grade (its GPU fails the preflight, the job fails or is cancelled), the comment
-says so and that no score was recorded: `not_graded_body`, `failure_comment`. Standard library
-only: the comment job runs on a bare Python.
+says so and that no score was recorded: `not_graded_body`, `failure_comment`; a submission the
+trusted job refused (artifact, head tree) gets `rejected_comment`, naming the file. Each names
+the head commit, so the sweep knows the head was answered. `find_pr` asks GitHub which open PR
+has a head (the comment job never takes the number from the artifact). Standard library only:
+the comment job runs on a bare Python.
 """
 
 from __future__ import annotations
@@ -50,7 +53,21 @@ def write_not_graded(out: Path, body: str, trailer: str = "") -> None:
     (out / "summary.md").write_text(f"{body.rstrip()}\n{tail}", encoding="utf-8")
 
 
-def failure_comment(out: Path | str, job_result: str) -> Path:
+def rejected_comment(out: Path | str, reason: str, head_sha: str = "") -> Path:
+    """Comment for a submission the trusted job refused before grading (artifact, tree, event):
+    the reason, which names the file, and what to do."""
+    body = (
+        "## ❌ Not graded: the submission was refused\n\n"
+        "The grading run refused what your pull request handed in, before any of it ran. "
+        "No score was recorded. Fix what is named below and push again.\n\n"
+        f"~~~~text\n{reason[:MAX_DETAIL_CHARS].replace('~~~~', '~~~')}\n~~~~\n"
+    )
+    trailer = f"<sub>commit {show(head_sha[:12])}</sub>" if head_sha else ""
+    write_not_graded(Path(out), body, trailer)
+    return Path(out) / "comment.md"
+
+
+def failure_comment(out: Path | str, job_result: str, head_sha: str = "") -> Path:
     """Comment for a grading job that ended without writing one (failed, cancelled, timed out).
 
     Only the workflow's own steps run before the grader writes its comment (student code runs
@@ -62,7 +79,8 @@ def failure_comment(out: Path | str, job_result: str) -> Path:
     detail = f"The grading job ended as '{word}' before it wrote a report."
     if link:
         detail += f" Its log: {link}"
-    write_not_graded(Path(out), not_graded_body("the grading job did not finish", detail))
+    trailer = f"<sub>commit {show(head_sha[:12])}</sub>" if head_sha else ""
+    write_not_graded(Path(out), not_graded_body("the grading job did not finish", detail), trailer)
     return Path(out) / "comment.md"
 
 
@@ -133,3 +151,20 @@ def post_comment(
         return "created"
     gh(["api", "-X", "PATCH", f"repos/{repo}/issues/comments/{ours}", "--input", "-"], payload)
     return "updated"
+
+
+def find_pr(repo: str, head_owner: str, head_branch: str, head_sha: str, gh: Runner = _gh) -> int:
+    """The open PR whose head is `head_sha`, asked of GitHub (never taken from the artifact):
+    the number a comment goes to when the artifact itself was refused or missing."""
+    if not REPO_RE.match(repo) or not re.fullmatch(r"[A-Za-z0-9_.-]{1,100}", head_owner):
+        raise ValueError(f"bad repository or owner {show(repo)} {show(head_owner)}")
+    listing = gh(
+        ["api", "--paginate", "-X", "GET", f"repos/{repo}/pulls", "-f", "state=open",
+         "-f", f"head={head_owner}:{head_branch}", "--jq", ".[] | [.number, .head.sha] | @tsv"],
+        None,
+    )  # fmt: skip
+    for line in listing.splitlines():
+        number, _, sha = line.strip().partition("\t")
+        if sha == head_sha and number.isdigit():
+            return int(number)
+    raise ValueError(f"no open pull request of {show(head_owner)} has head {show(head_sha)}")

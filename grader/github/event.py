@@ -2,9 +2,12 @@
 
 The grading workflow runs on `workflow_run` after the student check. Its event payload, written
 by GitHub and not by the pull request, names the triggering run's event, head commit, pull
-requests, fork owner and creation time: `cross_check` holds the artifact's pr.json against it,
-`student_of` takes the student id from it and `submitted_at` the trusted time for the late
-policy. `run_link` points a comment at this grading run.
+requests, fork owner and creation time: `cross_check` holds the artifact's pr.json against it
+(and refuses a run of any workflow file but the course's own check, `CHECK_WORKFLOW`: a PR can
+add a workflow named "Student check"), `student_of` takes the student id from it and
+`submitted_at` the trusted time for the late policy: when GitHub created the check run for that
+head (`TIME_SOURCE`, recorded in pr.json), never a time the PR's workflow wrote; the files graded
+are tied to that same head by `grader.github.tree`. `run_link` points a comment at this run.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from typing import Any
 from grader.github.artifact import PullRequest
 
 _LOGIN_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\[\]-]{0,99}$")
+CHECK_WORKFLOW = ".github/workflows/student-check.yml"
+TIME_SOURCE = "workflow_run.created_at"
 REPO_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")
 
 
@@ -38,6 +43,11 @@ def cross_check(pr: PullRequest, event: dict[str, Any]) -> None:
     run = event["workflow_run"]
     if run.get("event") != "pull_request":
         raise EventError(f"the triggering run came from {run.get('event')!r}, not pull_request")
+    if run.get("path") != CHECK_WORKFLOW:
+        raise EventError(
+            f"the triggering run is of {str(run.get('path'))[:200]!r}, not the course's own "
+            f"check {CHECK_WORKFLOW}"
+        )
     if pr.head_sha != run.get("head_sha"):
         raise EventError(
             f"pr.json: head_sha {pr.head_sha} is not the triggering run's head "

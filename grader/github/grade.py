@@ -2,10 +2,15 @@
 
 The artifact is validated again and copied afresh (grade-pr may run on its own, on a zip or a
 folder), its pr.json held against the workflow event, and only `exercises/**` and `metrics.json`
-graded, with the student and the trusted time the event names. Writes OUT/comment.md (starts
-with the marker), summary.md, result.json, report.html, report.md and pr.json. When the grading
-machine cannot grade (`InfrastructureError`: its GPU fails the preflight), writes only
-OUT/comment.md and summary.md saying so, records no score, and the error propagates (exit 3).
+graded, with the student and the trusted time the event names. The grade is private
+(`grader.github.private`): result.json, report.md, report.html and the scored pr.json are written
+to a temporary folder, sealed into OUT/report.age for the student's SSH keys and the staff, and
+never left in OUT. What OUT holds besides is public: comment.md (starts with the marker) and
+summary.md say that grading finished and how to open the report, pr.json names the PR, head,
+student and time (and where the time came from), never a score, a feedback line or a test name.
+When the grading machine cannot grade (`InfrastructureError`: its GPU fails the preflight, the
+sandbox is incomplete, the staff key is missing), writes only OUT/comment.md and summary.md
+saying so, records no score, and exits 3.
 
 Needs the installed grader (the sandbox, numpy): `grader.github.main` imports this module only
 for `grade-pr`.
@@ -30,10 +35,30 @@ from grader.core.late import parse_timestamp
 from grader.core.results import GradeResult
 from grader.github.artifact import EXERCISES, validate_artifact
 from grader.github.comment import MARKER, MAX_COMMENT_CHARS, not_graded_body, write_not_graded
-from grader.github.event import cross_check, load_event, run_link, student_of, submitted_at
+from grader.github.event import (
+    TIME_SOURCE,
+    cross_check,
+    load_event,
+    run_link,
+    student_of,
+    submitted_at,
+)
+from grader.github.private import SEALED_NAME, PrivateReportError, Recipients, recipients, seal
 from grader.grading.grade import grade_submission
 from grader.reports import write_reports
-from grader.sandbox.isolation import require_isolation
+from grader.sandbox.isolation import IsolationRefused, require_isolation
+
+OPEN_HOWTO = (
+    "Your score and feedback are private: only you and the course staff can read them. "
+    "Download the `grading-report` artifact of the grading run linked below, unzip it, and run "
+    "`grader open-report report.age` in your clone (it uses `~/.ssh/id_ed25519`; pass "
+    "`--identity` for another key listed on your GitHub account)."
+)
+NO_KEY = (
+    "Your GitHub account lists no SSH key the report can be encrypted to (ssh-ed25519 or "
+    "ssh-rsa), so only the course staff can open this report. Add such a key at "
+    "https://github.com/settings/keys and push again, or ask the staff for your result."
+)
 
 
 def _grade(submission: Path, root: Path, student: str, timestamp: datetime) -> GradeResult:
@@ -51,15 +76,25 @@ def _copy_submission(artifact_dir: Path, dest: Path) -> None:
         shutil.copyfile(metrics, dest / "metrics.json")
 
 
+def public_body(head_sha: str, can_open: bool) -> str:
+    """What the public comment and summary say of a graded PR: finished, and how to open it."""
+    return (
+        f"## ✅ Grading finished for commit `{head_sha[:12]}`\n\n"
+        + (OPEN_HOWTO if can_open else NO_KEY)
+        + "\n"
+    )
+
+
 def grade_pr(
     artifact: Path | str,
     event_path: Path | str,
     out: Path | str,
+    private: Recipients,
     root: Path | str | None = None,
     timestamp: str | None = None,
     grade: Callable[..., Any] | None = None,
 ) -> dict[str, Path]:
-    """Grade the validated submission of one PR; write the comment, summary and reports to out."""
+    """Grade the validated submission of one PR; seal its reports, write the public comment."""
     artifact = Path(artifact)
     out = Path(out)
     root = Path(root) if root is not None else find_root()
@@ -72,6 +107,7 @@ def grade_pr(
         cross_check(pr, event)
         student = student_of(event)
         when = parse_timestamp(timestamp or submitted_at(event))
+        source = "--timestamp" if timestamp else TIME_SOURCE
         submission = Path(tmp) / "submission"
         submission.mkdir()
         _copy_submission(clean, submission)
@@ -86,33 +122,33 @@ def grade_pr(
             raise
         metrics = metrics_or_none(submission / "metrics.json")
 
-    out.mkdir(parents=True, exist_ok=True)
-    paths = write_reports(result, course, out, metrics=metrics)
-    body = paths["markdown"].read_text(encoding="utf-8")
-    comment = f"{MARKER}\n{body.rstrip()}\n\n{trailer}\n"
-    if len(comment) > MAX_COMMENT_CHARS:  # reports.markdown keeps under 60 kB; belt and braces
-        comment = comment[: MAX_COMMENT_CHARS - 40] + "\n\n✂️ truncated\n"
-    paths["comment"] = out / "comment.md"
-    paths["comment"].write_text(comment, encoding="utf-8")
-    paths["summary"] = out / "summary.md"
-    paths["summary"].write_text(f"{body.rstrip()}\n\n{trailer}\n", encoding="utf-8")
-    paths["pr"] = out / "pr.json"
-    paths["pr"].write_text(
-        json.dumps(
-            {
-                "number": pr.number,
-                "head_sha": pr.head_sha,
-                "student": student,
-                "submitted_at": when.isoformat(),
-                "score": result.score,
-                "max_score": result.max_score,
-            },
-            indent=2,
+        meta = {
+            "number": pr.number,
+            "head_sha": pr.head_sha,
+            "student": student,
+            "submitted_at": when.isoformat(),
+            "submitted_at_source": source,
+        }
+        secret = Path(tmp) / "private"
+        paths = write_reports(result, course, secret, metrics=metrics)
+        scored = secret / "pr.json"
+        scored.write_text(
+            json.dumps({**meta, "score": result.score, "max_score": result.max_score}, indent=2)
+            + "\n",
+            encoding="utf-8",
         )
-        + "\n",
-        encoding="utf-8",
-    )
-    return paths
+        out.mkdir(parents=True, exist_ok=True)
+        sealed = seal([paths["json"], paths["markdown"], paths["html"], scored], private,
+                      out / SEALED_NAME)  # fmt: skip
+
+    body = public_body(pr.head_sha, private.student_can_open)
+    comment = f"{MARKER}\n{body.rstrip()}\n\n{trailer}\n"[:MAX_COMMENT_CHARS]
+    public = {"sealed": sealed, "comment": out / "comment.md", "summary": out / "summary.md"}
+    public["comment"].write_text(comment, encoding="utf-8")
+    public["summary"].write_text(f"{body.rstrip()}\n\n{trailer}\n", encoding="utf-8")
+    public["pr"] = out / "pr.json"
+    public["pr"].write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    return public
 
 
 def stop_commands() -> str | None:
@@ -131,13 +167,32 @@ def resume_commands(token: str | None) -> None:
 
 
 def grade_pr_command(
-    artifact: str, event: str, out: str, root: str | None, timestamp: str | None
+    artifact: str,
+    event: str,
+    out: str,
+    root: str | None,
+    timestamp: str | None,
+    student_keys: str | None = None,
+    staff_recipient: str = "",
 ) -> dict[str, Path]:
-    """The `grade-pr` verb: refuse without the sandbox (no override on the authoritative path),
-    then grade with the runner's workflow commands stopped."""
-    require_isolation()
+    """The `grade-pr` verb: refuse without the sandbox or the staff key (no override on the
+    authoritative path; each refusal leaves a "not graded" comment and exits 3), then grade with
+    the runner's workflow commands stopped."""
+    try:
+        private = recipients(student_keys, staff_recipient)
+        require_isolation()
+    except (IsolationRefused, PrivateReportError) as exc:
+        headline, _, detail = str(exc).partition("\n")
+        head = load_event(event)["workflow_run"].get("head_sha")
+        trailer = f"<sub>commit {str(head)[:12]}</sub>" if isinstance(head, str) else ""
+        write_not_graded(
+            Path(out),
+            not_graded_body(f"the grading machine is not set up ({headline})", detail),
+            trailer,
+        )
+        raise InfrastructureError(headline, detail) from None
     token = stop_commands()
     try:
-        return grade_pr(artifact, event, out, root, timestamp)
+        return grade_pr(artifact, event, out, private, root, timestamp)
     finally:
         resume_commands(token)

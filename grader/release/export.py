@@ -24,7 +24,13 @@ import os
 import tempfile
 from pathlib import Path
 
-from grader.core.student_repo import STUDENT_GITIGNORE, STUDENT_README, STUDENT_WORKFLOWS
+from grader.core.student_repo import (
+    RELEASE_RECORD,
+    STUDENT_GITIGNORE,
+    STUDENT_README,
+    STUDENT_WORKFLOWS,
+    release_record,
+)
 from grader.release.leak import leak_check
 from grader.release.swap import release
 from grader.release.tree import JUNK_DIRS, copy_path
@@ -107,6 +113,7 @@ def export_student(root: Path, dest: Path) -> Path:
             copy_path(p, out / "grader" / p.name)
         for name in ("course.toml", "pyproject.toml"):
             copy_path(root / name, out / name)
+        (out / RELEASE_RECORD).write_bytes(release_record(root))
         copy_path(readme, out / "README.md")
         (out / ".gitignore").write_text(STUDENT_GITIGNORE, encoding="utf-8")
         flows = root / STUDENT_WORKFLOWS

@@ -165,6 +165,29 @@ def _links(binds: list[Path]) -> list[str]:
     return out
 
 
+def _chain_links(binds: list[Path], made: set[str], exe: Path | None = None) -> list[str]:
+    """``--symlink`` for every link on the way from the interpreter to its real binary that no
+    bind holds: a venv's `bin/python` names its base interpreter by a path that may itself pass
+    through links (a runner's toolcache `3.11/x64` -> `3.11.9/x64`), and `setpriv` execs that
+    path as written, so each link of it must exist in the sandbox too."""
+    out: list[str] = []
+    seen: set[Path] = set()
+    p = Path(exe or sys.executable)
+    for _ in range(40):  # the kernel's own limit on a chain of links
+        for a in [*reversed(p.parents), p]:
+            if a in seen or str(a) in made or not a.is_symlink():
+                continue
+            if any(inside(a.parent.resolve() / a.name, b) for b in binds):
+                continue  # the link itself is in a bound folder, so it is there already
+            seen.add(a)
+            out += ["--symlink", os.readlink(a), str(a)]
+        if not p.is_symlink():
+            break
+        target = Path(os.readlink(p))
+        p = target if target.is_absolute() else p.parent / target
+    return out
+
+
 def grader_dir() -> Path:
     return Path(grader.__file__).resolve().parent
 
@@ -227,7 +250,9 @@ def bwrap_args(box: Sandbox, bwrap: str) -> list[str]:
     args += _dirs_for([*binds, work])
     for p in binds:
         args += ["--ro-bind", str(p), str(p)]
-    args += _links(binds)
+    links = _links(binds)
+    system = [Path("/usr"), *(Path("/") / t for t in ("bin", "sbin", "lib", "lib32", "lib64"))]
+    args += links + _chain_links([*binds, *system], made=set(links[2::3]))
     args += ["--ro-bind", str(work), str(work)]
     scratch_bytes = box.limits.scratch_mb << 20
     args += ["--perms", "1777", "--size", str(scratch_bytes), "--tmpfs", str(home)]

@@ -16,6 +16,16 @@ HEAD = "5c1d7e0b9a2f4c3d8e6f1a0b2c3d4e5f60718293"  # the event's workflow_run.he
 PR = 7
 
 
+def staff_identity():
+    """A fresh staff age identity (pyrage); its public half goes to --staff-recipient."""
+    from pyrage import x25519  # lazy: only the grade-pr tests seal reports
+
+    return x25519.Identity.generate()
+
+
+STAFF = None  # set by grade_pr on first use: the identity that can open what it sealed
+
+
 def make_artifact(base: Path, pr: object = PR, head_sha: str = HEAD) -> Path:
     art = base / "artifact"
     (art / "exercises" / "m9_roofline").mkdir(parents=True)
@@ -54,8 +64,12 @@ def fake_smi(bin_dir: Path, driver: str) -> Path:
 
 
 def grade_pr(artifact: Path, out: Path, *extra: str) -> int:
-    """`python -m grader.github grade-pr` on `artifact` with the canned event, this course."""
+    """`python -m grader.github grade-pr` on `artifact` with the canned event, this course,
+    sealed for the staff identity `STAFF` (and whatever --student-keys `extra` names)."""
+    global STAFF
+    if STAFF is None:
+        STAFF = staff_identity()
     return github.main(
         ["grade-pr", "--artifact", str(artifact), "--event", str(EVENT), "--out", str(out)]
-        + ["--root", str(ROOT), *extra]
+        + ["--root", str(ROOT), "--staff-recipient", str(STAFF.to_public()), *extra]
     )

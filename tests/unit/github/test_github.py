@@ -12,11 +12,14 @@ import zipfile
 from datetime import datetime
 from pathlib import Path
 
+import factories
 import pytest
 from factories import EVENT, HEAD, PR, grade_pr, make_artifact
 
+from grader import cli
 from grader import github as gha
 from grader.github import grade as gha_grade
+from grader.github import private
 from grader.grading.limits import LIMITS
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -293,6 +296,13 @@ def test_student_and_time_come_from_the_event_not_the_commit():
 # ----------------------------------------------------------------------------- grade-pr
 
 
+@pytest.fixture
+def sandboxed(monkeypatch):
+    """The grading itself is a stand-in in these tests: let grade-pr pass its sandbox check on a
+    machine without bubblewrap (test_grade_pr_fails_closed_without_the_sandbox keeps it real)."""
+    monkeypatch.setattr(gha_grade, "require_isolation", lambda: "stand-in")
+
+
 def canned_result(student: str, timestamp: datetime):
     from grader.core.results import AssignmentResult, Environment, GradeResult, TestResult
 
@@ -330,7 +340,7 @@ def canned_result(student: str, timestamp: datetime):
     )
 
 
-def test_grade_pr_writes_comment_summary_and_reports_offline(tmp_path, monkeypatch):
+def test_grade_pr_writes_comment_summary_and_reports_offline(tmp_path, monkeypatch, sandboxed):
     """The real grade-pr path with the grading itself replaced by a canned result."""
     pytest.importorskip("grader.reports")
     calls = []
@@ -358,21 +368,72 @@ def test_grade_pr_writes_comment_summary_and_reports_offline(tmp_path, monkeypat
 
     comment = (out / "comment.md").read_text()
     assert comment.startswith(gha.MARKER + "\n")
-    assert "3.6 / 10" in comment
-    assert "vector\\_add\\_bounds" in comment or "vector_add_bounds" in comment
-    assert "<script>" not in comment and "@maintainer" not in comment
     assert "PR #7" in comment and "/actions/runs/12744300001" in comment
-    summary = (out / "summary.md").read_text()
-    assert gha.MARKER not in summary and "3.6 / 10" in summary
-    result = json.loads((out / "result.json").read_text())
-    assert result["student"] == "ada-student" and result["score"] == 3.6
-    html = (out / "report.html").read_text()
-    assert "<html" in html.lower() and "<script>alert" not in html
+    assert "grader open-report report.age" not in comment  # no SSH key: staff only
+    assert "github.com/settings/keys" in comment
+    assert sorted(p.name for p in out.iterdir()) == ["comment.md", "pr.json", "report.age",
+                                                    "summary.md"]  # fmt: skip
+    public = "\n".join(p.read_text() for p in out.glob("*.[jm][sd]*"))
+    for secret in ("3.6", "10.0", "vector_add_bounds", "vector\\_add", "c[256]", "ridge_point"):
+        assert secret not in public, secret
     meta = json.loads((out / "pr.json").read_text())
-    assert meta["number"] == PR and meta["head_sha"] == HEAD
+    assert meta["number"] == PR and meta["head_sha"] == HEAD and "score" not in meta
+    assert meta["submitted_at_source"] == "workflow_run.created_at"
+
+    # the staff open it with their age key
+    key = tmp_path / "staff.key"
+    key.write_text(f"{factories.STAFF}\n")
+    opened = tmp_path / "opened"
+    assert cli.main(["open-report", str(out / "report.age"), "--identity", str(key),
+                     "--out", str(opened)]) == 0  # fmt: skip
+    result = json.loads((opened / "result.json").read_text())
+    assert result["student"] == "ada-student" and result["score"] == 3.6
+    assert "3.6 / 10" in (opened / "report.md").read_text()
+    html = (opened / "report.html").read_text()
+    assert "<html" in html.lower() and "<script>alert" not in html
+    assert json.loads((opened / "pr.json").read_text())["score"] == 3.6
 
 
-def test_grade_pr_refuses_a_pr_json_for_another_commit(tmp_path, monkeypatch):
+def test_the_student_opens_the_report_with_their_key_and_no_one_else_can(
+    tmp_path, monkeypatch, sandboxed
+):
+    monkeypatch.setattr(gha_grade, "_grade", lambda sub, root, st, ts: canned_result(st, ts))
+    keys = []
+    for name in ("student", "other"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / name)],
+                       check=True)  # fmt: skip
+        keys.append(tmp_path / name)
+    listing = tmp_path / "ada.keys"  # what https://github.com/ada-student.keys serves
+    listing.write_text(
+        "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTY=\n"  # age can't
+        + (tmp_path / "student.pub").read_text()
+    )
+    out = tmp_path / "report"
+    assert grade_pr(make_artifact(tmp_path), out, "--student-keys", str(listing)) == 0
+    comment = (out / "comment.md").read_text()
+    assert "grader open-report report.age" in comment and "3.6" not in comment
+    opened = tmp_path / "mine"
+    files = private.open_report(out / "report.age", keys[0], opened)
+    assert {f.name for f in files} == {"result.json", "report.md", "report.html", "pr.json"}
+    assert json.loads((opened / "result.json").read_text())["score"] == 3.6
+    with pytest.raises(private.PrivateReportError, match="this key cannot open it"):
+        private.open_report(out / "report.age", keys[1], tmp_path / "theirs")
+    assert not (tmp_path / "theirs" / "result.json").exists()
+
+
+def test_grade_pr_without_the_staff_key_is_not_graded_and_says_so(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(gha_grade, "_grade", lambda *a: pytest.fail("graded with no staff key"))
+    out = tmp_path / "report"
+    rc = gha.main(["grade-pr", "--artifact", str(make_artifact(tmp_path)), "--event", str(EVENT),
+                   "--out", str(out), "--root", str(ROOT), "--staff-recipient", ""])  # fmt: skip
+    assert rc == 3
+    assert "STAFF_AGE_RECIPIENT" in capsys.readouterr().err
+    comment = (out / "comment.md").read_text()
+    assert comment.startswith(gha.MARKER) and "Not graded" in comment
+    assert not (out / "report.age").exists()
+
+
+def test_grade_pr_refuses_a_pr_json_for_another_commit(tmp_path, monkeypatch, sandboxed):
     monkeypatch.setattr(gha_grade, "_grade", lambda *a: pytest.fail("graded a spoofed submission"))
     art = make_artifact(tmp_path, head_sha="b" * 40)
     rc = grade_pr(art, tmp_path / "o")
@@ -380,7 +441,7 @@ def test_grade_pr_refuses_a_pr_json_for_another_commit(tmp_path, monkeypatch):
     assert not (tmp_path / "o" / "comment.md").exists()
 
 
-def test_grade_pr_stops_workflow_commands_while_grading(tmp_path, monkeypatch, capsys):
+def test_grade_pr_stops_workflow_commands_while_grading(tmp_path, monkeypatch, sandboxed, capsys):
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     seen = []
 
@@ -504,14 +565,15 @@ def test_grade_pr_end_to_end_with_the_real_grader(tmp_path):
     clean = tmp_path / "clean"
     assert gha.main(["validate-artifact", str(tmp_path / "art"), "--extract-to", str(clean)]) == 0
     out = tmp_path / "out"
-    rc = gha.main(
-        ["grade-pr", "--artifact", str(clean), "--event", str(EVENT), "--out", str(out),
-         "--root", str(ROOT)]
-    )  # fmt: skip
+    rc = grade_pr(clean, out)
     assert rc == 0
     assert (out / "comment.md").read_text().startswith(gha.MARKER)
-    assert (out / "report.html").stat().st_size > 0 and (out / "summary.md").stat().st_size > 0
-    result = json.loads((out / "result.json").read_text())
+    assert (out / "summary.md").stat().st_size > 0 and not (out / "result.json").exists()
+    key = tmp_path / "staff.key"
+    key.write_text(f"{factories.STAFF}\n")
+    private.open_report(out / "report.age", key, tmp_path / "opened")
+    assert (tmp_path / "opened" / "report.html").stat().st_size > 0
+    result = json.loads((tmp_path / "opened" / "result.json").read_text())
     assert result["student"] == "ada-student" and result["score"] == 0  # stubs earn nothing
     late = {a["id"]: a["late_penalty"] for a in result["assignments"]}
     assert late["gpu_fundamentals"] == pytest.approx(0.1) and late["m9_roofline"] == 0
@@ -524,15 +586,16 @@ def test_grade_pr_fails_closed_without_the_sandbox(tmp_path, monkeypatch, capsys
     monkeypatch.setenv(isolation.BWRAP_ENV, "")
     isolation.probe.cache_clear()
     try:
-        args = ["grade-pr", "--artifact", str(make_artifact(tmp_path)), "--event", str(EVENT)]
-        rc = gha.main([*args, "--out", str(tmp_path / "report"), "--root", str(ROOT)])
+        rc = grade_pr(make_artifact(tmp_path), tmp_path / "report")
     finally:
         monkeypatch.undo()
         isolation.probe.cache_clear()
-    assert rc == 1
+    assert rc == 3  # the machine's fault: an infrastructure error, with its own comment
     err = capsys.readouterr().err
     assert "grading refused: isolation incomplete" in err and "install bubblewrap" in err
-    assert not (tmp_path / "report").exists()
+    comment = (tmp_path / "report" / "comment.md").read_text()
+    assert comment.startswith(gha.MARKER) and "not set up" in comment
+    assert "install bubblewrap" in comment and not (tmp_path / "report" / "report.age").exists()
 
 
 def test_the_artifact_check_and_intake_share_one_set_of_limits():

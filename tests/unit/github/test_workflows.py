@@ -35,6 +35,8 @@ PINNED = {
     "actions/upload-artifact": ("bbbca2ddaa5d8feaa63e36b76fdaad77386f024f", "v7.0.0"),
     "actions/download-artifact": ("3e5f45b2cfb9172054b4087a40e8e0b5a5461e7c", "v8.0.1"),
     "actions/github-script": ("ed597411d8f924073f98dfc5c65a23a2325f34cd", "v8.0.0"),
+    "actions/cache/restore": ("27d5ce7f107fe9357f9df03efb73ab90386fccae", "v5.0.5"),
+    "actions/cache/save": ("27d5ce7f107fe9357f9df03efb73ab90386fccae", "v5.0.5"),
 }
 USES_RE = re.compile(r"^\s*(?:-\s+)?uses:\s*(\S+?)@(\S+)(?:\s+#\s*(\S+))?\s*$")
 UNTRUSTED_IN_RUN = re.compile(r"\$\{\{")
@@ -58,10 +60,11 @@ def ids(paths: list[Path]) -> list[str]:
 
 
 def test_the_three_workflows_exist():
-    assert ids(INSTRUCTOR) == [".github/workflows/ci.yml"]
+    assert ids(INSTRUCTOR) == [".github/workflows/ci.yml", ".github/workflows/regrade.yml"]
     assert ids(STUDENT) == [
         ".github/student-workflows/grade.yml",
         ".github/student-workflows/student-check.yml",
+        ".github/student-workflows/sweep.yml",
     ]
 
 
@@ -202,7 +205,10 @@ def test_least_privilege_timeouts_and_concurrency(path):
         for scope, level in job["permissions"].items():
             assert level in ("read", "write", "none"), (job_id, scope, level)
             if level == "write":
-                assert (path.name, job_id, scope) == ("grade.yml", "comment", "pull-requests")
+                assert (path.name, job_id, scope) in {
+                    ("grade.yml", "comment", "pull-requests"),
+                    ("sweep.yml", "sweep", "pull-requests"),
+                }
 
 
 @pytest.mark.parametrize("path", ALL, ids=ids(ALL))
@@ -226,8 +232,10 @@ def test_student_check_has_no_secrets_and_reads_only():
     text = (GH / "student-workflows" / "student-check.yml").read_text()
     wf = load(GH / "student-workflows" / "student-check.yml")
     assert "secrets." not in text
-    assert list(wf["on"]) == ["pull_request"]
-    assert wf["concurrency"]["group"].endswith("${{ github.event.pull_request.number }}")
+    assert wf["on"] == {"pull_request": None, "push": {"branches": ["main"]}}
+    assert wf["concurrency"]["group"].endswith(
+        "${{ github.event.pull_request.number || github.ref }}"
+    )
     [job] = wf["jobs"].values()
     assert job["permissions"] == {"contents": "read"}
     assert job["runs-on"] == "ubuntu-latest"
@@ -240,9 +248,34 @@ def test_student_check_has_no_secrets_and_reads_only():
         "PR_NUMBER": "${{ github.event.pull_request.number }}",
         "HEAD_SHA": "${{ github.event.pull_request.head.sha }}",
     }
-    # packed and uploaded before any of the PR's code runs in the check itself
+    # packed and uploaded before any of the PR's code runs in the check itself; only for a PR
     order = [s.get("name", "") for s in job["steps"]]
     assert order.index(pack["name"]) < order.index("Run the public tests in the simulator")
+    assert pack["if"] == upload["if"] == "github.event_name == 'pull_request'"
+    # the head commit itself (what grading holds the artifact against), not the merge with main
+    checkout = by_name["actions/checkout"]
+    assert checkout["with"]["ref"] == "${{ github.event.pull_request.head.sha || github.sha }}"
+
+
+def test_student_check_pip_cache_is_saved_on_main_whatever_the_outcome():
+    """setup-python's cache saves only on success and, on a PR, only for its merge ref: the
+    check restores a cache that main pushes save, keyed on the student profile's pins."""
+    job = load(GH / "student-workflows" / "student-check.yml")["jobs"]["check"]
+    by_name = {s.get("uses", "").split("@")[0]: s for s in job["steps"]}
+    assert "cache" not in by_name["actions/setup-python"].get("with", {})
+    restore, save = by_name["actions/cache/restore"], by_name["actions/cache/save"]
+    assert restore["with"]["key"] == save["with"]["key"]
+    assert "hashFiles('pyproject.toml')" in save["with"]["key"]
+    assert restore["with"]["path"] == save["with"]["path"] == "~/.cache/pip"
+    assert save["if"] == "${{ always() && github.event_name == 'push' }}"
+    order = [s.get("uses", "").split("@")[0] or s.get("run", "") for s in job["steps"]]
+    install = next(i for i, r in enumerate(order) if "pip install" in r)
+    assert order.index("actions/cache/restore") < install < order.index("actions/cache/save")
+
+
+def test_exported_workflows_cite_only_exported_files():
+    for path in STUDENT:
+        assert "docs/" not in path.read_text(), f"{path.name} cites a file the export leaves out"
 
 
 def grade_wf() -> dict:
@@ -282,9 +315,42 @@ def test_grade_validates_the_artifact_before_anything_else():
     assert download["run-id"] == "${{ github.event.workflow_run.id }}"
     assert download["github-token"] == "${{ github.token }}"
     # only the trusted checkout and Python come before it; validation comes right after it
-    assert names[:dl] == ["actions/checkout", "actions/setup-python"]
+    assert names[0].startswith("nvidia-smi ")  # the GPU is checked before anything is installed
+    assert names[1:dl] == ["actions/checkout", "actions/setup-python"]
     assert "grader.github validate-artifact" in names[dl + 1]
-    assert "--event" in names[dl + 1]
+    assert "--event" in names[dl + 1] and "--comment-to" in names[dl + 1]
+    # then the files are held against the head commit GitHub names, fetched as data
+    tree = job["steps"][dl + 2]
+    assert tree["env"]["HEAD_SHA"] == "${{ github.event.workflow_run.head_sha }}"
+    assert "git init -q --bare" in tree["run"] and "grader.github verify-tree" in tree["run"]
+    assert "checkout" not in tree["run"] and "worktree" not in tree["run"]
+
+
+def test_grade_starts_only_from_the_courses_check_and_only_on_a_finished_run():
+    cond = grade_wf()["jobs"]["grade"]["if"]
+    assert "github.event.workflow_run.path == '.github/workflows/student-check.yml'" in cond
+    assert "conclusion == 'success'" in cond and "conclusion == 'failure'" in cond
+    assert "!=" not in cond.replace("vars.GPU_RUNNER_LABEL != ''", "")  # no deny-list
+
+
+def test_hidden_suites_are_fetched_at_the_exported_instructor_commit():
+    job = grade_wf()["jobs"]["grade"]
+    release = next(s for s in job["steps"] if s.get("id") == "release")
+    assert "grader.github release-commit" in release["run"]
+    private = next(s for s in job["steps"] if "INSTRUCTOR_DEPLOY_KEY" in json.dumps(s))
+    assert private["with"]["ref"] == "${{ steps.release.outputs.commit }}"
+    order = [s.get("id") or s.get("name") for s in job["steps"]]
+    assert order.index("release") < order.index(private["name"])
+
+
+def test_public_outputs_of_grading_hold_no_plain_report():
+    job = grade_wf()["jobs"]["grade"]
+    upload = next(s for s in job["steps"] if "upload-artifact" in s.get("uses", ""))
+    paths = {p.rsplit("/", 1)[-1] for p in upload["with"]["path"].splitlines()}
+    assert paths == {"report.age", "comment.md", "summary.md", "pr.json"}
+    grade = next(s for s in job["steps"] if "grade-pr" in s.get("run", ""))
+    assert grade["env"]["STAFF_AGE_RECIPIENT"] == "${{ vars.STAFF_AGE_RECIPIENT }}"
+    assert "--student-keys" in grade["run"]
 
 
 def test_deploy_key_only_in_the_private_checkout():
@@ -309,14 +375,18 @@ def test_deploy_key_only_in_the_private_checkout():
 def test_grade_uses_the_event_time_and_comments_from_a_separate_job():
     wf = grade_wf()
     grade_step = next(s for _, _, s in steps(wf) if "grade-pr" in s.get("run", ""))
-    assert grade_step["env"]["SUBMITTED_AT"] == "${{ github.event.workflow_run.created_at }}"
-    assert "$SUBMITTED_AT" in grade_step["run"]
+    # the time is the event's workflow_run.created_at, read by grade-pr: never overridden here
+    assert "--timestamp" not in grade_step["run"] and "SUBMITTED_AT" not in grade_step["env"]
     comment = wf["jobs"]["comment"]
     assert comment["needs"] == "grade" and comment["runs-on"] == "ubuntu-latest"
     assert comment["permissions"] == {"contents": "read", "pull-requests": "write"}
     post = next(s for s in comment["steps"] if "post-comment" in s.get("run", ""))
     assert post["env"]["GH_TOKEN"] == "${{ github.token }}"
-    assert post["env"]["PR_NUMBER"] == "${{ needs.grade.outputs.pr-number }}"
+    assert post["env"]["PR_NUMBER"] == "${{ steps.pr.outputs.pr-number }}"
+    assert post["env"]["HEAD_SHA"] == "${{ github.event.workflow_run.head_sha }}"
+    find = next(s for s in comment["steps"] if s.get("id") == "pr")
+    assert "grader.github find-pr" in find["run"]
+    assert find["env"]["HEAD_SHA"] == "${{ github.event.workflow_run.head_sha }}"
     assert "--head-sha" in post["run"]
     # the token that can write is never in the job that runs student code
     assert "github.token" not in json.dumps(
@@ -346,6 +416,26 @@ def test_ci_runs_lint_tests_verify_linters_and_gpu_job():
     assert "vars.GPU_RUNNER_LABEL != ''" in gpu["if"]
 
 
+def test_regrade_grades_a_shard_matrix_on_the_gpu_runner_and_merges_every_student_once():
+    wf = load(GH / "workflows" / "regrade.yml")
+    assert set(wf["on"]) == {"workflow_dispatch"}
+    assert set(wf["on"]["workflow_dispatch"]["inputs"]) == {"class", "shards", "force"}
+    plan, shard, merge = (wf["jobs"][j] for j in ("plan", "shard", "merge"))
+    assert "seq -s, 1" in plan["steps"][0]["run"] and plan["steps"][0]["env"]["SHARDS"]
+    assert shard["needs"] == "plan" and shard["runs-on"] == "${{ vars.GPU_RUNNER_LABEL }}"
+    assert shard["strategy"]["matrix"]["shard"] == "${{ fromJSON(needs.plan.outputs.shards) }}"
+    assert shard["steps"][0]["run"].startswith("nvidia-smi")  # before anything is installed
+    grade = next(s for s in shard["steps"] if "grade-all" in s.get("run", ""))
+    assert '--shard "$SHARD/$SHARDS"' in grade["run"] and "--force" in grade["run"]
+    assert grade["env"]["GRADER_DEVICE"] == "gpu"
+    assert merge["needs"] == "shard"
+    run = next(s for s in merge["steps"] if "merge-shards" in s.get("run", ""))
+    assert '--expect "$CLASS"' in run["run"]
+    download = next(s for s in merge["steps"] if "download-artifact" in s.get("uses", ""))
+    assert download["with"]["pattern"] == "shard-*"
+    assert "secrets." not in (GH / "workflows" / "regrade.yml").read_text()
+
+
 # ----------------------------------------------------------------------------- export
 
 
@@ -357,7 +447,12 @@ def test_exported_student_workflows_lint_clean(tmp_path, actionlint, zizmor):
     except release.ExportError as exc:  # the course itself is not exportable right now
         pytest.fail(f"export-student failed: {exc}")
     flows = sorted((Path(dest) / ".github" / "workflows").glob("*.yml"))
-    assert [f.name for f in flows] == ["grade.yml", "student-check.yml"]
+    assert [f.name for f in flows] == ["grade.yml", "student-check.yml", "sweep.yml"]
+    record = json.loads((Path(dest) / "course-release.json").read_text())
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
+                          text=True, check=True).stdout.strip()  # fmt: skip
+    assert record["instructor_commit"] == head
+    assert isinstance(record["suites_uncommitted"], bool)
     for f in flows:
         assert f.read_bytes() == (GH / "student-workflows" / f.name).read_bytes()
     assert (Path(dest) / "grader" / "github" / "__main__.py").is_file()
@@ -373,26 +468,33 @@ def test_install_profiles_caches_and_the_comment_on_failure():
     also runs when grading failed, and explains a grading that wrote no comment."""
     ci = load(GH / "workflows" / "ci.yml")
     assert ci["jobs"]["test"]["strategy"]["matrix"]["python"] == ["3.11", "3.12", "3.13"]
-    for name in ("grade.yml", "student-check.yml"):
-        setup = next(
-            s
-            for _, _, s in steps(load(GH / "student-workflows" / name))
-            if "setup-python" in s.get("uses", "")
-        )
-        assert setup["with"]["cache"] == "pip", name
-        assert setup["with"]["cache-dependency-path"] == "pyproject.toml", name
+    setup = next(s for _, _, s in steps(grade_wf()) if "setup-python" in s.get("uses", ""))
+    assert setup["with"]["cache"] == "pip"
+    assert setup["with"]["cache-dependency-path"] == "pyproject.toml"
     check_runs = "\n".join(
         s.get("run", "") for _, _, s in steps(load(GH / "student-workflows" / "student-check.yml"))
     )
     assert '-e ".[student]"' in check_runs
     wf = grade_wf()
-    install = next(s for s in wf["jobs"]["grade"]["steps"] if "pip install" in s.get("run", ""))
-    assert "python -m grader.core.device profile" in install["run"]
-    assert '-e ".[$profile]"' in install["run"]
+    job = wf["jobs"]["grade"]
+    pick = next(s for s in job["steps"] if s.get("id") == "profile")
+    assert "python -m grader.core.device profile" in pick["run"]
+    install = next(s for s in job["steps"] if "pip install" in s.get("run", ""))
+    assert '-e ".[$PROFILE]"' in install["run"]
+    assert install["env"]["PROFILE"] == "${{ steps.profile.outputs.profile }}"
+    # the installed environment is cached per profile, pins, Python and runner image
+    restore = next(s for s in job["steps"] if s.get("id") == "venv")
+    key = restore["with"]["key"]
+    for part in ("steps.profile.outputs.profile", "env.ImageOS", "env.ImageVersion",
+                 "hashFiles('pyproject.toml')"):  # fmt: skip
+        assert part in key, part
+    save = next(s for s in job["steps"] if "cache/save" in s.get("uses", ""))
+    assert save["with"]["key"] == "${{ steps.venv.outputs.cache-primary-key }}"
+    assert install["if"] == save["if"] == "steps.venv.outputs.cache-hit != 'true'"
     grade_step = next(s for s in wf["jobs"]["grade"]["steps"] if "grade-pr" in s.get("run", ""))
     assert grade_step["env"]["GRADER_DEVICE"] == "gpu"  # no silent fall-back to the simulator
     comment = wf["jobs"]["comment"]
-    assert comment["if"] == "${{ !cancelled() && needs.grade.outputs.pr-number != '' }}"
+    assert comment["if"] == "${{ !cancelled() && needs.grade.result != 'skipped' }}"
     explain = next(s for s in comment["steps"] if "failure-comment" in s.get("run", ""))
     assert explain["env"]["GRADE_RESULT"] == "${{ needs.grade.result }}"
     names = [s.get("name", "") for s in comment["steps"]]
@@ -401,7 +503,7 @@ def test_install_profiles_caches_and_the_comment_on_failure():
     )
     for step in wf["jobs"]["grade"]["steps"]:
         if "upload-artifact" in step.get("uses", "") or "summary" in step.get("name", ""):
-            assert step["if"] == "${{ !cancelled() && steps.grade.outcome != 'skipped' }}"
+            assert step["if"] == "${{ !cancelled() }}"  # a refusal's comment is uploaded too
 
 
 def test_grade_prepares_bubblewrap_before_grading_without_student_code():
