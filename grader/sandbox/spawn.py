@@ -26,7 +26,7 @@ from pathlib import Path
 
 import grader
 from grader.core.course import CourseError, Limits, find_root
-from grader.sandbox import procs, seccomp
+from grader.sandbox import memlimit, procs, seccomp
 
 SANDBOX_DIR = ".sandbox"
 BWRAP_ENV = "GRADER_BWRAP"  # the bwrap to run instead of the one on PATH (tests, odd installs)
@@ -332,7 +332,8 @@ def spawn(
     # Without a filter the process still starts: the probe then names the layer missing, and
     # authoritative grading refuses (`grader.sandbox.isolation.require_isolation`).
     filter_fd = seccomp.filter_fd() if not seccomp.available() else None
-    argv = [*bwrap_args(box, bwrap, filter_fd), "--", *inner, *command]
+    scope = memlimit.scope_prefix(box.limits.memory_mb, box.limits.processes)
+    argv = [*scope, *bwrap_args(box, bwrap, filter_fd), "--", *inner, *command]
     pass_fds = (*popen.pop("pass_fds", ()), *([filter_fd] if filter_fd is not None else []))
     # --die-with-parent is the kernel's parent-death signal, which fires when the *thread* that
     # forked bwrap ends: fork from one thread that lives as long as this process.
