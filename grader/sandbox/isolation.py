@@ -7,8 +7,8 @@ only when the probe (run through that same `spawn`) saw it hold on this machine:
 ``scrubbed-env``
     an allow-listed environment: no token or secret of the grader's environment reaches it.
 ``rlimits``
-    RLIMIT_AS (CPU only: CUDA reserves huge virtual ranges, so on a GPU a watchdog thread kills
-    the worker when its resident memory passes the limit: ``rss-watchdog``), RLIMIT_FSIZE,
+    RLIMIT_AS (CPU only: CUDA reserves huge virtual ranges; the limit that counts is the one
+    on the worker's whole process tree, `grader.sandbox.memlimit`), RLIMIT_FSIZE,
     RLIMIT_NOFILE, RLIMIT_CORE=0 and RLIMIT_NPROC. The process limit counts one worker only: as
     root each concurrent worker has a uid of its own (`UidLease`); as an ordinary user the worker
     sets it inside its own user namespace, where the kernel counts that namespace alone.

@@ -107,21 +107,6 @@ def children(pid: int) -> list[int]:
         return []
 
 
-def rss_mb(pids: list[int]) -> float:
-    """The resident memory of these processes together, in MiB."""
-    total = 0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/status") as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1])
-                        break
-        except (OSError, ValueError):
-            continue
-    return total / 1024
-
-
 def describe_exit(returncode: int) -> str:
     if returncode < 0:
         sig = -returncode
