@@ -866,3 +866,26 @@ def test_worker_calls_the_filter_refuses_fail_with_eperm(student, backend):
     out = student.syscalls(nrs)
     assert out == dict.fromkeys(nrs, "Operation not permitted"), out
     assert student.dev_write() == "Read-only file system"
+
+
+def test_cgroup_scope_is_read_back_not_assumed(tmp_path, monkeypatch):
+    """The cgroup enforcer counts only when the started process's own cgroup carries the
+    limit; on a host without cgroup v2 (this container: v1) the watchdog is the enforcer."""
+    own = Path(f"/proc/{os.getpid()}/cgroup").read_text()
+    path = next((x[3:].strip().lstrip("/") for x in own.splitlines() if x.startswith("0::")), None)
+    if path is None:
+        pytest.skip("no cgroup v2 line for this process")
+    fake = tmp_path / path
+    fake.mkdir(parents=True, exist_ok=True)
+    (fake / "memory.max").write_text(f"{64 << 20}\n")
+    monkeypatch.setattr(memlimit, "CGROUP_ROOT", tmp_path)
+    assert memlimit.verify_scope(os.getpid(), 64)
+    assert not memlimit.verify_scope(os.getpid(), 65)
+    (fake / "memory.max").write_text("max\n")
+    assert not memlimit.verify_scope(os.getpid(), 64)
+    monkeypatch.setattr(memlimit, "CGROUP_ROOT", tmp_path / "none")
+    memlimit.scope_prefix_base.cache_clear()
+    try:
+        assert memlimit.scope_prefix(4096, 64) == []  # no cgroup.controllers: no cgroup v2
+    finally:
+        memlimit.scope_prefix_base.cache_clear()
