@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
+import functools
 import html as html_lib
 import json
 import os
 import shutil
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -889,3 +893,60 @@ def test_cgroup_scope_is_read_back_not_assumed(tmp_path, monkeypatch):
         assert memlimit.scope_prefix(4096, 64) == []  # no cgroup.controllers: no cgroup v2
     finally:
         memlimit.scope_prefix_base.cache_clear()
+
+
+def _keyctl():
+    if why := seccomp.available():
+        pytest.skip(why)
+    nr = seccomp.numbers(("keyctl", "add_key"))
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(nr["keyctl"], 0, -3, 0) < 0:  # KEYCTL_GET_KEYRING_ID of the session's
+        pytest.skip("keyctl is refused on this host: no keyrings to isolate from")
+    return nr, libc
+
+
+def test_each_sandboxed_process_starts_in_a_fresh_session_keyring(tmp_path):
+    nr, libc = _keyctl()
+    mine = libc.syscall(nr["keyctl"], 0, -3, 0)
+    out = tmp_path / "ring"
+    code = (
+        "import ctypes, sys; libc = ctypes.CDLL(None); "
+        f"open(sys.argv[1], 'w').write(str(libc.syscall({nr['keyctl']}, 0, -3, 0)))"
+    )
+    subprocess.run(
+        [sys.executable, "-c", code, str(out)], check=True, timeout=60,
+        preexec_fn=functools.partial(procs.new_session_keyring, nr["keyctl"]),
+    )
+    theirs = int(out.read_text())
+    assert theirs > 0 and theirs != mine
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="leases uids: root mode only")
+def test_a_leased_uid_starts_with_empty_user_keyrings():
+    """A key left in a uid's user keyring (which outlives its processes) is gone when the uid
+    is leased again."""
+    nr, libc = _keyctl()
+    lease = spawn.UidLease()
+    uid = lease.uid
+    lease.close()
+
+    def as_uid(action):
+        def run():
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            action()
+        subprocess.run(["/bin/true"], preexec_fn=run, check=True, timeout=30)
+
+    def add():
+        if libc.syscall(nr["add_key"], b"user", b"left-behind-25", b"x", 1, -4) < 0:
+            raise OSError(ctypes.get_errno(), "add_key")
+
+    def absent():
+        if libc.syscall(nr["keyctl"], 10, -4, b"user", b"left-behind-25", 0) >= 0:
+            raise AssertionError("the key is still in the user keyring")
+
+    as_uid(add)
+    with pytest.raises(subprocess.SubprocessError):
+        as_uid(absent)  # the key is there before the lease
+    procs.clear_user_keyrings(uid, nr["keyctl"])
+    as_uid(absent)
