@@ -28,7 +28,7 @@ only when the probe (run through that same `spawn`) saw it hold on this machine:
 ``private-mount``
     an allow-list: a read-only view of /usr (and the /bin, /lib links), a few files of /etc, the
     interpreter, site-packages and the ``grader`` package; the submission's scratch copy
-    read-only; a fresh ``/dev`` and a small ``/dev/shm``; the rest of the host does not exist.
+    read-only; a minimal ``/dev`` (``read-only-dev``); the rest of the host does not exist.
 ``scratch-tmpfs``
     ``<workdir>/.sandbox`` (HOME, cwd, TMPDIR, caches) is a tmpfs of ``limits.scratch_mb``: the
     only writable place, in memory, gone with the worker; the trusted side reads it back through
