@@ -22,12 +22,15 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import math
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from grader.core import bounded_parse
 
 VERSION = 1
 ALLOWED_MODULES = ("math", "numpy", "numba", "numba.cuda", "numba.types")
@@ -87,13 +90,18 @@ class _Module:
     imports: dict[str, str]  # bound name -> the import statement that binds it
     bindings: dict[str, list[int]]  # every top-level binding of a name: its lines
     filename: str
+    values: dict[str, Any] = field(default_factory=dict)  # constants evaluated, each once
 
 
+@functools.lru_cache(maxsize=bounded_parse.CACHE_SIZE)
 def _scan(source: str, filename: str) -> _Module:
+    """The top level of `source`, read once per source (callers only read the result)."""
     try:
-        tree = ast.parse(source, filename=filename)
+        tree = bounded_parse.parse(source, filename)
     except SyntaxError as exc:
         raise KernelSourceError(f"{filename} does not parse: {exc}") from None
+    except bounded_parse.SourceTooLarge as exc:
+        raise KernelSourceError(str(exc)) from None
     mod = _Module({}, {}, {}, {}, filename)
     for node in ast.walk(tree):
         if isinstance(node, (ast.Global, ast.Nonlocal)):
@@ -263,6 +271,8 @@ def _check_def(fn: ast.FunctionDef, what: str, mod: _Module) -> None:
 
 
 def _constant_value(name: str, mod: _Module, seen: tuple[str, ...] = ()) -> Any:
+    if name in mod.values:  # each constant once: a chain of doublings stays linear
+        return mod.values[name]
     if name in seen:
         raise KernelSourceError(f"the constant {name} is defined in terms of itself")
     lines = mod.bindings.get(name, [])
@@ -272,7 +282,8 @@ def _constant_value(name: str, mod: _Module, seen: tuple[str, ...] = ()) -> Any:
             f"{name} is bound {len(lines)} times in {mod.filename}; a "
             "constant a kernel reads is assigned once, at the top level"
         )
-    return _evaluate(node, mod, (*seen, name), name)
+    mod.values[name] = _evaluate(node, mod, (*seen, name), name)
+    return mod.values[name]
 
 
 def _evaluate(node: ast.expr, mod: _Module, seen: tuple[str, ...], name: str) -> Any:
@@ -316,6 +327,16 @@ def _evaluate(node: ast.expr, mod: _Module, seen: tuple[str, ...], name: str) ->
 
 def extract(source: str, name: str, filename: str = "the notebook") -> KernelSource:
     """The kernel `name` of the graded cells `source`, self-contained; raises KernelSourceError."""
+    try:
+        return _extract(source, name, filename)
+    except RecursionError:  # a constant or an expression nested past the interpreter's limit
+        raise KernelSourceError(
+            f"{name} in {filename} is nested too deeply for the grader to read (a constant "
+            "defined through a long chain of others, or a very long expression)"
+        ) from None
+
+
+def _extract(source: str, name: str, filename: str) -> KernelSource:
     mod = _scan(source, filename)
     fn = mod.defs.get(name)
     if fn is None:
@@ -405,8 +426,8 @@ def _collect(
 def launches(source: str, function: str, kernel: str) -> bool:
     """Whether top-level `def function` contains a launch ``kernel[grid, block](...)``."""
     try:
-        tree = ast.parse(source)
-    except SyntaxError:
+        tree = bounded_parse.parse(source)
+    except (SyntaxError, bounded_parse.SourceTooLarge):
         return False
     fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function), None)
     if fn is None:

@@ -26,10 +26,10 @@ from grader.core.course import Limits
 from grader.core.kernel_source import KernelSourceError, extract
 from grader.core.notebook import graded_source, read_notebook
 from grader.core.readback import list_dir, read_file
-from grader.sandbox import protocol
+from grader.sandbox import memlimit, protocol
 from grader.sandbox.channel import Failure, crashed, exchange
 from grader.sandbox.isolation import ALL_LAYERS, probe, sandbox_for
-from grader.sandbox.procs import OutputTail, children, descendants, describe_exit, kill_tree, rss_mb
+from grader.sandbox.procs import OutputTail, children, descendants, describe_exit, kill_tree
 from grader.sandbox.protocol import (
     OUTPUT_TAIL_BYTES,
     PROTOCOL_ERROR,
@@ -48,8 +48,6 @@ from grader.sandbox.spawn import (
     spawn,
     worker_command,
 )
-
-WATCHDOG_PERIOD_S = 0.2
 
 
 class WorkerBackend:
@@ -101,10 +99,11 @@ class WorkerBackend:
         self._kernels = kernels  # a kernel worker: no notebook, builds kernels from source only
         self._sibling_args = (limits, gpu, hide, course_root, pid_namespace)
         self._siblings: dict[str, WorkerBackend] = {}
-        layers = [x for x in ALL_LAYERS if x in verified]
-        if gpu:
-            layers.append("rss-watchdog")
-        self.isolation: tuple[str, ...] = tuple(layers)
+        self._layers = [x for x in ALL_LAYERS if x in verified]
+        cgroup = bool(memlimit.scope_prefix_base()) and not self._box.bare
+        self._memory_enforcer = "memory-cgroup" if cgroup else "memory-watchdog"
+        self._watchdog: memlimit.Watchdog | None = None
+        self._graded: dict[str, str] = {}
         self._proc: subprocess.Popen | None = None
         self._loaded: set[str] = set()
         self._load_failed: dict[str, dict] = {}
@@ -115,6 +114,12 @@ class WorkerBackend:
         self.starts = 0
 
     # ---- public protocol
+
+    @property
+    def isolation(self) -> tuple[str, ...]:
+        """The verified layers and what enforced the worker's one memory limit (a start whose
+        cgroup could not be seen carrying the limit leaves the watchdog as the enforcer)."""
+        return (*self._layers, self._memory_enforcer)
 
     @property
     def budget_left(self) -> float:
@@ -172,9 +177,11 @@ class WorkerBackend:
             worker._spent = self._spent
 
     def graded_source(self, assignment: str) -> str:
-        """The graded cells of the submission's notebook, read here (the worker cannot write
-        the submission's files: they stay the grader's and read-only to it)."""
-        return graded_source(read_notebook(self.notebooks[assignment]))
+        """The graded cells of the submission's notebook, read here once (the worker cannot
+        write the submission's files: they stay the grader's and read-only to it)."""
+        if assignment not in self._graded:
+            self._graded[assignment] = graded_source(read_notebook(self.notebooks[assignment]))
+        return self._graded[assignment]
 
     def read_back(self, path: str, max_bytes: int) -> bytes | None:
         """A file the student's code wrote in its working directory, read by this process."""
@@ -356,17 +363,17 @@ class WorkerBackend:
         self.starts += 1
         os.set_blocking(proc.stdin.fileno(), False)
         threading.Thread(target=self._tail.drain, args=(proc.stderr.fileno(),), daemon=True).start()
-        if self.gpu:
-            threading.Thread(target=self._watchdog, args=(proc,), daemon=True).start()
+        if self._memory_enforcer == "memory-cgroup" and not memlimit.verify_scope(
+            proc.pid, self.limits.memory_mb
+        ):
+            self._memory_enforcer = "memory-watchdog"
+        self._watchdog = memlimit.Watchdog(
+            proc, self.limits.memory_mb, lambda pids: self._memory_kill(proc, pids)
+        )
 
-    def _watchdog(self, proc: subprocess.Popen) -> None:
-        while proc.poll() is None:
-            pids = [proc.pid, *descendants(proc.pid)]
-            if rss_mb(pids) > self.limits.memory_mb:
-                self._memory_killed = True
-                self._signal_all(proc, pids)
-                return
-            time.sleep(WATCHDOG_PERIOD_S)
+    def _memory_kill(self, proc: subprocess.Popen, pids: list[int]) -> None:
+        self._memory_killed = True
+        self._signal_all(proc, pids)
 
     def _signal_all(self, proc: subprocess.Popen, pids: list[int]) -> None:
         kill_tree(proc, [*self._init_pids, *children(proc.pid), *pids])
@@ -395,6 +402,11 @@ class WorkerBackend:
             return f"the worker was killed for using more than {self.limits.memory_mb} MB of memory"
         if code is None:
             return fallback
+        if code == -signal.SIGKILL and self._memory_enforcer == "memory-cgroup":
+            return (
+                f"{describe_exit(code)}: it may have passed its memory limit of "
+                f"{self.limits.memory_mb} MB (the kernel's, for all its processes together)"
+            )
         return describe_exit(code)
 
     def _timed(self, req: dict, timeout: float, what: str, budget_end: float) -> dict:

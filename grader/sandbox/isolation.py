@@ -7,8 +7,8 @@ only when the probe (run through that same `spawn`) saw it hold on this machine:
 ``scrubbed-env``
     an allow-listed environment: no token or secret of the grader's environment reaches it.
 ``rlimits``
-    RLIMIT_AS (CPU only: CUDA reserves huge virtual ranges, so on a GPU a watchdog thread kills
-    the worker when its resident memory passes the limit: ``rss-watchdog``), RLIMIT_FSIZE,
+    RLIMIT_AS (CPU only: CUDA reserves huge virtual ranges; the limit that counts is the one
+    on the worker's whole process tree, `grader.sandbox.memlimit`), RLIMIT_FSIZE,
     RLIMIT_NOFILE, RLIMIT_CORE=0 and RLIMIT_NPROC. The process limit counts one worker only: as
     root each concurrent worker has a uid of its own (`UidLease`); as an ordinary user the worker
     sets it inside its own user namespace, where the kernel counts that namespace alone.
@@ -28,13 +28,22 @@ only when the probe (run through that same `spawn`) saw it hold on this machine:
 ``private-mount``
     an allow-list: a read-only view of /usr (and the /bin, /lib links), a few files of /etc, the
     interpreter, site-packages and the ``grader`` package; the submission's scratch copy
-    read-only; a fresh ``/dev`` and a small ``/dev/shm``; the rest of the host does not exist.
+    read-only; a minimal ``/dev`` (``read-only-dev``); the rest of the host does not exist.
 ``scratch-tmpfs``
     ``<workdir>/.sandbox`` (HOME, cwd, TMPDIR, caches) is a tmpfs of ``limits.scratch_mb``: the
     only writable place, in memory, gone with the worker; the trusted side reads it back through
     `WorkerBackend.scratch_dir`.
 ``hidden-tests-unreadable``
     the course checkout (hidden tests, solutions, .git) and every ``hide`` directory are absent.
+``read-only-dev``
+    ``/dev`` is a read-only tmpfs holding a few host devices (null, zero, full, random, urandom,
+    tty; on a GPU the driver's nodes) and ``/dev/shm``, a link into the scratch tmpfs: every
+    writable place inside counts against ``limits.scratch_mb``.
+``seccomp``
+    the syscall filter of `grader.sandbox.seccomp` (keyrings, io_uring, ptrace, perf events,
+    BPF, new namespaces, mounts, kernel modules, ... refused), seen loaded by the probe: a filter
+    of its own and EPERM from each call it must refuse. Each sandboxed process also starts in a
+    fresh, empty session keyring, and a leased uid's user keyrings are emptied before it serves.
 
 Authoritative grading requires every layer of `REQUIRED` (`require_isolation`); what is missing is
 named with the command that provides it.
@@ -42,6 +51,7 @@ named with the command that provides it.
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import os
@@ -52,6 +62,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.core.course import Limits
+from grader.sandbox import seccomp
 from grader.sandbox.spawn import (
     BWRAP_ENV,
     INSTALL_HINT,
@@ -86,6 +97,8 @@ ALL_LAYERS = (
     "private-mount",
     "scratch-tmpfs",
     "hidden-tests-unreadable",
+    "read-only-dev",
+    "seccomp",
 )
 REQUIRED = ALL_LAYERS
 BWRAP_LAYERS = ALL_LAYERS[2:]
@@ -150,6 +163,26 @@ try:
     out["root_writable"] = True
 except OSError:
     out["root_writable"] = False
+out["seccomp"] = int(field("Seccomp"))
+out["seccomp_filters"] = int(field("Seccomp_filters") if "Seccomp_filters:" in "\n".join(st) else 0)
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+# arguments the kernel rejects with an error other than EPERM, so only the filter says EPERM
+BAD_ARGS = {"keyctl": (99999, 0, 0), "io_uring_setup": (0, 0), "ptrace": (-1, 0, 0, 0),
+            "perf_event_open": (0, 0, -1, -1, 0), "unshare": (1,), "bpf": (-1, 0, 0)}
+out["denied"] = {}
+for name, nr in json.loads(sys.argv[4]).items():
+    ctypes.set_errno(0)
+    r = libc.syscall(nr, *BAD_ARGS[name])
+    out["denied"][name] = os.strerror(ctypes.get_errno()) if r == -1 else f"returned {r}"
+try:
+    open("/dev/probe.txt", "w").write("x")
+    out["dev_writable"] = True
+except OSError:
+    out["dev_writable"] = False
+open("/dev/null", "w").write("x")
+open("/dev/shm/probe.txt", "w").write("ok")
+out["shm_in_scratch"] = os.stat("/dev/shm").st_dev == os.stat(home).st_dev
 print(json.dumps(out))
 """
 
@@ -201,7 +234,38 @@ def _judge(seen: dict, uid: int | None, limit_bytes: int) -> dict[str, str]:
         bad["private-mount"] = f"the worker sees host files beside its own: {seen.get('siblings')}"
     if seen.get("secret") or seen.get("course"):
         bad["hidden-tests-unreadable"] = "the worker could read a directory it must not see"
+    if seen.get("dev_writable") or not seen.get("shm_in_scratch"):
+        bad["read-only-dev"] = (
+            "the worker could write /dev, or /dev/shm is not inside its size-limited scratch"
+        )
+    if reason := _seccomp_missing(seen):
+        bad["seccomp"] = reason
     return bad
+
+
+def _seccomp_missing(seen: dict) -> str:
+    """Why the probe's report does not show the filter loaded ("" when it does): a filter of
+    its own (more than the grader's process has) and EPERM from each call of `PROBED`."""
+    if why := seccomp.available():
+        return why
+    mine = _own_seccomp_filters()
+    if seen.get("seccomp") != 2 or seen.get("seccomp_filters", 0) <= mine:
+        mode = seen.get("seccomp")
+        return f"the worker runs without a syscall filter of its own (Seccomp mode {mode})"
+    eperm = os.strerror(errno.EPERM)
+    wrong = {k: v for k, v in seen.get("denied", {}).items() if v != eperm}
+    if wrong or set(seen.get("denied", {})) != set(seccomp.numbers()):
+        said = ", ".join(f"{k}: {v}" for k, v in wrong.items()) or "not all were tried"
+        return f"calls the filter must refuse were not refused with EPERM ({said})"
+    return ""
+
+
+def _own_seccomp_filters() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("Seccomp_filters:"):
+                return int(line.split()[1])
+    return 0
 
 
 def _probe_limits() -> Limits:
@@ -240,6 +304,10 @@ def probe() -> Probe:
         prepare_workdir(work)
         argv = [sys.executable, "-P", "-s", "-c", _PROBE]
         argv += [str(hidden / "secret.txt"), str(course), str(work / "file.txt")]
+        try:
+            argv.append(json.dumps(seccomp.numbers()))
+        except seccomp.SeccompUnavailable:
+            argv.append("{}")
         lease = None
         try:
             lease = UidLease() if mode == "root" else None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import os
 import signal
 import subprocess
@@ -16,6 +17,10 @@ import threading
 
 PR_SET_PDEATHSIG = 1
 PR_SET_NO_NEW_PRIVS = 38
+KEYCTL_JOIN_SESSION_KEYRING = 1
+KEYCTL_CLEAR = 7
+KEY_SPEC_USER_KEYRING = -4
+KEY_SPEC_USER_SESSION_KEYRING = -5
 
 
 def _prctl(option: int, arg: int) -> None:
@@ -37,6 +42,40 @@ def no_new_privs() -> None:
 def die_with_parent(sig: int = signal.SIGKILL) -> None:
     """The kernel sends this process `sig` when the thread that forked it ends."""
     _prctl(PR_SET_PDEATHSIG, sig)
+
+
+def _keyctl(nr: int, *args: int | None) -> int:
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.syscall(nr, *args)
+
+
+def new_session_keyring(keyctl_nr: int) -> None:
+    """Join a fresh, empty, anonymous session keyring (in a child before exec): the sandboxed
+    process never starts in the grader's session keyring, which concurrent workers would share.
+    `keyctl_nr` is resolved before the fork (`grader.sandbox.seccomp.numbers`)."""
+    if _keyctl(keyctl_nr, KEYCTL_JOIN_SESSION_KEYRING, None) < 0 and not _keyrings_off():
+        raise OSError(ctypes.get_errno(), "keyctl(KEYCTL_JOIN_SESSION_KEYRING) failed")
+
+
+def _keyrings_off() -> bool:
+    """keyctl refused to everyone here (a container's own filter, a kernel without keys): no
+    process of this host can reach a keyring, so there is none to isolate from."""
+    return ctypes.get_errno() in (errno.EPERM, errno.ENOSYS)
+
+
+def clear_user_keyrings(uid: int, keyctl_nr: int) -> None:
+    """Empty the user and user-session keyrings of `uid` (root only), before a leased uid serves
+    the next student: they belong to the uid, not to a process, and outlive every worker."""
+
+    def as_uid() -> None:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+        for ring in (KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING):
+            if _keyctl(keyctl_nr, KEYCTL_CLEAR, ring) < 0 and not _keyrings_off():
+                raise OSError(ctypes.get_errno(), f"keyctl(KEYCTL_CLEAR) of uid {uid} failed")
+
+    subprocess.run(["/bin/true"], preexec_fn=as_uid, check=True, close_fds=True, timeout=30)
 
 
 def descendants(pid: int) -> list[int]:
@@ -65,21 +104,6 @@ def children(pid: int) -> list[int]:
             return [int(x) for x in f.read().split()]
     except (OSError, ValueError):
         return []
-
-
-def rss_mb(pids: list[int]) -> float:
-    """The resident memory of these processes together, in MiB."""
-    total = 0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/status") as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1])
-                        break
-        except (OSError, ValueError):
-            continue
-    return total / 1024
 
 
 def describe_exit(returncode: int) -> str:

@@ -26,12 +26,15 @@ from pathlib import Path
 
 import grader
 from grader.core.course import CourseError, Limits, find_root
+from grader.sandbox import memlimit, procs, seccomp
 
 SANDBOX_DIR = ".sandbox"
 BWRAP_ENV = "GRADER_BWRAP"  # the bwrap to run instead of the one on PATH (tests, odd installs)
 UID_BASE = 1_700_000_000  # root mode: worker uids UID_BASE .. UID_BASE + UID_SLOTS - 1
 UID_SLOTS = 4096
-SHM_MB = 16
+DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")
+DEV_TMPFS_BYTES = 64 << 10  # holds only the nodes' mount points and links; read-only once built
+SCRATCH_DIRS = ("tmp", "numba", "matplotlib", "shm")
 SITE_DIR_NAMES = ("site-packages", "dist-packages")
 ETC_KEEP = (
     "alternatives",
@@ -58,7 +61,8 @@ class UidLease:
     """A uid no other live worker on this machine holds (root mode), by a lock file per slot.
 
     The locks live in a root-only directory; a lease is released when closed or when its
-    holder dies (the kernel drops the flock), so a crashed grader leaks nothing."""
+    holder dies (the kernel drops the flock), so a crashed grader leaks nothing. The uid's user
+    keyrings, which outlive its processes, are emptied when it is leased."""
 
     def __init__(self) -> None:
         lock_dir = Path(tempfile.gettempdir()) / "grader-uids"
@@ -77,6 +81,12 @@ class UidLease:
                 continue
             self._fd: int | None = fd
             self.uid = UID_BASE + slot
+            if (nr := _keyctl_number()) is not None:  # the last holder's keys stay behind
+                try:
+                    procs.clear_user_keyrings(self.uid, nr)
+                except (OSError, subprocess.SubprocessError):
+                    self.close()
+                    raise
             return
         raise OSError(f"all {UID_SLOTS} worker uids are in use")
 
@@ -206,10 +216,12 @@ def _dirs_for(dests: list[Path]) -> list[str]:
     return out
 
 
-def bwrap_args(box: Sandbox, bwrap: str) -> list[str]:
-    """The bwrap command line up to ``--`` for one sandboxed process."""
+def bwrap_args(box: Sandbox, bwrap: str, seccomp_fd: int | None = None) -> list[str]:
+    """The bwrap command line up to ``--`` for one sandboxed process (`seccomp_fd`: the
+    descriptor bubblewrap reads the syscall filter from, `grader.sandbox.seccomp`)."""
     args = [
         bwrap,
+        *(["--seccomp", str(seccomp_fd)] if seccomp_fd is not None else []),
         "--unshare-pid",
         "--unshare-net",
         "--unshare-ipc",
@@ -230,8 +242,9 @@ def bwrap_args(box: Sandbox, bwrap: str) -> list[str]:
             args += ["--symlink", os.readlink(p), str(p)]
         elif p.is_dir():
             args += ["--ro-bind", str(p), str(p)]
-    args += ["--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev"]
-    args += ["--perms", "1777", "--size", str(SHM_MB << 20), "--tmpfs", "/dev/shm"]
+    work = box.workdir
+    home = work / SANDBOX_DIR
+    args += ["--ro-bind", "/usr", "/usr", "--proc", "/proc", *_dev_args(home)]
     args += ["--perms", "0755", "--dir", "/etc"]
     for name in ETC_KEEP:
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
@@ -243,10 +256,9 @@ def bwrap_args(box: Sandbox, bwrap: str) -> list[str]:
         for p in [*os.environ.get("LD_LIBRARY_PATH", "").split(":"), *cuda]:
             if p and os.path.isabs(p) and os.path.isdir(p) and not inside(Path(p), Path("/usr")):
                 args += ["--ro-bind-try", p, p]
+    args += ["--remount-ro", "/dev"]
     binds = [p for p in interpreter_paths(box.course_root, box.hide) if not inside(p, Path("/usr"))]
     binds.append(grader_dir())
-    work = box.workdir
-    home = work / SANDBOX_DIR
     args += _dirs_for([*binds, work])
     for p in binds:
         args += ["--ro-bind", str(p), str(p)]
@@ -256,9 +268,23 @@ def bwrap_args(box: Sandbox, bwrap: str) -> list[str]:
     args += ["--ro-bind", str(work), str(work)]
     scratch_bytes = box.limits.scratch_mb << 20
     args += ["--perms", "1777", "--size", str(scratch_bytes), "--tmpfs", str(home)]
-    for sub in ("tmp", "numba", "matplotlib"):
+    for sub in SCRATCH_DIRS:
         args += ["--perms", "1777", "--dir", str(home / sub)]
     args += ["--remount-ro", "/", "--chdir", str(home)]
+    return args
+
+
+def _dev_args(home: Path) -> list[str]:
+    """A minimal, read-only /dev: the few character devices a program expects, bound from the
+    host, and /dev/shm a link into the scratch tmpfs, so that POSIX shared memory counts against
+    the one scratch limit (bubblewrap's own ``--dev`` is a tmpfs its user could fill)."""
+    args = ["--size", str(DEV_TMPFS_BYTES), "--tmpfs", "/dev"]
+    for name in DEV_NODES:
+        args += ["--dev-bind-try", f"/dev/{name}", f"/dev/{name}"]
+    args += ["--symlink", "/proc/self/fd", "/dev/fd"]
+    for k, name in enumerate(("stdin", "stdout", "stderr")):
+        args += ["--symlink", f"/proc/self/fd/{k}", f"/dev/{name}"]
+    args += ["--symlink", str(home / "shm"), "/dev/shm"]
     return args
 
 
@@ -278,10 +304,12 @@ def _setpriv(uid: int) -> list[str]:
     ]
 
 
-def _set_rlimits(limits: Limits, address_space: bool) -> None:
-    """In the launcher, before exec (no ctypes: the standard library's setrlimit). RLIMIT_NPROC
+def _before_exec(limits: Limits, address_space: bool, keyctl_nr: int | None) -> None:
+    """In the launcher, before exec: a fresh session keyring, then the rlimits. RLIMIT_NPROC
     is not set here: on bwrap, before its user namespace exists, it would count every process
     of the grader's user; the worker sets it itself (``--processes``), inside."""
+    if keyctl_nr is not None:
+        procs.new_session_keyring(keyctl_nr)
     mb = 1024 * 1024
     limits_set = [
         (resource.RLIMIT_FSIZE, limits.file_size_mb * mb),
@@ -305,6 +333,8 @@ def spawn(
 
     Raises OSError when bwrap (or, as root, setpriv) is missing. A `bare` box runs `command`
     with the environment and rlimits alone (an override's grading, marked not authoritative)."""
+    keyctl_nr = _keyctl_number()
+    before = functools.partial(_before_exec, box.limits, address_space, keyctl_nr)
     if box.bare:
         return (
             _spawner()
@@ -315,7 +345,7 @@ def spawn(
                 close_fds=True,
                 start_new_session=True,
                 cwd=str(box.workdir / SANDBOX_DIR),
-                preexec_fn=functools.partial(_set_rlimits, box.limits, address_space),
+                preexec_fn=before,
                 **popen,
             )
             .result()
@@ -324,22 +354,41 @@ def spawn(
     if bwrap is None:
         raise OSError(f"bubblewrap (bwrap) is not installed; {INSTALL_HINT}")
     inner = _setpriv(box.uid) if box.uid is not None else []
-    argv = [*bwrap_args(box, bwrap), "--", *inner, *command]
+    # Without a filter the process still starts: the probe then names the layer missing, and
+    # authoritative grading refuses (`grader.sandbox.isolation.require_isolation`).
+    filter_fd = seccomp.filter_fd() if not seccomp.available() else None
+    scope = memlimit.scope_prefix(box.limits.memory_mb, box.limits.processes)
+    argv = [*scope, *bwrap_args(box, bwrap, filter_fd), "--", *inner, *command]
+    pass_fds = (*popen.pop("pass_fds", ()), *([filter_fd] if filter_fd is not None else []))
     # --die-with-parent is the kernel's parent-death signal, which fires when the *thread* that
     # forked bwrap ends: fork from one thread that lives as long as this process.
-    return (
-        _spawner()
-        .submit(
-            subprocess.Popen,
-            argv,
-            env=env,
-            close_fds=True,
-            start_new_session=True,
-            preexec_fn=functools.partial(_set_rlimits, box.limits, address_space),
-            **popen,
+    try:
+        return (
+            _spawner()
+            .submit(
+                subprocess.Popen,
+                argv,
+                env=env,
+                close_fds=True,
+                pass_fds=pass_fds,
+                start_new_session=True,
+                preexec_fn=before,
+                **popen,
+            )
+            .result()
         )
-        .result()
-    )
+    finally:
+        if filter_fd is not None:
+            os.close(filter_fd)
+
+
+@functools.cache
+def _keyctl_number() -> int | None:
+    """keyctl's number, resolved before any fork (None where seccomp's library is missing)."""
+    try:
+        return seccomp.numbers(("keyctl",)).get("keyctl")
+    except seccomp.SeccompUnavailable:
+        return None
 
 
 @functools.cache
@@ -354,7 +403,7 @@ def prepare_workdir(workdir: Path) -> Path:
     """The submission's files readable by the worker's uid; ``.sandbox`` becomes its tmpfs."""
     home = workdir / SANDBOX_DIR
     home.mkdir(exist_ok=True)
-    for sub in ("tmp", "numba", "matplotlib"):  # under bubblewrap the tmpfs covers these
+    for sub in SCRATCH_DIRS:  # under bubblewrap the tmpfs covers these
         (home / sub).mkdir(exist_ok=True)
     workdir.chmod(0o755)
     for dirpath, dirnames, filenames in os.walk(workdir):

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from build import (
     BROKEN,
+    GF,
     M9,
     OK,
     Case,
@@ -25,6 +26,7 @@ from build import (
     _fn,
     _metrics,
     _student_tests,
+    insert_cell_before,
     patched,
     replace_cell,
     to_ipynb,
@@ -142,6 +144,27 @@ def _inert_reports(result, ctx: Ctx) -> None:
     assert len(md_text.encode()) < 30_000, len(md_text.encode())  # folded, far from 64 kB
 
 
+# gpu_fundamentals with one more untagged cell holding a list literal. 1.9 MB (under the intake's
+# bound on a notebook) parses to 640,000 nodes: 650 MB and 2.5 s for each parse in the trusted
+# process, once per kernel test and wrapper check (issue 25: 247 s and 1.2 GB). At 90,000 tokens
+# it is the largest source the grader still reads kernels from: graded as the reference.
+BIG_LIST_ITEMS = 640_000  # 1.9 MB: under the 2.1 MB bound on a notebook's cell source
+AT_BOUNDS_ITEMS = 45_000  # two tokens an item, beside the reference's ~5,000 (bound: 100,000)
+# tests that take a kernel from the source (the GPU-only ones skip in the simulator)
+KERNEL_TESTS = r"test_(gpu_)?vector_add|test_strided_copy|test_transpose"
+GPU_TESTS = r"test_coalescing_slowdown_gpu|_bandwidth(_gpu)?$|test_kernels_full_size"
+# a wrapper's invalid input raises before any kernel; coalescing_slowdown times in the worker
+NO_EXTRACTION = r"\[(gpu_vector_add|coalescing_slowdown)\(|test_coalescing_slowdown_runs"
+
+
+def _list_cell(items: int):
+    def build(dest: Path, ctx: Ctx) -> None:
+        cell = "LOOKUP = [" + ", ".join(str(i % 10) for i in range(items)) + "]"
+        write_fork(dest, {GF: insert_cell_before(ctx.solutions[GF], "ridge_point", cell)}, ctx=ctx)
+
+    return build
+
+
 CASES: list[Case] = [
     Case("metrics_nested_100k", "metrics.json of 100,000 nested lists (200 kB, under the 1 MB cap)",
          _metrics(_deep),
@@ -173,6 +196,15 @@ CASES: list[Case] = [
          Expect(M9, [Rule(r"\[m9_record\(", OK + BROKEN, (), required=False),  # a ValueError
                      Rule(_fn("m9_record"), BROKEN, ("bold",))],
                 warnings=("www.evil.example",), check=_inert_reports)),
+    Case("kernel_source_2mb_list", "gpu_fundamentals with an extra cell holding a 2 MB list "
+         "literal: the trusted side's kernel extraction and wrapper checks parse the source",
+         _list_cell(BIG_LIST_ITEMS),
+         Expect(GF, [Rule(GPU_TESTS, BROKEN + ("skipped",), (), required=False),
+                     Rule(NO_EXTRACTION, OK + BROKEN, (), required=False),
+                     Rule(KERNEL_TESTS, BROKEN, ("over the 1,000,000",))], max_s=200)),
+    Case("kernel_source_at_the_bounds", "gpu_fundamentals with an extra cell just under the "
+         "token bound of the trusted side's parse: the most expensive source still read",
+         _list_cell(AT_BOUNDS_ITEMS), Expect(GF, [], max_s=200)),
     Case("report_hostile_syntax_error", "a syntax error whose line (in every test's feedback) "
          "holds markup, links and mentions",
          _hostile_syntax,

@@ -20,6 +20,7 @@ from build import (
     BROKEN,
     FAKE_TOKEN,
     M9,
+    OK,
     Case,
     Ctx,
     Expect,
@@ -380,4 +381,175 @@ CASES: list[Case] = [
         _daemon,
         Expect(M9, [], check=_daemon_gone),
     ),
+]
+
+
+# ----------------------------------------------------------------------------- issue 25
+# The kernel's shared parts, from inside a worker. Each body tries every call of its family and
+# raises ValueError("HELD-25 ...") when each one was refused with EPERM (the filter's answer:
+# the kernel's own, for these arguments, would be another), else ValueError("ESCAPED-25 ...")
+# naming what got through: the rule asks for HELD-25 in every m9_record test's feedback.
+
+SYSCALLS = '''
+import ctypes, errno, os, platform
+NR = {{"x86_64": dict(keyctl=250, add_key=248, request_key=249, io_uring_setup=425,
+                     io_uring_enter=426, io_uring_register=427, bpf=321, userfaultfd=323,
+                     unshare=272, setns=308, clone=56, mount=165, personality=135, ptrace=101,
+                     process_vm_readv=310, perf_event_open=298),
+      "aarch64": dict(keyctl=219, add_key=217, request_key=218, io_uring_setup=425,
+                      io_uring_enter=426, io_uring_register=427, bpf=280, userfaultfd=282,
+                      unshare=97, setns=268, clone=220, mount=40, personality=92, ptrace=117,
+                      process_vm_readv=270, perf_event_open=241)}}[platform.machine()]
+libc = ctypes.CDLL(None, use_errno=True)
+buf = ctypes.create_string_buffer(4096)
+got = {{}}
+def call(label, name, *args):
+    ctypes.set_errno(0)
+    r = libc.syscall(NR[name], *args)
+    if r == 0 and name == "clone":
+        os._exit(0)  # a child in a new namespace: had it been made, it ends here
+    got[label] = "EPERM" if r == -1 and ctypes.get_errno() == errno.EPERM else f"{{r}} {{os.strerror(ctypes.get_errno())}}"
+{calls}
+pid = os.fork()  # a plain fork and a thread still work: the filter refuses only what it names
+if pid == 0:
+    os._exit(7)
+ok = os.waitpid(pid, 0)[1] >> 8 == 7
+import threading
+t = threading.Thread(target=lambda: None); t.start(); t.join()
+escaped = {{k: v for k, v in got.items() if v != "EPERM"}}
+if escaped or not ok:
+    raise ValueError(f"ESCAPED-25 {{escaped}} fork={{ok}}")
+raise ValueError("HELD-25 {family}: " + ", ".join(sorted(got)))
+'''
+
+KEY_NAME = "corpus-25-key-outlives-grading"
+KEYRING_CALLS = f'''
+call("read the session keyring", "keyctl", 0, -3, 0)
+call("read the user keyring", "keyctl", 11, -4, buf, 4096)
+call("add a key to the session keyring", "add_key", b"user", b"{KEY_NAME}", b"x", 1, -3)
+call("add a key to the user keyring", "add_key", b"user", b"{KEY_NAME}", b"x", 1, -4)
+call("request a key", "request_key", b"user", b"{KEY_NAME}", None, 0)
+call("join another session keyring", "keyctl", 1, b"corpus-25")
+'''
+IO_URING_CALLS = '''
+params = ctypes.create_string_buffer(120)
+call("io_uring_setup", "io_uring_setup", 8, params)
+call("io_uring_enter", "io_uring_enter", 0, 1, 0, 0, None, 0)
+call("io_uring_register", "io_uring_register", 0, 0, None, 0)
+call("bpf (load a program)", "bpf", 5, buf, 128)
+call("userfaultfd", "userfaultfd", 0)
+'''
+NAMESPACE_CALLS = '''
+call("unshare a user and mount namespace", "unshare", 0x10000000 | 0x00020000)
+call("unshare a mount namespace", "unshare", 0x00020000)
+call("clone into a new user namespace", "clone", 0x10000000 | 17, 0, 0, 0, 0)
+call("clone into a new pid namespace", "clone", 0x20000000 | 17, 0, 0, 0, 0)
+fd = os.open("/proc/self/ns/mnt", os.O_RDONLY)
+call("setns", "setns", fd, 0)
+call("mount a tmpfs", "mount", b"none", os.environ["HOME"].encode(), b"tmpfs", 0, None)
+call("personality ADDR_NO_RANDOMIZE", "personality", 0x0040000)
+call("personality READ_IMPLIES_EXEC", "personality", 0x0400000)
+'''
+PTRACE_CALLS = '''
+call("ptrace the sandbox's init", "ptrace", 16, 1, 0, 0)
+call("ptrace a forked child", "ptrace", 16, os.getppid(), 0, 0)
+call("read init's memory", "process_vm_readv", 1, buf, 1, buf, 1, 0)
+attr = ctypes.create_string_buffer(128)
+attr[0:4] = (1).to_bytes(4, "little"); attr[4:8] = (128).to_bytes(4, "little")
+call("perf_event_open (this process)", "perf_event_open", attr, 0, -1, -1, 0)
+call("perf_event_open (every process, cpu 0)", "perf_event_open", attr, -1, 0, -1, 0)
+'''
+
+
+def _syscalls(family: str, calls: str) -> str:
+    return SYSCALLS.format(family=family, calls=calls.strip("\n"))
+
+
+def _held(family: str) -> Expect:
+    return Expect(
+        M9,
+        [Rule(r"\[m9_record\(", OK + BROKEN, (), required=False),  # a ValueError is expected
+         Rule(_fn("m9_record"), BROKEN, (f"HELD-25 {family}",))],
+    )
+
+
+def _no_key_left(result, ctx: Ctx) -> None:
+    """Nothing the worker did reached a keyring this process can see (its own session and
+    user keyrings; as an ordinary user those are the worker's user's too)."""
+    keys = Path("/proc/keys").read_text() if Path("/proc/keys").exists() else ""
+    assert KEY_NAME not in keys, "a key the worker added outlived the grading"
+
+
+DEV_WRITE = '''
+import errno, os
+home = os.environ["HOME"]
+limit = os.statvfs(home).f_blocks * os.statvfs(home).f_frsize
+got = {}
+for path in ("/dev/corpus.bin", "/dev/pts/corpus.bin", "/dev/mqueue/corpus.bin"):
+    try:
+        open(path, "wb").write(b"x")
+        got[path] = "written"
+    except OSError as exc:
+        got[path] = exc.strerror
+try:
+    os.mkdir("/dev/corpus-dir")
+    got["mkdir /dev"] = "made"
+except OSError as exc:
+    got["mkdir /dev"] = exc.strerror
+shm = 0
+try:
+    with open("/dev/shm/fill.bin", "wb") as fh:
+        while shm < 4 * limit:
+            fh.write(b"x" * (8 << 20))
+            fh.flush()
+            shm += 8 << 20
+except OSError as exc:
+    got["fill /dev/shm"] = exc.strerror
+escaped = {k: v for k, v in got.items() if v in ("written", "made")}
+if escaped or shm > limit or "fill /dev/shm" not in got:
+    raise ValueError(f"ESCAPED-25 {escaped} wrote {shm >> 20} MB to /dev/shm of {limit >> 20} MB")
+raise ValueError(f"HELD-25 dev: /dev read-only, /dev/shm full at {shm >> 20} MB of the "
+                 f"{limit >> 20} MB scratch ({got['fill /dev/shm']})")
+'''
+
+# Three children, each far under the per-process address-space limit, together past the
+# worker's one memory limit (1,536 MB here): the whole tree is killed, reported as memory.
+FORKED_MEMORY = '''
+import os, time
+kids = []
+for _ in range(3):
+    pid = os.fork()
+    if pid == 0:
+        held = b"x" * (700 << 20)
+        time.sleep(60)
+        os._exit(0)
+    kids.append(pid)
+time.sleep(60)
+return 0
+'''
+
+CASES += [
+    Case("keyring_read_write", "reads the session and user keyrings, adds a key to each (as "
+         "root, the leased uid's user keyring would keep it for the next student), requests one",
+         patched(M9, "m9_record", _syscalls("keyring", KEYRING_CALLS)),
+         Expect(M9, _held("keyring").rules, check=_no_key_left)),
+    Case("io_uring_and_bpf", "io_uring_setup, io_uring_enter, io_uring_register, a BPF program "
+         "load and userfaultfd",
+         patched(M9, "m9_record", _syscalls("io_uring", IO_URING_CALLS)), _held("io_uring")),
+    Case("nested_namespaces", "unshares a user and a mount namespace, clones into new user and "
+         "PID namespaces, setns, mounts a tmpfs, changes its personality",
+         patched(M9, "m9_record", _syscalls("namespaces", NAMESPACE_CALLS)),
+         _held("namespaces")),
+    Case("ptrace_init_and_perf", "ptraces the sandbox's init (PID 1) and its parent, reads init's "
+         "memory, opens perf events on itself and on every process",
+         patched(M9, "m9_record", _syscalls("ptrace", PTRACE_CALLS)), _held("ptrace")),
+    Case("writes_and_fills_dev", "writes files into /dev, makes a directory there, fills "
+         "/dev/shm (bubblewrap's --dev is a tmpfs its user owns)",
+         patched(M9, "m9_record", DEV_WRITE), _held("dev")),
+    Case("memory_over_forked_children", "forks three children holding 700 MB each: each under "
+         "the per-process limit, together past the worker's 1,536 MB",
+         patched(M9, "m9_record", FORKED_MEMORY),
+         Expect(M9, [Rule(r"\[m9_record\(", OK + BROKEN, (), required=False),
+                     Rule(_fn("m9_record"), BROKEN, ("memory",))],
+                limits={"memory_mb": 1536}, max_s=120)),
 ]

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
+import functools
 import html as html_lib
 import json
 import os
 import shutil
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -17,7 +21,7 @@ import pytest
 from grader.core.course import Limits
 from grader.sandbox import backend as sandbox_backend
 from grader.sandbox import isolation as sandbox
-from grader.sandbox import procs, protocol, spawn, wire
+from grader.sandbox import memlimit, procs, protocol, seccomp, spawn, wire
 from grader.suites.student import (
     NotebookFailed,
     NotPlainResult,
@@ -216,6 +220,43 @@ def eat_slowly(mb_per_step, steps):
         chunks.append(b"x" * (mb_per_step * 2**20))
         time.sleep(0.05)
     return len(chunks)
+
+
+def syscalls(nrs):
+    import ctypes as _ct
+    libc = _ct.CDLL(None, use_errno=True)
+    bad = {"keyctl": (0, -3, 0), "io_uring_setup": (1, 0), "ptrace": (0, 0, 0, 0),
+           "perf_event_open": (0, 0, -1, -1, 0), "unshare": (0x10000000,)}
+    out = {}
+    for name, nr in nrs.items():
+        _ct.set_errno(0)
+        r = libc.syscall(nr, *bad[name])
+        out[name] = os.strerror(_ct.get_errno()) if r == -1 else f"returned {r}"
+    return out
+
+
+def dev_write():
+    try:
+        open("/dev/mine.txt", "w").write("x")
+    except OSError as exc:
+        return exc.strerror
+    return "written"
+
+
+def eat_in_children(n, mb):
+    import os as _os
+    kids = []
+    for _ in range(n):
+        pid = _os.fork()
+        if pid == 0:
+            held = bytearray(mb * 2**20)
+            for i in range(0, len(held), 4096):
+                held[i] = 1
+            time.sleep(30)
+            _os._exit(0)
+        kids.append(pid)
+    time.sleep(20)
+    return len(kids)
 """
 
 BROKEN = """# %%
@@ -558,11 +599,50 @@ def test_rss_watchdog_kills_for_memory(world):
     with sandbox_backend.WorkerBackend(
         work, {"a": work / "exercises/a/a.py"}, limits, gpu=True, course_root=world["course"]
     ) as b:
-        assert "rss-watchdog" in b.isolation
+        assert "memory-watchdog" in b.isolation or "memory-cgroup" in b.isolation
         student = Student(b, "a", call_timeout=30)
         with pytest.raises(WorkerCrashed, match="more than 400 MB of memory"):
             student.eat_slowly(50, 60)
         assert student.add(1, 2) == 3
+
+
+@pytest.mark.slow
+def test_one_memory_limit_covers_forked_children(world):
+    """Three children of 200 MB each, each far under RLIMIT_AS (400 MB), pass the worker's
+    one limit together: the trusted side kills the whole tree and reports a memory kill."""
+    limits = Limits(**{**LIMITS.__dict__, "memory_mb": 400})
+    work = world["work"]
+    with sandbox_backend.WorkerBackend(
+        work, {"a": work / "exercises/a/a.py"}, limits, course_root=world["course"]
+    ) as b:
+        student = Student(b, "a", call_timeout=30)
+        t0 = time.monotonic()
+        with pytest.raises(WorkerCrashed, match="memory"):
+            student.eat_in_children(3, 200)
+        assert time.monotonic() - t0 < 15  # killed, not waited out
+        assert student.add(1, 2) == 3
+
+
+def test_tree_memory_counts_shared_pages_once():
+    """A forked child shares its parent's pages: the proportional sum stays near one copy."""
+    held = bytearray(64 * 2**20)
+    for i in range(0, len(held), 4096):
+        held[i] = 1
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(5)
+        os._exit(0)
+    try:
+        time.sleep(0.2)
+        both = memlimit.tree_memory_mb([os.getpid(), pid])
+        rss = 0.0
+        for p in (os.getpid(), pid):
+            with open(f"/proc/{p}/status") as f:
+                rss += next(int(x.split()[1]) for x in f if x.startswith("VmRSS:")) / 1024
+        assert 64 <= both <= rss - 48  # the 64 MB both hold counted once, not twice
+    finally:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
 
 
 def test_budget_unknown_assignment_and_describe_exit(backend):
@@ -742,3 +822,131 @@ def test_a_worker_started_from_a_thread_outlives_that_thread(world):
         assert b._proc is not None and b._proc.poll() is None
         assert Student(b, "a").add(2, 2) == 4
         assert b.starts == 1
+
+
+# --------------------------------------------------------------------------- seccomp and /dev
+
+
+def test_filter_denies_the_docker_list_and_builds_once():
+    if why := seccomp.available():
+        pytest.skip(why)
+    prog = seccomp.program()
+    assert len(prog) % 8 == 0 and len(prog) > 8 * len(seccomp.DENIED)  # one BPF insn: 8 bytes
+    assert seccomp.program() is prog
+    for name in ("keyctl", "add_key", "request_key", "io_uring_setup", "ptrace", "bpf",
+                 "perf_event_open", "userfaultfd", "kexec_load", "init_module", "mount",
+                 "unshare", "setns"):
+        assert name in seccomp.DENIED
+    assert set(seccomp.numbers()) == set(seccomp.PROBED)
+
+
+def test_probe_verifies_the_filter_and_a_read_only_dev(backend):
+    """The probe names both layers; each must have been seen holding."""
+    need(backend, "seccomp")
+    p = sandbox.probe()
+    assert "seccomp" in p.layers and "read-only-dev" in p.layers
+    assert "seccomp" in sandbox.REQUIRED and "read-only-dev" in sandbox.REQUIRED
+
+
+def test_probe_without_the_filter_refuses_grading(monkeypatch):
+    """No filter: the probe sees none, names the layer missing, and grading fails closed."""
+    monkeypatch.setattr(seccomp, "available", lambda: "no libseccomp here (test)")
+    sandbox.probe.cache_clear()
+    try:
+        p = sandbox.probe()
+        if p.bwrap is None:
+            pytest.skip("bubblewrap is not installed")
+        assert "seccomp" in p.missing and "seccomp" not in p.layers
+        assert not p.complete
+        with pytest.raises(sandbox.IsolationRefused, match="seccomp"):
+            sandbox.require_isolation()
+    finally:
+        sandbox.probe.cache_clear()
+
+
+def test_worker_calls_the_filter_refuses_fail_with_eperm(student, backend):
+    need(backend, "seccomp")
+    nrs = seccomp.numbers(("keyctl", "io_uring_setup", "ptrace", "perf_event_open", "unshare"))
+    out = student.syscalls(nrs)
+    assert out == dict.fromkeys(nrs, "Operation not permitted"), out
+    assert student.dev_write() == "Read-only file system"
+
+
+def test_cgroup_scope_is_read_back_not_assumed(tmp_path, monkeypatch):
+    """The cgroup enforcer counts only when the started process's own cgroup carries the
+    limit; on a host without cgroup v2 (this container: v1) the watchdog is the enforcer."""
+    own = Path(f"/proc/{os.getpid()}/cgroup").read_text()
+    path = next((x[3:].strip().lstrip("/") for x in own.splitlines() if x.startswith("0::")), None)
+    if path is None:
+        pytest.skip("no cgroup v2 line for this process")
+    fake = tmp_path / path
+    fake.mkdir(parents=True, exist_ok=True)
+    (fake / "memory.max").write_text(f"{64 << 20}\n")
+    monkeypatch.setattr(memlimit, "CGROUP_ROOT", tmp_path)
+    assert memlimit.verify_scope(os.getpid(), 64)
+    assert not memlimit.verify_scope(os.getpid(), 65)
+    (fake / "memory.max").write_text("max\n")
+    assert not memlimit.verify_scope(os.getpid(), 64)
+    monkeypatch.setattr(memlimit, "CGROUP_ROOT", tmp_path / "none")
+    memlimit.scope_prefix_base.cache_clear()
+    try:
+        assert memlimit.scope_prefix(4096, 64) == []  # no cgroup.controllers: no cgroup v2
+    finally:
+        memlimit.scope_prefix_base.cache_clear()
+
+
+def _keyctl():
+    if why := seccomp.available():
+        pytest.skip(why)
+    nr = seccomp.numbers(("keyctl", "add_key"))
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(nr["keyctl"], 0, -3, 0) < 0:  # KEYCTL_GET_KEYRING_ID of the session's
+        pytest.skip("keyctl is refused on this host: no keyrings to isolate from")
+    return nr, libc
+
+
+def test_each_sandboxed_process_starts_in_a_fresh_session_keyring(tmp_path):
+    nr, libc = _keyctl()
+    mine = libc.syscall(nr["keyctl"], 0, -3, 0)
+    out = tmp_path / "ring"
+    code = (
+        "import ctypes, sys; libc = ctypes.CDLL(None); "
+        f"open(sys.argv[1], 'w').write(str(libc.syscall({nr['keyctl']}, 0, -3, 0)))"
+    )
+    subprocess.run(
+        [sys.executable, "-c", code, str(out)], check=True, timeout=60,
+        preexec_fn=functools.partial(procs.new_session_keyring, nr["keyctl"]),
+    )
+    theirs = int(out.read_text())
+    assert theirs > 0 and theirs != mine
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="leases uids: root mode only")
+def test_a_leased_uid_starts_with_empty_user_keyrings():
+    """A key left in a uid's user keyring (which outlives its processes) is gone when the uid
+    is leased again."""
+    nr, libc = _keyctl()
+    lease = spawn.UidLease()
+    uid = lease.uid
+    lease.close()
+
+    def as_uid(action):
+        def run():
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            action()
+        subprocess.run(["/bin/true"], preexec_fn=run, check=True, timeout=30)
+
+    def add():
+        if libc.syscall(nr["add_key"], b"user", b"left-behind-25", b"x", 1, -4) < 0:
+            raise OSError(ctypes.get_errno(), "add_key")
+
+    def absent():
+        if libc.syscall(nr["keyctl"], 10, -4, b"user", b"left-behind-25", 0) >= 0:
+            raise AssertionError("the key is still in the user keyring")
+
+    as_uid(add)
+    with pytest.raises(subprocess.SubprocessError):
+        as_uid(absent)  # the key is there before the lease
+    procs.clear_user_keyrings(uid, nr["keyctl"])
+    as_uid(absent)
