@@ -22,7 +22,7 @@ from grader.core.preflight import gpu_preflight
 from grader.core.results import AssignmentResult, Environment, GradeResult
 from grader.grading.intake import prepare
 from grader.sandbox import WorkerBackend, protocol
-from grader.sandbox.isolation import require_isolation
+from grader.sandbox.isolation import probe, require_isolation
 from grader.suites.runner import run_assignment, suite_dirs
 from grader.suites.student import InProcessBackend
 
@@ -218,6 +218,7 @@ def grade_submission(
             driver=check.driver if check else "",
             cuda=check.cuda if check else "",
             not_authoritative=note,
+            bubblewrap=probe().binary if sandbox else "",
         ),
         assignments=results,
         warnings=list(intake.warnings),
