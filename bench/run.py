@@ -450,6 +450,18 @@ def run_batch(klass: Path, out: Path, jobs: int, grade_one, checkpoints: list[in
     }
 
 
+def _batch_probe(grade_entry) -> dict:
+    """The batch's isolation probe for grade_entry, as `grader grade-all` hands it to its
+    children (run once per batch), where this tree's grade_entry takes one."""
+    import inspect
+
+    if "probe" not in inspect.signature(grade_entry).parameters:
+        return {}
+    from grader.sandbox.isolation import probe
+
+    return {"probe": probe()}
+
+
 def part_class(
     tmp: Path, n: int, assignments: list[str] | None, trees: tuple[Tree, Tree] | None = None
 ) -> dict:
@@ -462,7 +474,7 @@ def part_class(
     if assignments:
         grade_one = functools.partial(grade_some, root=str(ROOT), assignments=assignments)
     else:
-        grade_one = functools.partial(grade_entry, root=str(ROOT))
+        grade_one = functools.partial(grade_entry, root=str(ROOT), **_batch_probe(grade_entry))
     checkpoints = sorted({k for k in (10, 20, 40) if k < n} | {n} | ({n // 2} if n < 20 else set()))
     if trees:
         runs = {}

@@ -71,6 +71,7 @@ __all__ = [
     "REQUIRED",
     "IsolationRefused",
     "Probe",
+    "adopt",
     "isolation_available",
     "probe",
     "require_isolation",
@@ -225,9 +226,22 @@ def _probe_limits() -> Limits:
     )
 
 
+_ADOPTED: list[Probe] = []  # a grade-all child's: its batch parent's probe
+
+
+def adopt(p: Probe) -> None:
+    """Take the probe of the batch that started this process (a grade-all child: the same
+    machine and bwrap, moments later), so that the probe runs once per batch."""
+    _ADOPTED[:] = [p]
+    probe.cache_clear()
+
+
 @functools.cache
 def probe() -> Probe:
-    """Run a probe through `spawn` once per process and judge what it saw."""
+    """Run a probe through `spawn` once per process (a batch's children adopt their parent's)
+    and judge what it saw."""
+    if _ADOPTED:
+        return _ADOPTED[0]
     mode = "root" if os.geteuid() == 0 else "ordinary user"
     bwrap = bwrap_path()
     if bwrap is None or not os.access(bwrap, os.X_OK):

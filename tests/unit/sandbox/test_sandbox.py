@@ -782,3 +782,18 @@ def test_a_worker_started_from_a_thread_outlives_that_thread(world):
         assert b._proc is not None and b._proc.poll() is None
         assert Student(b, "a").add(2, 2) == 4
         assert b.starts == 1
+
+
+def test_a_batch_child_adopts_the_batch_probe(fresh_probe):
+    p = sandbox.Probe(("scrubbed-env", "rlimits"), {"pid-namespace": "seen"}, "root", None)
+
+    def probed_again(*args, **kwargs):
+        raise AssertionError("the probe ran again in a batch child")
+
+    fresh_probe.setattr(sandbox, "spawn", probed_again)
+    sandbox.adopt(p)
+    try:
+        assert sandbox.probe() is p
+        assert sandbox.require_isolation(allow_incomplete=True).startswith("not authoritative")
+    finally:
+        sandbox._ADOPTED.clear()
