@@ -21,7 +21,8 @@ from grader.core.preflight import gpu_preflight
 from grader.core.results import GradeResult
 from grader.grading.grade import grade_submission
 from grader.grading.reference import reference_m9_record
-from grader.sandbox.isolation import require_isolation
+from grader.sandbox.isolation import Probe, adopt, require_isolation
+from grader.sandbox.isolation import probe as isolation_probe
 
 
 def grade_entry(
@@ -32,10 +33,14 @@ def grade_entry(
     timestamp: str | None = None,
     allow_incomplete: bool = False,
     assignments: list[str] | None = None,
+    probe: Probe | None = None,
 ) -> GradeResult:
     """The real `grade_one`: grade.grade_submission in the sandbox (top-level, so picklable).
     `timestamp`: the trusted submission time from the CSV listing, for the late policy;
-    `assignments`: only these (a regrade of what went stale), else all."""
+    `assignments`: only these (a regrade of what went stale), else all;
+    `probe`: the batch's isolation probe, run once by `run_class` rather than once per child."""
+    if probe is not None:
+        adopt(probe)
     when = parse_timestamp(timestamp) if timestamp else None
     return grade_submission(
         Path(submission),
@@ -64,6 +69,7 @@ def run_class(
     if device.has_gpu():
         gpu_preflight()  # once for the class; the children inherit the passing check
     require_isolation(allow_incomplete_isolation)
+    verified = isolation_probe()
     course = load_course(root)
     parsed = parse_shard(shard) if isinstance(shard, str) or shard is None else shard
     outcome = grade_all(
@@ -72,7 +78,10 @@ def run_class(
         jobs=jobs,
         shard=parsed,
         grade_one=functools.partial(
-            grade_entry, root=str(course.root), allow_incomplete=allow_incomplete_isolation
+            grade_entry,
+            root=str(course.root),
+            allow_incomplete=allow_incomplete_isolation,
+            probe=verified,
         ),
         course=course,
         reference=reference_m9_record(course),

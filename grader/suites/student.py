@@ -18,6 +18,7 @@ and suites have always imported them.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Protocol
 
 from grader.core import kernel_source
@@ -94,6 +95,11 @@ class Backend(Protocol):
     def close(self) -> None: ...
 
 
+# Each test gets a Student of its own; the same notebook's kernel is extracted once per process
+# (keyed on the whole graded source: a KernelSource is frozen, a refusal is raised again).
+_extract = functools.lru_cache(maxsize=256)(kernel_source.extract)
+
+
 class Student:
     """What tests call. Attribute access names a function or kernel of the notebook."""
 
@@ -149,7 +155,7 @@ class Student:
         if name not in self._sources:
             try:
                 text = self._backend.graded_source(self._assignment_id)
-                self._sources[name] = kernel_source.extract(text, name, self._assignment_id)
+                self._sources[name] = _extract(text, name, self._assignment_id)
             except kernel_source.KernelSourceError as exc:
                 self._sources[name] = grader_error(KERNEL_REFUSED, str(exc), name)
             except Exception as exc:  # noqa: BLE001 - an unreadable notebook is the student's

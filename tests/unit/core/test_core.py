@@ -1,4 +1,4 @@
-"""grader.core: the points policy (whole eighths), the feedback cap, atomic 0644 writes, kernels over IPC."""
+"""grader.core: points in eighths, the feedback cap, atomic 0644 writes, kernels over IPC."""
 
 from __future__ import annotations
 

