@@ -136,3 +136,49 @@ def trusted_ms(
         if wall >= target_s or r >= MAX_TIMED_LAUNCHES:
             return wall * 1e3 / r
         r = min(MAX_TIMED_LAUNCHES, max(r * 2, int(r * target_s / max(wall, 1e-6)) + 1))
+
+
+def expect_raises(call: Callable[[], Any], error: type[Exception], what: str, hint: str) -> None:
+    """Fail with a useful message unless call() raises `error` from the student's own code.
+
+    The notebooks' one error convention: TypeError for a value of the wrong type, ValueError for
+    a value of the right type out of range. Only a StudentError counts: an exception raised in
+    this (trusted) process is the grader's, never the student's answer.
+    """
+    try:
+        result = call()
+    except StudentError as exc:
+        if isinstance(exc, error):
+            return
+        pytest.fail(
+            f"{what} raised {exc.exc_type} ({exc.message}); expected {error.__name__}. {hint}"
+        )
+    pytest.fail(f"{what} returned {result!r}; expected it to raise {error.__name__}. {hint}")
+
+
+def count_weights(cfg: dict) -> int:
+    """Weights of a LLaMA-style config, counted matrix by matrix (the M9 size rule's measure).
+
+    Trusted-side arithmetic on the recorded config, so that the size rule never relies on the
+    student's own count. `cfg` must already be a valid config.
+    """
+    d, h, kv = cfg["dim"], cfg["n_heads"], cfg["n_kv_heads"]
+    kv_width = kv * (d // h)
+    tables = 1 if cfg["tied_embeddings"] else 2
+    shapes_per_layer = [(d, d), (d, kv_width), (d, kv_width), (d, d)]  # wq, wk, wv, wo
+    shapes_per_layer += [(d, cfg["ffn_hidden_dim"])] * 3 + [(1, d)] * 2  # w1, w2, w3, two gains
+    layer = sum(rows * cols for rows, cols in shapes_per_layer)
+    return tables * cfg["vocab_size"] * d + cfg["n_layers"] * layer + d
+
+
+def require_course_size(params: int, course_params: int, where: str) -> None:
+    """The one size rule of the M9 record, for the public and the hidden suites alike: the
+    recorded model has at least as many weights as the course model. No single dimension is
+    compared, so a wider model with a smaller vocabulary passes."""
+    if type(params) is not int or params < course_params:
+        pytest.fail(
+            f"{where}['model'] has {params:,} weights, fewer than the course model's "
+            f"{course_params:,}; record the course model (COURSE_MODEL) or a model at least that "
+            "large (num_params(model) >= num_params(COURSE_MODEL))",
+            pytrace=False,
+        )

@@ -1612,21 +1612,25 @@ for ax, (gpu_name, wbytes, kbytes) in zip(axes, SETUPS, strict=True):
               label=f"{gpu_name} roof")
     ridge = gpu["peak_flops"] / gpu["peak_bandwidth"]
     ax.axvline(ridge, color="gray", linestyle=":", linewidth=1.5, label=f"ridge {ridge:.0f}")
-    for b, color in zip((1, 16, 64, 256), ("tab:blue", "tab:green", "tab:purple", "tab:red"),
-                        strict=True):
+    for b in (1, 16, 64, 256):
         step = decode_step_breakdown(LLAMA3_8B, b, CONTEXT_LEN, gpu, wbytes, kbytes)
-        for kernel, marker in (("weights", "o"), ("attention", "x")):
+        for kernel, marker, color in (("weights", "o", "tab:blue"), ("attention", "X", "tab:red")):
             k = step[kernel]
             y = min(k["intensity"] * gpu["peak_bandwidth"], gpu["peak_flops"]) / 1e12
+            first = b == 1
             ax.scatter(k["intensity"], y, marker=marker, s=70, color=color, zorder=3,
-                       label=f"{kernel}, batch {b}")
+                       label=(f"{kernel} matmuls" if kernel == "weights" else
+                              "attention (the same point at every batch)") if first else None)
+            if kernel == "weights":
+                ax.annotate(f"b={b}", (k["intensity"], y), xytext=(-8, 8),
+                            textcoords="offset points", fontsize=8, ha="right")
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("attainable performance (TFLOP/s)")
-    ax.set_title(f"Llama-3-8B decode kernels on the {gpu_name} "
-                 f"({wbytes:g} B weights, {kbytes:g} B cache, context {CONTEXT_LEN})")
+    ax.set_title(f"Llama-3-8B decode kernels on the {gpu_name}\n"
+                 f"{wbytes:g} B per weight, {kbytes:g} B per cached number, context {CONTEXT_LEN}")
     ax.set_ylim(0.1, gpu["peak_flops"] / 1e12 * 3)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(loc="upper left", fontsize=7, ncol=2)
+    ax.legend(loc="upper left", fontsize=8)
 fig.tight_layout()
 plt.show()
 
@@ -1639,8 +1643,11 @@ plt.show()
 # matmuls turn compute-bound ($\text{ridge} \cdot \text{weight\_bytes} / 2$: past it, a bigger
 # batch costs time in proportion), and the memory-capacity wall (`max_batch_that_fits`: past it,
 # the caches do not fit). On the T4 the 4-bit weights turn compute-bound at batch 51, well inside
-# its wall of 357; on the H100 in fp16, at 296 against a wall of 952. Between the two, tokens/s
-# keeps rising only because attention, bandwidth-bound for ever, keeps adding its own time.
+# its wall of 357; on the H100 in fp16, at 296 against a wall of 952 (past a wall the curves
+# fade: those batches do not fit). Past the first line tokens/s stops rising: both kernels' times
+# now grow in proportion to the batch (the weights on the compute roof, attention on the
+# bandwidth roof), so a bigger batch only makes every token wait longer. The batch worth running
+# is near the line where the weights turn compute-bound, provided it is left of the wall.
 
 # %% tags=["demo"]
 import matplotlib.pyplot as plt
@@ -1657,9 +1664,12 @@ for gpu_name, wbytes, kbytes, color in SETUPS:
         for b in batches
     ])
     label = f"{gpu_name}, {wbytes:g} B weights, {kbytes:g} B cache"
-    ax_rate.loglog(batches, batches / tpot, color=color, label=label)
-    ax_time.loglog(batches, tpot * 1e3, color=color, label=label)
     wall = max_batch_that_fits(LLAMA3_8B, gpu, CONTEXT_LEN, wbytes, kbytes)
+    fits = batches <= wall
+    ax_rate.loglog(batches[fits], (batches / tpot)[fits], color=color, label=label)
+    ax_time.loglog(batches[fits], (tpot * 1e3)[fits], color=color, label=label)
+    for ax, ys in ((ax_rate, batches / tpot), (ax_time, tpot * 1e3)):  # past the wall: faint
+        ax.loglog(batches[~fits], ys[~fits], color=color, alpha=0.25, linestyle="--")
     turn = math.ceil(gpu["peak_flops"] / gpu["peak_bandwidth"] * wbytes / 2)
     for ax in (ax_rate, ax_time):
         ax.axvline(wall, color=color, linestyle="-", alpha=0.5, linewidth=3,
