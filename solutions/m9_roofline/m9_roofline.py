@@ -1257,13 +1257,13 @@ def roofline_kernel(flops, nbytes, gpu):
     memory_s = nbytes / gpu["peak_bandwidth"]
     compute_s = flops / gpu["peak_flops"]
     intensity = flops / nbytes
-    ridge = gpu["peak_flops"] / gpu["peak_bandwidth"]
+    at_or_past_ridge = intensity * gpu["peak_bandwidth"] >= gpu["peak_flops"]
     return {
         "flops": float(flops),
         "bytes": float(nbytes),
         "intensity": float(intensity),
         "time_s": float(max(memory_s, compute_s)),
-        "bound": "compute" if intensity >= ridge else "memory",
+        "bound": "compute" if at_or_past_ridge else "memory",
     }
     ### END SOLUTION
 
