@@ -1011,13 +1011,18 @@ print("save_metric: self-checks passed")
 # `kv_bytes` are bytes per number, positive ints or floats (`check_bytes`); `gpu` needs
 # `peak_flops` and `peak_bandwidth`.
 
-# %% deletable=false nbgrader={"grade": false, "grade_id": "decode_step_breakdown", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "ebfc19bb22ea74ba7cce2f420dfa9236", "cell_type": "code"}
+# %% deletable=false nbgrader={"grade": false, "grade_id": "roofline_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "9fd7ee17155d17b967ff978a17e44231", "cell_type": "code"}
 def roofline_kernel(flops, nbytes, gpu):
-    """One kernel on the roofline: its FLOPs, bytes, intensity, time (s) and binding roof."""
+    """One kernel on the roofline: its FLOPs, bytes, intensity, time (s) and binding roof.
+
+    A helper for decode_step_breakdown and prefill_time (not graded on its own): `flops` and
+    `nbytes` are positive numbers, `gpu` a checked gpu dict.
+    """
     # YOUR CODE HERE
     raise NotImplementedError("roofline_kernel: implement this (see the docstring)")
 
 
+# %% deletable=false nbgrader={"grade": false, "grade_id": "decode_step_breakdown", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "f034e9a1eefc33503388bc3e51e5e8f5", "cell_type": "code"}
 def decode_step_breakdown(cfg, batch, context, gpu, weight_bytes=2, kv_bytes=2):
     """One decode step split into its weight matmuls and its attention over the KV cache.
 

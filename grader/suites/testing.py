@@ -177,8 +177,8 @@ def require_course_size(params: int, course_params: int, where: str) -> None:
     compared, so a wider model with a smaller vocabulary passes."""
     if type(params) is not int or params < course_params:
         pytest.fail(
-            f"{where}['model'] has {params:,} weights, fewer than the course model's "
-            f"{course_params:,}; record the course model (COURSE_MODEL) or a model at least that "
-            "large (num_params(model) >= num_params(COURSE_MODEL))",
+            f"{where}['model'] is smaller than the course model: {params:,} weights, fewer "
+            f"than its {course_params:,}; record the course model (COURSE_MODEL) or a model at "
+            "least that large (num_params(model) >= num_params(COURSE_MODEL))",
             pytrace=False,
         )

@@ -1250,9 +1250,13 @@ print("save_metric: self-checks passed")
 # `peak_flops` and `peak_bandwidth`.
 
 
-# %% nbgrader={"grade": false, "grade_id": "decode_step_breakdown", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "roofline_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def roofline_kernel(flops, nbytes, gpu):
-    """One kernel on the roofline: its FLOPs, bytes, intensity, time (s) and binding roof."""
+    """One kernel on the roofline: its FLOPs, bytes, intensity, time (s) and binding roof.
+
+    A helper for decode_step_breakdown and prefill_time (not graded on its own): `flops` and
+    `nbytes` are positive numbers, `gpu` a checked gpu dict.
+    """
     ### BEGIN SOLUTION
     memory_s = nbytes / gpu["peak_bandwidth"]
     compute_s = flops / gpu["peak_flops"]
@@ -1268,6 +1272,7 @@ def roofline_kernel(flops, nbytes, gpu):
     ### END SOLUTION
 
 
+# %% nbgrader={"grade": false, "grade_id": "decode_step_breakdown", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def decode_step_breakdown(cfg, batch, context, gpu, weight_bytes=2, kv_bytes=2):
     """One decode step split into its weight matmuls and its attention over the KV cache.
 

@@ -137,6 +137,8 @@ def test_decode_tokens_per_s_bound_random(
 @example(cfg=None, batch=1, context_len=512, nbytes=2, kv_nbytes=None, slack=-1, memory=1e9)
 # Untied, one byte short: memory counts every parameter, the looked-up input table included.
 @example(cfg=LLAMA_LIKE, batch=1, context_len=512, nbytes=2, kv_nbytes=1, slack=-1, memory=1e9)
+# An 8-bit cache, memory exactly full: sized with the weights' 2 bytes it would not fit.
+@example(cfg=None, batch=4, context_len=512, nbytes=2, kv_nbytes=1, slack=0, memory=1e9)
 def test_kv_cache_fits_random(
     student, reference, course_model, cfg, batch, context_len, nbytes, kv_nbytes, slack, memory
 ):

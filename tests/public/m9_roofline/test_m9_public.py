@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pytest
 
+from grader.suites.student import StudentError
 from grader.suites.testing import (
     count_weights,
     expect_raises,
@@ -158,3 +159,18 @@ def test_metrics_json_has_m9_record(metrics, student, course_model):
     )
     # The record earns points only when your own m9_record reproduces it from what it records.
     require_reproduced(student, record, "metrics.json['m9_roofline']")
+    # ... and only when that m9_record computes: the course model on another GPU and context.
+    other = {"name": "H100", "peak_flops": 989e12, "peak_bandwidth": 3350e9}
+    try:
+        probe = student.m9_record(course_model, other, 64)
+        got = probe["intensity_b1"]
+    except StudentError as exc:
+        got = f"an error ({exc.exc_type}: {exc.message})"
+    except (KeyError, TypeError):
+        got = f"not a record ({type(probe).__name__})"
+    want = 2 * 1_311_872 / (2 * 1_311_872 + 64 * 1024)
+    assert isinstance(got, float) and got == pytest.approx(want, rel=1e-9), (
+        "metrics.json['m9_roofline'] earns points only when your m9_record is right in general; "
+        f"for the course model on another GPU and context (H100, context_len=64) its "
+        f"intensity_b1 is {got!r}, expected {want!r}"
+    )
