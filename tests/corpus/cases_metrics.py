@@ -27,7 +27,7 @@ raise ValueError("only the course model is in the table")
 BIG_SMALL_VOCAB = {
     "name": "wide-small-vocab",
     "dim": 256,
-    "n_layers": 6,
+    "n_layers": 7,
     "n_heads": 8,
     "n_kv_heads": 2,
     "vocab_size": 2048,
@@ -36,6 +36,8 @@ BIG_SMALL_VOCAB = {
 }
 
 EVERY_M9_STUDENT_TEST = r"^(public|hidden)/test_"
+STUBBED = ("num_params", "matmul_params", "kv_bytes_per_token", "decode_intensity",
+           "crossover_batch")
 
 
 def _reference(ctx: Ctx):
@@ -45,12 +47,14 @@ def _reference(ctx: Ctx):
 
 
 def _lookup_table(dest: Path, ctx: Ctx) -> None:
-    """The release (every function a stub) with an m9_record that looks its answer up."""
+    """The reference with the arithmetic stubbed and an m9_record that looks its answer up."""
     ref = _reference(ctx)
     record = ctx.metrics[M9]
-    release = (ctx.release / M9 / f"{M9}.py").read_text(encoding="utf-8")
+    source = ctx.solutions[M9]
+    for grade_id in STUBBED:
+        source = patch(source, grade_id, 'raise NotImplementedError("not done yet")')
     table = f"RECORD_TABLE = json.loads({json.dumps(json.dumps(record))})\n"
-    source = patch(release, "m9_record", LOOKUP)
+    source = patch(source, "m9_record", LOOKUP)
     source = source.replace("def m9_record(", table + "\n\ndef m9_record(", 1)
     assert ref.num_params(record["model"]) == record["params"]
     write_fork(dest, {M9: source}, metrics={M9: record}, ctx=ctx)
@@ -163,6 +167,9 @@ CASES: list[Case] = [
          _lookup_table,
          Expect(M9, [Rule(r"hidden/test_metrics_", BROKEN, ("right in general",)),
                      Rule(r"public/test_metrics_", BROKEN, ("another GPU and context",)),
+                     Rule(r"test_save_metric|\[save_metric\(|test_config_with_unknown|"
+                          r"\[(m9_record|kv_cache_fits)\(|test_serving_invalid", MAYBE, (),
+                          required=False),
                      Rule(EVERY_M9_STUDENT_TEST, BROKEN, ())])),
     Case("metrics_big_model_small_vocab", "a record of the student's own model: four times the "
          "course model's weights, half its vocabulary (every function correct)",
