@@ -492,7 +492,7 @@ def require_general(student, reference, probe) -> None:
     except StudentError as exc:
         pytest.fail(f"{rule}, and {call} failed: {exc.feedback()}", pytrace=False)
     want = reference.m9_record(cfg, gpu, context_len)
-    if not isinstance(got, dict):
+    if not isinstance(got, dict):  # grader: public
         pytest.fail(f"{rule}; {call} returned {type(got).__name__}, not a dict", pytrace=False)
     for key in INTENSITY_KEYS:
         value = got.get(key)

@@ -235,8 +235,8 @@ def test_decode_step_breakdown_random(
         f"weight_bytes={wbytes}, kv_bytes={kbytes})"
     )
     assert isinstance(got, dict) and set(got) == {"weights", "attention", "time_s"}, (
-        f"{where} must return a dict with exactly the keys 'weights', 'attention' and 'time_s', "
-        f"got {got!r}"
+        f"{where} must return a dict with exactly the keys 'weights', 'attention' and 'time_s'; "
+        f"it returned {got!r}"
     )
     ridge = gpu["peak_flops"] / gpu["peak_bandwidth"]  # grader: public
     hints = {

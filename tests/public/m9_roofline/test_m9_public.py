@@ -112,7 +112,7 @@ def test_wrong_type_is_type_error(student, course_model):
     expect_raises(
         lambda: student.decode_intensity(course_model, True, 16),
         TypeError,
-        "decode_intensity(cfg, batch=True, 16)",
+        "decode_intensity(course model, batch=True, context_len=16)",
         "A bool is not an integer here: batch=True is a TypeError",
     )
 
