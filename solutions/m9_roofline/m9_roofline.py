@@ -1211,7 +1211,8 @@ print("save_metric: self-checks passed")
 #   = \frac{2 \cdot \text{batch}}{\text{weight\_bytes}}.$$
 #   Their intensity grows with the batch and turns compute-bound at
 #   $\text{batch} \ge \text{ridge} \cdot \text{weight\_bytes} / 2$: 204 sequences in fp16 on the
-#   T4 (ridge 203.1), 296 on the H100 (ridge 295.2), whatever the model.
+#   T4 (ridge 203.1), 296 on the H100 (ridge 295.2), whatever the model. Against the T4's
+#   practical ridge of about 100 (section 5), a real T4 gets there near batch 100.
 # * **Attention over the cache**: each sequence reads its own cache and does
 #   $4 \cdot n_\text{layers} \cdot \text{dim} \cdot \text{context}$ FLOPs with it (section 4), so
 #   $$I_\text{attention} = \frac{4 \cdot n_\text{layers} \cdot \text{dim} \cdot \text{context}}
