@@ -203,7 +203,7 @@ OK = ("passed",)
 KV = r"test_kv_bytes|\[kv_bytes_per_token\("
 CASCADE_KV = (
     r"test_(decode_intensity|crossover_batch|m9_record_|metrics_|(decode_)?tokens_per_s|"
-    r"kv_cache_fits)"
+    r"kv_cache_fits|untied_input_table|max_batch_that_fits|decode_step_breakdown|prefill|ttft)"
 )
 # Its configs are invalid, so it raises before a broken kv_bytes_per_token or num_params matters.
 SERVING_INVALID = Rule(r"test_serving_invalid_arguments", ("passed", "failed", "error"), (),
