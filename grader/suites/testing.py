@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 import weakref
 from collections.abc import Callable
@@ -138,6 +139,12 @@ def trusted_ms(
         r = min(MAX_TIMED_LAUNCHES, max(r * 2, int(r * target_s / max(wall, 1e-6)) + 1))
 
 
+# Python's own TypeError for a call that does not fit a signature: not the student's answer.
+_CALL_MISMATCH = re.compile(
+    r"\(\) (takes \d|takes from|missing \d+ required|got an unexpected keyword|got multiple)"
+)
+
+
 def expect_raises(call: Callable[[], Any], error: type[Exception], what: str, hint: str) -> None:
     """Fail with a useful message unless call() raises `error` from the student's own code.
 
@@ -148,8 +155,14 @@ def expect_raises(call: Callable[[], Any], error: type[Exception], what: str, hi
     try:
         result = call()
     except StudentError as exc:
-        if isinstance(exc, error):
+        if isinstance(exc, error) and not _CALL_MISMATCH.search(exc.message or ""):
             return
+        if isinstance(exc, error):
+            pytest.fail(
+                f"{what} raised TypeError because the call does not fit the function's "
+                f"parameters ({exc.message}), not because the function checked its argument; "
+                "keep the signature the notebook gives"
+            )
         pytest.fail(
             f"{what} raised {exc.exc_type} ({exc.message}); expected {error.__name__}. {hint}"
         )
