@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 import weakref
 from collections.abc import Callable
@@ -136,3 +137,61 @@ def trusted_ms(
         if wall >= target_s or r >= MAX_TIMED_LAUNCHES:
             return wall * 1e3 / r
         r = min(MAX_TIMED_LAUNCHES, max(r * 2, int(r * target_s / max(wall, 1e-6)) + 1))
+
+
+# Python's own TypeError for a call that does not fit a signature: not the student's answer.
+_CALL_MISMATCH = re.compile(
+    r"\(\) (takes \d|takes from|missing \d+ required|got an unexpected keyword|got multiple)"
+)
+
+
+def expect_raises(call: Callable[[], Any], error: type[Exception], what: str, hint: str) -> None:
+    """Fail with a useful message unless call() raises `error` from the student's own code.
+
+    The notebooks' one error convention: TypeError for a value of the wrong type, ValueError for
+    a value of the right type out of range. Only a StudentError counts: an exception raised in
+    this (trusted) process is the grader's, never the student's answer.
+    """
+    try:
+        result = call()
+    except StudentError as exc:
+        if isinstance(exc, error) and not _CALL_MISMATCH.search(exc.message or ""):
+            return
+        if isinstance(exc, error):
+            pytest.fail(
+                f"{what} raised TypeError because the call does not fit the function's "
+                f"parameters ({exc.message}), not because the function checked its argument; "
+                "keep the signature the notebook gives"
+            )
+        pytest.fail(
+            f"{what} raised {exc.exc_type} ({exc.message}); expected {error.__name__}. {hint}"
+        )
+    pytest.fail(f"{what} returned {result!r}; expected it to raise {error.__name__}. {hint}")
+
+
+def count_weights(cfg: dict) -> int:
+    """Weights of a LLaMA-style config, counted matrix by matrix (the M9 size rule's measure).
+
+    Trusted-side arithmetic on the recorded config, so that the size rule never relies on the
+    student's own count. `cfg` must already be a valid config.
+    """
+    d, h, kv = cfg["dim"], cfg["n_heads"], cfg["n_kv_heads"]
+    kv_width = kv * (d // h)
+    tables = 1 if cfg["tied_embeddings"] else 2
+    shapes_per_layer = [(d, d), (d, kv_width), (d, kv_width), (d, d)]  # wq, wk, wv, wo
+    shapes_per_layer += [(d, cfg["ffn_hidden_dim"])] * 3 + [(1, d)] * 2  # w1, w2, w3, two gains
+    layer = sum(rows * cols for rows, cols in shapes_per_layer)
+    return tables * cfg["vocab_size"] * d + cfg["n_layers"] * layer + d
+
+
+def require_course_size(params: int, course_params: int, where: str) -> None:
+    """The one size rule of the M9 record, for the public and the hidden suites alike: the
+    recorded model has at least as many weights as the course model. No single dimension is
+    compared, so a wider model with a smaller vocabulary passes."""
+    if type(params) is not int or params < course_params:
+        pytest.fail(
+            f"{where}['model'] is smaller than the course model: {params:,} weights, fewer "
+            f"than its {course_params:,}; record the course model (COURSE_MODEL) or a model at "
+            "least that large (num_params(model) >= num_params(COURSE_MODEL))",
+            pytrace=False,
+        )

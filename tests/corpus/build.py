@@ -203,7 +203,7 @@ OK = ("passed",)
 KV = r"test_kv_bytes|\[kv_bytes_per_token\("
 CASCADE_KV = (
     r"test_(decode_intensity|crossover_batch|m9_record_|metrics_|(decode_)?tokens_per_s|"
-    r"kv_cache_fits)"
+    r"kv_cache_fits|untied_input_table|max_batch_that_fits|decode_step_breakdown|prefill|ttft)"
 )
 # Its configs are invalid, so it raises before a broken kv_bytes_per_token or num_params matters.
 SERVING_INVALID = Rule(r"test_serving_invalid_arguments", ("passed", "failed", "error"), (),
@@ -721,7 +721,9 @@ CASES: list[Case] = [
              with open(path, "w") as fh:
                  json.dump({key: value}, fh)
          '''),
-         Expect(M9, [Rule(_fn("save_metric"), BROKEN, ("key", "keep", "did not create"))])),
+         # json.dump itself refuses a numpy array with TypeError, as the rule asks
+         Expect(M9, [Rule(r"value=numpy array", ("passed",), ()),
+                     Rule(_fn("save_metric"), BROKEN, ("key", "keep", "did not create"))])),
     # --- tampering ---------------------------------------------------------------------------
     Case("reads_hidden_tests", "m9_record returns the text of tests/hidden and solutions "
          "(by path from the course root and grader.__file__, and by walking /)",
@@ -759,7 +761,9 @@ CASES: list[Case] = [
                      SERVING_INVALID,
                      Rule(_fn("num_params") + "|test_decode_intensity_random|"
                           "test_crossover_batch_random|test_m9_record_random|unknown_key_rejected|"
-                          "tokens_per_s|test_kv_cache_fits|test_metrics_", BROKEN, ())])),
+                          "tokens_per_s|test_kv_cache_fits|test_metrics_|test_wrong_type|"
+                          "test_untied_input|test_matmul_params|test_max_batch|"
+                          "test_decode_step_breakdown|test_prefill|test_ttft", BROKEN, ())])),
     Case("symlink_outside", "the notebook and metrics.json are symlinks to files outside",
          _symlinks,
          Expect(M9, [Rule("metrics", BROKEN, ("not found",)),
@@ -792,7 +796,7 @@ CASES: list[Case] = [
 # Each attack family added after the first corpus keeps its cases in a module of its own
 # (cases_<family>.py beside this file, each defining CASES: list[Case]), so that families grow
 # without touching one another's lines.
-FAMILIES = ("forgery", "isolation", "bounds")
+FAMILIES = ("forgery", "isolation", "bounds", "metrics")
 
 
 def _family_cases() -> list[Case]:

@@ -1,7 +1,10 @@
-"""Hidden tests for M9's serving numbers: the tokens/s ceiling and whether the batch fits.
+"""Hidden tests for M9's serving numbers: tokens/s ceilings, memory fit, decode split into its
+kernels, prefill, TTFT and TPOT.
 
-Configs, GPUs, batches and contexts are drawn at grading time and compared with the reference
-solution.
+Configs, GPUs, batches, contexts and precisions are drawn at grading time and compared with the
+reference solution; fixed examples hold the known wrong answers (the compute roof ignored, the
+untied input table multiplied or left out of memory, the weights' precision used for the cache,
+the KV cache forgotten in prefill) on every draw.
 
 Stated rules (grader verify checks that every test here is listed, with a sentence that appears
 word for word in the released notebook):
@@ -10,8 +13,16 @@ word for word in the released notebook):
   tokens per second (for the whole batch, not per sequence)"
 - test_kv_cache_fits_random: "returns a Python `bool`: `True` when the weights plus the batch's
   KV cache take at most"
-- test_serving_invalid_arguments: "and a missing or non-positive figure raises `ValueError`
-  (`check_gpu` does that)."
+- test_serving_invalid_arguments: "a missing or non-positive figure raises `ValueError` and a
+  figure that is not a number `TypeError` (`check_gpu` does both)."
+- test_max_batch_that_fits_random: "Compute it exactly: a float division can land a hair under
+  an integer and lose a whole sequence, so the grader checks that your batch fits and one more
+  does not"
+- test_decode_step_breakdown_random: "each a dict with the keys `flops`, `bytes`, `intensity`
+  (FLOP/byte), `time_s` (seconds: the kernel's roofline time) and `bound`"
+- test_prefill_time_random: "Its bytes are the KV cache it **writes** for the decode steps that
+  follow"
+- test_ttft_and_tpot_random: "which returns the tuple `(ttft_s, tpot_s)` of two Python floats."
 
 PYTEST_DONT_REWRITE: pytest leaves these asserts alone, because their messages are what the
 student reads as feedback.
@@ -20,16 +31,18 @@ student reads as feedback.
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from grader.suites.testing import expect_value_error
+from grader.suites.testing import expect_raises
 
 FAST = settings.get_profile("grader-hidden")  # tests/hidden/conftest.py
 # grader: public
 T4_LIKE = {"name": "T4", "peak_flops": 65e12, "peak_bandwidth": 320e9, "memory_bytes": 16e9}
+H100_LIKE = {"name": "H100", "peak_flops": 989e12, "peak_bandwidth": 3350e9, "memory_bytes": 80e9}
 
 
 @st.composite
@@ -49,15 +62,31 @@ def configs(draw):
 
 
 gpus = st.builds(
-    lambda bw, mem: {
+    lambda flops, bw, mem: {
         "name": "testgpu",
-        "peak_flops": 1e14,
+        "peak_flops": flops,
         "peak_bandwidth": bw,
         "memory_bytes": mem,
     },
+    st.floats(min_value=1e12, max_value=2e15),
     st.floats(min_value=1e10, max_value=1e13),
     st.floats(min_value=1e9, max_value=2e11),
 )
+# bytes per number: ints and the fractional sizes of 4-bit formats
+precisions = st.sampled_from([0.5, 1, 2, 4, 1.5])
+# Stands for the reference's LLAMA3_8B (untied: its 525M-weight input table is a lookup, not a
+# matmul, yet resident in memory); an example is fixed at import time, the reference is not.
+LLAMA_LIKE = "LLAMA3_8B"
+
+
+def resolve(cfg, reference, course_model=None):
+    """An example's stand-in made real: None is the course model, LLAMA_LIKE the reference's
+    LLAMA3_8B (a fresh copy); a drawn config is itself."""
+    if cfg is None:
+        return dict(course_model)
+    if cfg == LLAMA_LIKE:
+        return dict(reference.LLAMA3_8B)
+    return cfg
 
 
 @pytest.mark.points(2)
@@ -65,19 +94,29 @@ gpus = st.builds(
 @given(
     cfg=configs(),
     gpu=gpus,
-    batch=st.integers(min_value=1, max_value=512),
+    batch=st.integers(min_value=1, max_value=4096),
     context_len=st.integers(min_value=0, max_value=32768),
     nbytes=st.sampled_from([1, 2, 4]),
+    kv_nbytes=st.sampled_from([None, 1, 2, 4]),
 )
-def test_decode_tokens_per_s_bound_random(student, reference, cfg, gpu, batch, context_len, nbytes):
-    got = student.decode_tokens_per_s_bound(cfg, gpu, batch, context_len, nbytes)
-    want = reference.decode_tokens_per_s_bound(cfg, gpu, batch, context_len, nbytes)
+# Past the crossover only the compute roof binds: a bandwidth-only ceiling is wrong here.
+@example(cfg=None, gpu=T4_LIKE, batch=1000, context_len=0, nbytes=2, kv_nbytes=None)
+# An 8-bit cache beside fp16 weights: the cache's bytes use kv_dtype_bytes alone.
+@example(cfg=LLAMA_LIKE, gpu=T4_LIKE, batch=8, context_len=512, nbytes=2, kv_nbytes=1)
+def test_decode_tokens_per_s_bound_random(
+    student, reference, course_model, cfg, gpu, batch, context_len, nbytes, kv_nbytes
+):
+    cfg = resolve(cfg, reference, course_model)
+    got = student.decode_tokens_per_s_bound(cfg, gpu, batch, context_len, nbytes, kv_nbytes)
+    want = reference.decode_tokens_per_s_bound(cfg, gpu, batch, context_len, nbytes, kv_nbytes)
     assert type(got) is float, f"decode_tokens_per_s_bound must return a Python float, got {got!r}"
     assert got == pytest.approx(want, rel=1e-9), (
-        f"decode_tokens_per_s_bound({json.dumps(cfg)}, peak_bandwidth={gpu['peak_bandwidth']:.4g}, "
-        f"batch={batch}, context_len={context_len}, dtype_bytes={nbytes}) returned {got!r}; "
-        f"expected {want!r} tokens/s = batch / ((params * dtype_bytes + batch * context_len * "
-        "KV bytes per token) / peak_bandwidth), for the whole batch"
+        f"decode_tokens_per_s_bound({json.dumps(cfg)}, peak_flops={gpu['peak_flops']:.4g}, "
+        f"peak_bandwidth={gpu['peak_bandwidth']:.4g}, batch={batch}, context_len={context_len}, "
+        f"dtype_bytes={nbytes}, kv_dtype_bytes={kv_nbytes}) returned {got!r}; expected {want!r} "
+        "tokens/s = batch / max(step bytes / peak_bandwidth, 2 * P * batch / peak_flops), with "
+        "P = matmul_params and step bytes = P * dtype_bytes + batch * context_len * "
+        "kv_bytes_per_token(cfg, kv_dtype_bytes or dtype_bytes), for the whole batch"
     )
 
 
@@ -88,70 +127,328 @@ def test_decode_tokens_per_s_bound_random(student, reference, cfg, gpu, batch, c
     batch=st.integers(min_value=1, max_value=256),
     context_len=st.integers(min_value=0, max_value=16384),
     nbytes=st.sampled_from([1, 2, 4]),
+    kv_nbytes=st.sampled_from([None, 1, 2, 4]),
     slack=st.sampled_from([-1, 0, 1, None]),
     memory=st.floats(min_value=1e9, max_value=2e11),
 )
 # Always one case one byte short of weights plus KV cache: random draws may all fall where the
 # answer does not depend on the cache, and then a cache left out would go unseen. cfg=None
 # stands for the course model (an example is fixed at import time, the fixture is not).
-@example(cfg=None, batch=1, context_len=512, nbytes=2, slack=-1, memory=1e9)
+@example(cfg=None, batch=1, context_len=512, nbytes=2, kv_nbytes=None, slack=-1, memory=1e9)
+# Untied, one byte short: memory counts every parameter, the looked-up input table included.
+@example(cfg=LLAMA_LIKE, batch=1, context_len=512, nbytes=2, kv_nbytes=1, slack=-1, memory=1e9)
+# An 8-bit cache, memory exactly full: sized with the weights' 2 bytes it would not fit.
+@example(cfg=None, batch=4, context_len=512, nbytes=2, kv_nbytes=1, slack=0, memory=1e9)
 def test_kv_cache_fits_random(
-    student, reference, course_model, cfg, batch, context_len, nbytes, slack, memory
+    student, reference, course_model, cfg, batch, context_len, nbytes, kv_nbytes, slack, memory
 ):
-    cfg = course_model if cfg is None else cfg
+    cfg = resolve(cfg, reference, course_model)
     if slack is not None:  # a memory exactly at, one byte under or one byte over the need
         need = reference.num_params(cfg) * nbytes
-        need += batch * context_len * reference.kv_bytes_per_token(cfg, nbytes)
+        kv = reference.kv_bytes_per_token(cfg, nbytes if kv_nbytes is None else kv_nbytes)
+        need += batch * context_len * kv
         memory = float(need + slack)
         if memory <= 0:
             return
     gpu = {**T4_LIKE, "memory_bytes": memory}
-    got = student.kv_cache_fits(cfg, gpu, batch, context_len, nbytes)
-    want = reference.kv_cache_fits(cfg, gpu, batch, context_len, nbytes)
+    got = student.kv_cache_fits(cfg, gpu, batch, context_len, nbytes, kv_nbytes)
+    want = reference.kv_cache_fits(cfg, gpu, batch, context_len, nbytes, kv_nbytes)
     assert type(got) is bool, f"kv_cache_fits must return a Python bool, got {got!r}"
     assert got is want, (
         f"kv_cache_fits({json.dumps(cfg)}, memory_bytes={memory:.12g}, batch={batch}, "
-        f"context_len={context_len}, dtype_bytes={nbytes}) returned {got}; expected {want}: "
-        "params * dtype_bytes + batch * context_len * KV bytes per token <= memory_bytes "
-        "(equal fits)"
+        f"context_len={context_len}, dtype_bytes={nbytes}, kv_dtype_bytes={kv_nbytes}) returned "
+        f"{got}; expected {want}: num_params * dtype_bytes (every weight, the input table "
+        "included) + batch * context_len * kv_bytes_per_token(cfg, kv_dtype_bytes or "
+        "dtype_bytes) <= memory_bytes (equal fits)"
+    )
+
+
+@pytest.mark.points(2)
+@FAST
+@given(
+    cfg=configs(),
+    context_len=st.integers(min_value=1, max_value=32768),
+    wbytes=precisions,
+    kbytes=precisions,
+    memory=st.floats(min_value=1e8, max_value=2e11),
+    exact=st.booleans(),
+)
+@example(cfg=LLAMA_LIKE, context_len=512, wbytes=0.5, kbytes=1, memory=16e9, exact=False)
+@example(cfg=LLAMA_LIKE, context_len=512, wbytes=2, kbytes=2, memory=16e9, exact=False)
+@example(cfg=LLAMA_LIKE, context_len=512, wbytes=2, kbytes=1, memory=80e9, exact=True)
+def test_max_batch_that_fits_random(
+    student, reference, cfg, context_len, wbytes, kbytes, memory, exact
+):
+    cfg = resolve(cfg, reference)
+    if exact:  # memory holding exactly some batch: floor must not lose it
+        per_seq = context_len * reference.kv_bytes_per_token(cfg, 1) * kbytes
+        memory = float(reference.num_params(cfg) * wbytes + 7 * per_seq)
+    gpu = {**T4_LIKE, "memory_bytes": memory}
+    got = student.max_batch_that_fits(cfg, gpu, context_len, wbytes, kbytes)
+    want = reference.max_batch_that_fits(cfg, gpu, context_len, wbytes, kbytes)
+    assert type(got) is int, f"max_batch_that_fits must return a Python int, got {got!r}"
+    assert got == want, (
+        f"max_batch_that_fits({json.dumps(cfg)}, memory_bytes={memory:.12g}, "
+        f"context_len={context_len}, weight_bytes={wbytes}, kv_bytes={kbytes}) returned {got}; "
+        f"expected {want}: floor((memory_bytes - num_params * weight_bytes) / (context_len * "
+        "kv_bytes_per_token(cfg, 1) * kv_bytes)), or 0 when the weights alone do not fit"
+    )
+
+
+def assert_kernel(got: dict, want: dict, ridge: float, where: str) -> None:
+    assert isinstance(got, dict), f"{where} must be a dict, got {type(got).__name__}"
+    for key in ("flops", "bytes", "intensity", "time_s"):
+        value = got.get(key)
+        assert type(value) is float and value == pytest.approx(want[key], rel=1e-9), (
+            f"{where}['{key}'] is {value!r}; expected the float {want[key]!r}"
+        )
+    tie = math.isclose(want["intensity"], ridge, rel_tol=1e-9)  # either answer on the ridge
+    assert got.get("bound") == want["bound"] or tie, (
+        f"{where}['bound'] is {got.get('bound')!r}; expected {want['bound']!r} (\"compute\" when "
+        "the kernel's intensity is at or above the ridge peak_flops / peak_bandwidth)"
+    )
+
+
+@pytest.mark.points(3)
+@FAST
+@given(
+    cfg=configs(),
+    gpu=gpus,
+    batch=st.integers(min_value=1, max_value=2048),
+    context=st.integers(min_value=1, max_value=32768),
+    wbytes=precisions,
+    kbytes=precisions,
+)
+# 4-bit weights beside an 8-bit cache: each term must use its own precision.
+@example(cfg=LLAMA_LIKE, gpu=T4_LIKE, batch=64, context=512, wbytes=0.5, kbytes=1)
+# The weights just past the T4's ridge (batch 204), attention stuck below it.
+@example(cfg=None, gpu=T4_LIKE, batch=204, context=512, wbytes=2, kbytes=2)
+def test_decode_step_breakdown_random(
+    student, reference, course_model, cfg, gpu, batch, context, wbytes, kbytes
+):
+    cfg = resolve(cfg, reference, course_model)
+    got = student.decode_step_breakdown(cfg, batch, context, gpu, wbytes, kbytes)
+    want = reference.decode_step_breakdown(cfg, batch, context, gpu, wbytes, kbytes)
+    where = (
+        f"decode_step_breakdown({json.dumps(cfg)}, batch={batch}, context={context}, "
+        f"peak_flops={gpu['peak_flops']:.4g}, peak_bandwidth={gpu['peak_bandwidth']:.4g}, "
+        f"weight_bytes={wbytes}, kv_bytes={kbytes})"
+    )
+    assert isinstance(got, dict) and set(got) == {"weights", "attention", "time_s"}, (
+        f"{where} must return a dict with exactly the keys 'weights', 'attention' and 'time_s'; "
+        f"it returned {got!r}"
+    )
+    ridge = gpu["peak_flops"] / gpu["peak_bandwidth"]  # grader: public
+    hints = {
+        "weights": "FLOPs 2 * P * batch, bytes P * weight_bytes (P = matmul_params)",
+        "attention": "FLOPs 4 * n_layers * dim * context * batch, bytes batch * context * "
+        "kv_bytes_per_token(cfg, 1) * kv_bytes",
+    }
+    for kernel in ("weights", "attention"):
+        assert_kernel(got[kernel], want[kernel], ridge, f"{where}['{kernel}'] ({hints[kernel]})")
+    assert type(got["time_s"]) is float and got["time_s"] == pytest.approx(
+        want["time_s"], rel=1e-9
+    ), (
+        f"{where}['time_s'] is {got['time_s']!r}; expected {want['time_s']!r} s, the two "
+        "kernels' roofline times summed (they run one after the other)"
+    )
+
+
+@pytest.mark.points(2)
+@FAST
+@given(
+    cfg=configs(),
+    gpu=gpus,
+    batch=st.integers(min_value=1, max_value=64),
+    prompt_len=st.integers(min_value=1, max_value=8192),
+    wbytes=precisions,
+    kbytes=precisions,
+)
+# A one-token prompt of a tiny model is memory-bound: the KV cache it writes is part of its bytes.
+@example(cfg=None, gpu=T4_LIKE, batch=1, prompt_len=1, wbytes=2, kbytes=2)
+@example(cfg=None, gpu=T4_LIKE, batch=4, prompt_len=3, wbytes=0.5, kbytes=4)
+# A long prompt: causal attention's n (n + 1) FLOPs, compute-bound.
+@example(cfg=LLAMA_LIKE, gpu=H100_LIKE, batch=1, prompt_len=4096, wbytes=2, kbytes=2)
+def test_prefill_time_random(
+    student, reference, course_model, cfg, gpu, batch, prompt_len, wbytes, kbytes
+):
+    cfg = resolve(cfg, reference, course_model)
+    got = student.prefill_time(cfg, batch, prompt_len, gpu, wbytes, kbytes)
+    want = reference.prefill_time(cfg, batch, prompt_len, gpu, wbytes, kbytes)
+    assert type(got) is float, f"prefill_time must return a Python float, got {got!r}"
+    assert got == pytest.approx(want, rel=1e-9), (
+        f"prefill_time({json.dumps(cfg)}, batch={batch}, prompt_len={prompt_len}, "
+        f"peak_flops={gpu['peak_flops']:.4g}, peak_bandwidth={gpu['peak_bandwidth']:.4g}, "
+        f"weight_bytes={wbytes}, kv_bytes={kbytes}) returned {got!r}; expected {want!r} s: the "
+        "weights' roofline time (FLOPs 2 * P * batch * prompt_len, bytes P * weight_bytes) plus "
+        "causal attention's (FLOPs batch * 2 * n_layers * dim * n * (n + 1), bytes the KV cache "
+        "written, batch * n * kv_bytes_per_token(cfg, 1) * kv_bytes)"
     )
 
 
 @pytest.mark.points(1)
-def test_serving_invalid_arguments(student, course_model):
-    cases = [
-        (
-            "decode_tokens_per_s_bound(cfg, gpu without peak_bandwidth, 1, 0)",
-            lambda: student.decode_tokens_per_s_bound(course_model, {"name": "T4"}, 1, 0),
-        ),
-        (
-            "decode_tokens_per_s_bound(cfg, peak_bandwidth=0, 1, 0)",
-            lambda: student.decode_tokens_per_s_bound(
-                course_model, {**T4_LIKE, "peak_bandwidth": 0.0}, 1, 0
+@FAST
+@given(
+    cfg=configs(),
+    gpu=gpus,
+    batch=st.integers(min_value=1, max_value=64),
+    prompt_len=st.integers(min_value=1, max_value=8192),
+    wbytes=precisions,
+    kbytes=precisions,
+)
+@example(cfg=LLAMA_LIKE, gpu=H100_LIKE, batch=1, prompt_len=512, wbytes=2, kbytes=2)
+def test_ttft_and_tpot_random(student, reference, cfg, gpu, batch, prompt_len, wbytes, kbytes):
+    cfg = resolve(cfg, reference)
+    got = student.ttft_and_tpot(cfg, batch, prompt_len, gpu, wbytes, kbytes)
+    want = reference.ttft_and_tpot(cfg, batch, prompt_len, gpu, wbytes, kbytes)
+    where = (
+        f"ttft_and_tpot({json.dumps(cfg)}, batch={batch}, prompt_len={prompt_len}, "
+        f"peak_flops={gpu['peak_flops']:.4g}, peak_bandwidth={gpu['peak_bandwidth']:.4g}, "
+        f"weight_bytes={wbytes}, kv_bytes={kbytes})"
+    )
+    assert type(got) is tuple and len(got) == 2 and all(type(v) is float for v in got), (
+        f"{where} must return a tuple of two Python floats, got {got!r}"
+    )
+    for name, value, expected, rule in (
+        ("TTFT", got[0], want[0], "the prefill time of the prompts"),
+        ("TPOT", got[1], want[1], "one decode step with prompt_len tokens in the cache"),
+    ):
+        assert value == pytest.approx(expected, rel=1e-9), (
+            f"{where}: {name} is {value!r}; expected {expected!r} s, {rule}"
+        )
+
+
+GPU_ERRORS = [
+    ("gpu without peak_bandwidth", ValueError, {"name": "T4", "peak_flops": 65e12}),
+    ("peak_bandwidth=0", ValueError, {**T4_LIKE, "peak_bandwidth": 0.0}),
+    ("peak_flops='65e12'", TypeError, {**T4_LIKE, "peak_flops": "65e12"}),
+    ("gpu='T4'", TypeError, "T4"),
+]
+
+
+def serving_cases(m):
+    """(what, error, call(student)) for every serving function's bad arguments."""
+    cases = []
+    for why, error, gpu in GPU_ERRORS:
+        cases += [
+            (
+                f"decode_tokens_per_s_bound(cfg, {why}, 1, 0)",
+                error,
+                lambda s, g=gpu: s.decode_tokens_per_s_bound(m, g, 1, 0),
             ),
-        ),
+            (
+                f"decode_step_breakdown(cfg, 1, 16, {why})",
+                error,
+                lambda s, g=gpu: s.decode_step_breakdown(m, 1, 16, g),
+            ),
+            (
+                f"prefill_time(cfg, 1, 16, {why})",
+                error,
+                lambda s, g=gpu: s.prefill_time(m, 1, 16, g),
+            ),
+        ]
+    cases += [
         (
             "decode_tokens_per_s_bound(cfg, gpu, batch=0, 0)",
-            lambda: student.decode_tokens_per_s_bound(course_model, T4_LIKE, 0, 0),
+            ValueError,
+            lambda s: s.decode_tokens_per_s_bound(m, T4_LIKE, 0, 0),
+        ),
+        (
+            "decode_tokens_per_s_bound(cfg, gpu, 1, 0, kv_dtype_bytes=1.5)",
+            TypeError,
+            lambda s: s.decode_tokens_per_s_bound(m, T4_LIKE, 1, 0, 2, 1.5),
         ),
         (
             "kv_cache_fits(cfg, gpu without memory_bytes, 1, 0)",
-            lambda: student.kv_cache_fits(
-                course_model, {"name": "T4", "peak_bandwidth": 1e9}, 1, 0
-            ),
+            ValueError,
+            lambda s: s.kv_cache_fits(m, {"name": "T4", "peak_bandwidth": 1e9}, 1, 0),
         ),
         (
             "kv_cache_fits(cfg, memory_bytes=-1, 1, 0)",
-            lambda: student.kv_cache_fits(course_model, {**T4_LIKE, "memory_bytes": -1.0}, 1, 0),
+            ValueError,
+            lambda s: s.kv_cache_fits(m, {**T4_LIKE, "memory_bytes": -1.0}, 1, 0),
         ),
         (
             "kv_cache_fits(cfg, gpu, 1, context_len=-1)",
-            lambda: student.kv_cache_fits(course_model, T4_LIKE, 1, -1),
+            ValueError,
+            lambda s: s.kv_cache_fits(m, T4_LIKE, 1, -1),
+        ),
+        (
+            "kv_cache_fits(cfg, gpu, batch=2.0, 0)",
+            TypeError,
+            lambda s: s.kv_cache_fits(m, T4_LIKE, 2.0, 0),
         ),
         (
             "kv_cache_fits(config with an unknown key, gpu, 1, 0)",
-            lambda: student.kv_cache_fits({**course_model, "layers": 2}, T4_LIKE, 1, 0),
+            ValueError,
+            lambda s: s.kv_cache_fits({**m, "layers": 2}, T4_LIKE, 1, 0),
+        ),
+        (
+            "max_batch_that_fits(cfg, gpu, context_len=0)",
+            ValueError,
+            lambda s: s.max_batch_that_fits(m, T4_LIKE, 0),
+        ),
+        (
+            "max_batch_that_fits(cfg, gpu, 512, weight_bytes=0)",
+            ValueError,
+            lambda s: s.max_batch_that_fits(m, T4_LIKE, 512, 0),
+        ),
+        (
+            "max_batch_that_fits(cfg, gpu, 512, kv_bytes=True)",
+            TypeError,
+            lambda s: s.max_batch_that_fits(m, T4_LIKE, 512, 2, True),
+        ),
+        (
+            "decode_step_breakdown(cfg, 1, context=0, gpu)",
+            ValueError,
+            lambda s: s.decode_step_breakdown(m, 1, 0, T4_LIKE),
+        ),
+        (
+            "decode_step_breakdown(cfg, batch='1', 16, gpu)",
+            TypeError,
+            lambda s: s.decode_step_breakdown(m, "1", 16, T4_LIKE),
+        ),
+        (
+            "decode_step_breakdown(cfg, 1, 16, gpu, weight_bytes=-0.5)",
+            ValueError,
+            lambda s: s.decode_step_breakdown(m, 1, 16, T4_LIKE, -0.5),
+        ),
+        (
+            "decode_step_breakdown(cfg, 1, 16, gpu, kv_bytes=float('inf'))",
+            ValueError,
+            lambda s: s.decode_step_breakdown(m, 1, 16, T4_LIKE, 2, float("inf")),
+        ),
+        (
+            "prefill_time(cfg, 1, prompt_len=0, gpu)",
+            ValueError,
+            lambda s: s.prefill_time(m, 1, 0, T4_LIKE),
+        ),
+        (
+            "prefill_time(cfg, 1, 16, gpu, weight_bytes='2')",
+            TypeError,
+            lambda s: s.prefill_time(m, 1, 16, T4_LIKE, "2"),
+        ),
+        (
+            "ttft_and_tpot(cfg, batch=0, 16, gpu)",
+            ValueError,
+            lambda s: s.ttft_and_tpot(m, 0, 16, T4_LIKE),
+        ),
+        (
+            "ttft_and_tpot(cfg, 1, prompt_len=16.0, gpu)",
+            TypeError,
+            lambda s: s.ttft_and_tpot(m, 1, 16.0, T4_LIKE),
         ),
     ]
-    for what, call in cases:
-        expect_value_error(call, what, "check the gpu dict, batch, context_len and config")
+    return cases
+
+
+@pytest.mark.points(2)
+def test_serving_invalid_arguments(student, course_model):
+    for what, error, call in serving_cases(course_model):
+        expect_raises(
+            lambda c=call: c(student),
+            error,
+            what,
+            "check the gpu dict, batch, context, precisions and config (the notebook's "
+            "convention: TypeError for a wrong type, ValueError for a value out of range)",
+        )

@@ -13,7 +13,14 @@ from __future__ import annotations
 
 import pytest
 
-from grader.suites.testing import expect_value_error, require_reproduced
+from grader.suites.student import StudentError
+from grader.suites.testing import (
+    count_weights,
+    expect_raises,
+    expect_value_error,
+    require_course_size,
+    require_reproduced,
+)
 
 LLAMA3_8B = {
     "name": "llama-3-8b",
@@ -93,8 +100,37 @@ def test_config_with_unknown_key_rejected(student, course_model):
     )
 
 
+@pytest.mark.points(1)
+def test_wrong_type_is_type_error(student, course_model):
+    expect_raises(
+        lambda: student.num_params({**course_model, "dim": 128.0}),
+        TypeError,
+        "num_params(config with dim=128.0)",
+        "The notebook's convention: a value of the wrong type (a float where an int is required) "
+        "raises TypeError; a value of the right type out of range raises ValueError",
+    )
+    expect_raises(
+        lambda: student.decode_intensity(course_model, True, 16),
+        TypeError,
+        "decode_intensity(course model, batch=True, context_len=16)",
+        "A bool is not an integer here: batch=True is a TypeError",
+    )
+
+
+@pytest.mark.points(1)
+def test_untied_input_table_is_a_lookup(student):
+    got = student.decode_intensity(LLAMA3_8B, 1, 512)
+    multiplied = 7_504_924_672  # 8,030,261,248 weights less the 128,256 x 4096 input table
+    want = 2 * multiplied / (2 * multiplied + 512 * 131_072)
+    assert isinstance(got, float) and got == pytest.approx(want, rel=1e-9), (
+        f"decode_intensity(LLAMA3_8B, 1, 512) returned {got!r}; expected {want:.6f}: an untied "
+        "model's input embedding is a row lookup, so FLOPs and weight bytes count "
+        "matmul_params = 7,504,924,672 weights, not all 8,030,261,248"
+    )
+
+
 @pytest.mark.points(2)
-def test_metrics_json_has_m9_record(metrics, student):
+def test_metrics_json_has_m9_record(metrics, student, course_model):
     assert "m9_roofline" in metrics, (
         f"metrics.json has no 'm9_roofline' key (it has {sorted(metrics)}); run the notebook's "
         "last cell, which calls save_metric, and commit metrics.json"
@@ -107,5 +143,34 @@ def test_metrics_json_has_m9_record(metrics, student):
     assert isinstance(conclusion, str) and conclusion.strip() and "\n" not in conclusion, (
         f"the conclusion must be one non-empty line of text, got {conclusion!r}"
     )
+    model = record.get("model")
+    assert (
+        isinstance(model, dict)
+        and all(
+            type(model.get(k)) is int and model[k] > 0
+            for k in ("dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "ffn_hidden_dim")
+        )
+        and type(model.get("tied_embeddings")) is bool
+        and model["dim"] % model["n_heads"] == 0
+    ), f"metrics.json['m9_roofline']['model'] must be a valid model config, got {model!r}"
+    # The same size rule as the hidden tests: at least the course model's number of weights.
+    require_course_size(
+        count_weights(model), count_weights(course_model), "metrics.json['m9_roofline']"
+    )
     # The record earns points only when your own m9_record reproduces it from what it records.
     require_reproduced(student, record, "metrics.json['m9_roofline']")
+    # ... and only when that m9_record computes: the course model on another GPU and context.
+    other = {"name": "H100", "peak_flops": 989e12, "peak_bandwidth": 3350e9}
+    try:
+        probe = student.m9_record(course_model, other, 64)
+        got = probe["intensity_b1"]
+    except StudentError as exc:
+        got = f"an error ({exc.exc_type}: {exc.message})"
+    except (KeyError, TypeError):
+        got = f"not a record ({type(probe).__name__})"
+    want = 2 * 1_311_872 / (2 * 1_311_872 + 64 * 1024)
+    assert isinstance(got, float) and got == pytest.approx(want, rel=1e-9), (
+        "metrics.json['m9_roofline'] earns points only when your m9_record is right in general; "
+        f"for the course model on another GPU and context (H100, context_len=64) its "
+        f"intensity_b1 is {got!r}, expected {want!r}"
+    )

@@ -37,8 +37,8 @@ def test_a_quote_the_notebook_lacks_is_a_finding(tmp_path):
     root = _course(tmp_path)
     suite = root / "tests" / "hidden" / ASSIGNMENT / "test_serving_hidden.py"
     text = suite.read_text()
-    assert "(`check_gpu` does that)." in text
-    suite.write_text(text.replace("(`check_gpu` does that).", "(and costs 5 points)."))
+    assert "(`check_gpu` does both)." in text
+    suite.write_text(text.replace("(`check_gpu` does both).", "(and costs 5 points)."))
     problems, _ = stated_rules(root, ASSIGNMENT)
     assert len(problems) == 1 and "test_serving_invalid_arguments" in problems[0], problems
     assert "is not in exercises/m9_roofline/m9_roofline.ipynb" in problems[0]
