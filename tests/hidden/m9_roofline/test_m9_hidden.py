@@ -402,7 +402,7 @@ INVALID = [
 ]
 
 
-@pytest.mark.points(2)
+@pytest.mark.points(4)  # 28 cases, each worth at least 1/8 point (grader.core.points)
 @pytest.mark.parametrize("what,error,call,hint", INVALID, ids=[case[0] for case in INVALID])
 def test_invalid_arguments_raise(
     student, course_model, what, error, call, hint, tmp_path, monkeypatch
