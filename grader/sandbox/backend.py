@@ -24,7 +24,7 @@ from pathlib import Path
 from grader.core import device
 from grader.core.course import Limits
 from grader.core.kernel_source import KernelSourceError, extract
-from grader.core.notebook import graded_source, read_notebook
+from grader.core.notebook import graded_text
 from grader.core.readback import list_dir, read_file
 from grader.sandbox import protocol
 from grader.sandbox.channel import Failure, crashed, exchange
@@ -174,7 +174,7 @@ class WorkerBackend:
     def graded_source(self, assignment: str) -> str:
         """The graded cells of the submission's notebook, read here (the worker cannot write
         the submission's files: they stay the grader's and read-only to it)."""
-        return graded_source(read_notebook(self.notebooks[assignment]))
+        return graded_text(self.notebooks[assignment])
 
     def read_back(self, path: str, max_bytes: int) -> bytes | None:
         """A file the student's code wrote in its working directory, read by this process."""

@@ -17,6 +17,7 @@ from typing import Any
 from grader.core.course import load_course
 from grader.core.feedback import excerpt
 from grader.core.results import AssignmentResult
+from grader.suites.seeds import assignment_seed, suite_digest
 
 SUITES = ("public", "hidden")
 
@@ -38,11 +39,13 @@ def run_assignment(
     backend: Any = None,
     reference: Path | None = None,
     quiet: bool = True,
+    identity: str = "",
 ) -> AssignmentResult:
     """Run the suites of `assignment_id` and score them.
 
     `submission` is the folder holding `<id>/<id>.py|.ipynb`; `backend` is a ready
-    `grader.suites.student` backend (default: in-process over `submission`).
+    `grader.suites.student` backend (default: in-process over `submission`). `identity` (the
+    student's id, or the submission's digest) keys the suites' draws (`grader.suites.seeds`).
     """
     # lazy: grading starts its workers before it pays for pytest's import, so the two overlap
     # (bench/README.md, start-up); the plugin imports pytest too
@@ -62,6 +65,8 @@ def run_assignment(
         reference=Path(reference or root / "solutions").resolve(),
         backend=backend,
     )
+    seed = assignment_seed(assignment_id, identity, suite_digest(root, dirs))
+    session.seeds[assignment_id] = seed
     if not dirs:
         return AssignmentResult(
             assignment_id, 0.0, assignment.points, error=f"no test suites found for {assignment_id}"
@@ -123,4 +128,5 @@ def run_assignment(
         raw_score=round(score, 6),
         error=error,
         tests=tests,
+        seed=seed,
     )
