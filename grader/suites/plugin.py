@@ -326,11 +326,16 @@ def classify(excinfo: pytest.ExceptionInfo | None) -> tuple[str, str]:
 def _falsifying_example(exc: BaseException) -> str:
     """The inputs hypothesis drew when the test failed (its note on the exception), so the
     student can rerun the failing case; the fixtures' reprs are left out."""
-    notes = [str(n) for n in getattr(exc, "__notes__", ()) if "Falsifying" in str(n)]
+    notes = [
+        str(n)
+        for n in getattr(exc, "__notes__", ())
+        if str(n).startswith(("Falsifying example", "Failing test case"))
+    ]
     if not notes:
         return ""
     lines = [ln for ln in notes[0].splitlines() if not ln.strip().startswith(_FIXTURE_ARGS)]
-    return "\n" + "\n".join(lines)
+    text = "\n".join(lines).replace("Failing test case:", "Falsifying example:", 1)
+    return "\n" + text
 
 
 _FIXTURE_ARGS = ("student=", "reference=", "course=", "metrics=", "on_gpu=", "rng=", "gpu=")
