@@ -268,11 +268,7 @@ class Harness:
             )
         if not hasattr(self.module, name):
             broken = [f for f in self.failures if f.cell.grade_id]
-            hint = (
-                f" (a cell that failed to run may have been meant to: {broken[0]})"
-                if broken
-                else ""
-            )
+            hint = f"; a cell that failed to run may have defined it: {broken[0]}" if broken else ""
             raise MissingName(
                 f"{name} is not defined in {self.path.name}; keep the name and "
                 f"signature from the release{hint}"
