@@ -40,12 +40,14 @@ def run_assignment(
     reference: Path | None = None,
     quiet: bool = True,
     identity: str = "",
+    select: str | None = None,
 ) -> AssignmentResult:
     """Run the suites of `assignment_id` and score them.
 
     `submission` is the folder holding `<id>/<id>.py|.ipynb`; `backend` is a ready
     `grader.suites.student` backend (default: in-process over `submission`). `identity` (the
-    student's id, or the submission's digest) keys the suites' draws (`grader.suites.seeds`).
+    student's id, or the submission's digest) keys the suites' draws (`grader.suites.seeds`);
+    `select`, a pytest ``-k`` expression, runs only some tests (the grader's own mutation check).
     """
     # lazy: grading starts its workers before it pays for pytest's import, so the two overlap
     # (bench/README.md, start-up); the plugin imports pytest too
@@ -96,6 +98,7 @@ def run_assignment(
         "ignore::DeprecationWarning",
         "-p",
         "no:warnings",
+        *(["-k", select] if select else []),
     ]
     sink = io.StringIO()
     owns_backend = backend is None
