@@ -252,6 +252,8 @@ class Harness:
             if op == "call":
                 return protocol.ok(self._call(request))
             return protocol.error(PROTOCOL_ERROR, f"unknown op {op!r}")
+        except CellFailed as exc:
+            return protocol.error(NOTEBOOK_FAILED, exc.args[0][:TRACEBACK_CHARS], exc.args[1])
         except BaseException as exc:  # noqa: BLE001 - student failures travel as data
             return error_reply(exc, str(self.path))
 
@@ -262,9 +264,10 @@ class Harness:
     def _get(self, name: str) -> Any:
         failed = self._failed(name)
         if failed is not None:
-            raise MissingName(
+            raise CellFailed(
                 f"{name} is defined in a cell that failed to run: {failed}. Fix that cell; the "
-                "rest of the notebook was graded"
+                "rest of the notebook was graded",
+                failed.error["traceback"],
             )
         if not hasattr(self.module, name):
             broken = [f for f in self.failures if f.cell.grade_id]
@@ -344,6 +347,10 @@ class _Recorder:
 
 class KernelCompileError(Exception):
     """Numba's CUDA compiler rejected the kernel (its message says why)."""
+
+
+class CellFailed(Exception):
+    """A graded name whose cell failed to run (message, the cell's traceback)."""
 
 
 class MissingName(AttributeError):

@@ -65,7 +65,7 @@ def test_a_syntax_error_costs_only_its_cell_and_names_the_file_line(tmp_path):
     assert h.handle({"op": "call", "name": "first", "args": [1]}) == {"ok": 2}
     reply = h.handle({"op": "call", "name": "second", "args": [1]})
     message = reply["error"]["message"]
-    assert reply["error"]["type"] == "MissingName" and "failed to run" in message
+    assert reply["error"]["type"] == "NotebookFailed" and "failed to run" in message
     assert f"nb.py line {_line(text, 'def second(x)')}" in message and "SyntaxError" in message
     cells = h.handle({"op": "cells"})["ok"]
     assert [(c["graded"], c["type"]) for c in cells] == [
