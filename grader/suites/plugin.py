@@ -201,7 +201,7 @@ def _seed_hypothesis(fn: Any, n: int) -> None:
         fn._hypothesis_internal_use_settings,
         deadline=None,
         database=None,
-        suppress_health_check=list(HealthCheck),
+        suppress_health_check=tuple(HealthCheck),
         print_blob=False,
     )
 
