@@ -22,7 +22,7 @@ from hypothesis import settings as hypothesis_settings
 
 from grader.core import device
 from grader.core.course import CourseError, find_root, load_course
-from grader.core.feedback import clip
+from grader.core.feedback import FEEDBACK_CHARS, clip
 from grader.core.jsonread import JsonMissing, JsonReadError, read_metrics
 from grader.core.notebook import choose_notebook
 from grader.core.pairing import pair, release_for
@@ -300,30 +300,41 @@ def _result(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo)
         )
     if report.passed:
         return TestResult(name, points, points, "passed", "", suite_of(item.path), report.duration)
-    outcome, feedback = classify(call.excinfo)
+    outcome, feedback = classify(call.excinfo, tuple(getattr(item, "fixturenames", ())))
     return TestResult(name, 0.0, points, outcome, feedback, suite_of(item.path), report.duration)
 
 
-def classify(excinfo: pytest.ExceptionInfo | None) -> tuple[str, str]:
-    """Outcome and student-facing feedback for a failed test."""
+def classify(
+    excinfo: pytest.ExceptionInfo | None, fixtures: tuple[str, ...] = ()
+) -> tuple[str, str]:
+    """Outcome and student-facing feedback for a failed test (`fixtures`: the test's fixture
+    names, left out of a falsifying example)."""
 
     if excinfo is None:
         return "error", "the test failed without an exception"
     exc = excinfo.value
-    example = _falsifying_example(exc)
+    example = _falsifying_example(exc, fixtures)
     if isinstance(exc, WorkerTimeout):
-        return "timeout", clip(exc.feedback() + example)
+        return "timeout", _with(exc.feedback(), example)
     if isinstance(exc, StudentError):
         text = exc.feedback()
         if exc.traceback:
             text += "\n" + exc.traceback
-        return "error", clip(text + example)
+        return "error", _with(text, example)
     if isinstance(exc, (AssertionError, pytest.fail.Exception)):
-        return "failed", clip((str(exc) or "assertion failed") + example)
-    return "error", clip(f"{type(exc).__name__}: {exc}{example}")
+        return "failed", _with(str(exc) or "assertion failed", example)
+    return "error", _with(f"{type(exc).__name__}: {exc}", example)
 
 
-def _falsifying_example(exc: BaseException) -> str:
+def _with(text: str, example: str) -> str:
+    """The feedback cut to make room for the falsifying example, which is kept whole when short
+    (it is what the student reruns)."""
+    if not example or len(example) > FEEDBACK_CHARS // 3:
+        return clip(text + example)
+    return clip(text, FEEDBACK_CHARS - len(example)) + example
+
+
+def _falsifying_example(exc: BaseException, fixtures: tuple[str, ...]) -> str:
     """The inputs hypothesis drew when the test failed (its note on the exception), so the
     student can rerun the failing case; the fixtures' reprs are left out."""
     notes = [
@@ -333,9 +344,7 @@ def _falsifying_example(exc: BaseException) -> str:
     ]
     if not notes:
         return ""
-    lines = [ln for ln in notes[0].splitlines() if not ln.strip().startswith(_FIXTURE_ARGS)]
+    own = tuple(f"{name}=" for name in fixtures)
+    lines = [ln for ln in notes[0].splitlines() if not (own and ln.strip().startswith(own))]
     text = "\n".join(lines).replace("Failing test case:", "Falsifying example:", 1)
     return "\n" + text
-
-
-_FIXTURE_ARGS = ("student=", "reference=", "course=", "metrics=", "on_gpu=", "rng=", "gpu=")
