@@ -42,17 +42,19 @@ SIG_2D = "void(float32[:, :], float32[:, :])"
 NAIVE_BLOCKS = ((8, 8), (16, 4), (32, 2), (4, 16), (32, 8))
 
 
-def _shapes(rng: np.random.Generator, low: int, high: int) -> list[tuple[int, int]]:
+def _shapes(
+    rng: np.random.Generator, near: tuple[int, int], low: int, high: int
+) -> list[tuple[int, int]]:
     """Matrix shapes drawn from the student's seed (the `rng` fixture): one row, one column,
-    odd sides just off the tile, and two anywhere in [low, high)."""
+    odd sides within 4 of `near`, and two anywhere in [low, high)."""
 
-    def odd(lo: int, hi: int) -> int:
-        return 2 * int(rng.integers(lo // 2, hi // 2)) + 1
+    def around(v: int) -> int:
+        return v + 2 * int(rng.integers(-2, 3))
 
     return [
         (1, int(rng.integers(1, 40))),
         (int(rng.integers(2, 40)), 1),
-        (TILE - odd(1, 8), TILE + odd(1, 8)),
+        (around(near[0]), around(near[1])),
         *(tuple(int(v) for v in rng.integers(low, high, size=2)) for _ in range(2)),
     ]
 
@@ -74,7 +76,7 @@ def _check_transpose(student, name: str, src: np.ndarray, grid, block) -> None:
 
 @pytest.mark.points(2)
 def test_transpose_naive_shapes(student, rng):
-    for shape in _shapes(rng, 2, 60):
+    for shape in _shapes(rng, (17, 33), 2, 60):
         bx, by = NAIVE_BLOCKS[int(rng.integers(len(NAIVE_BLOCKS)))]
         grid = (-(-shape[1] // bx), -(-shape[0] // by))
         src = rng.standard_normal(shape).astype(np.float32)
@@ -83,7 +85,7 @@ def test_transpose_naive_shapes(student, rng):
 
 @pytest.mark.points(3)
 def test_transpose_tiled_shapes(student, rng):
-    for shape in _shapes(rng, 2, 75):
+    for shape in _shapes(rng, (TILE - 1, TILE + 1), 2, 75):
         grid = (-(-shape[1] // TILE), -(-shape[0] // TILE))
         src = rng.standard_normal(shape).astype(np.float32)
         _check_transpose(student, "transpose_tiled", src, grid, (TILE, 1))
