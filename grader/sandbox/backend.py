@@ -107,6 +107,7 @@ class WorkerBackend:
         self.isolation: tuple[str, ...] = tuple(layers)
         self._proc: subprocess.Popen | None = None
         self._loaded: set[str] = set()
+        self._graded_text: dict[str, str] = {}
         self._load_failed: dict[str, dict] = {}
         self._spent = 0.0
         self._tail = OutputTail(OUTPUT_TAIL_BYTES)
@@ -173,8 +174,10 @@ class WorkerBackend:
 
     def graded_source(self, assignment: str) -> str:
         """The graded cells of the submission's notebook, read here (the worker cannot write
-        the submission's files: they stay the grader's and read-only to it)."""
-        return graded_text(self.notebooks[assignment])
+        the submission's files: they stay the grader's and read-only to it, so it is read once)."""
+        if assignment not in self._graded_text:
+            self._graded_text[assignment] = graded_text(self.notebooks[assignment])
+        return self._graded_text[assignment]
 
     def read_back(self, path: str, max_bytes: int) -> bytes | None:
         """A file the student's code wrote in its working directory, read by this process."""
