@@ -219,7 +219,11 @@ def build_parser() -> argparse.ArgumentParser:
     g = sub.add_parser("grade", help="grade one submission in the sandbox")
     g.add_argument("submission", help="a directory laid out like a student's fork")
     g.add_argument("--assignment", action="append", help="grade only this assignment")
-    g.add_argument("--student", default="student")
+    g.add_argument(
+        "--student",
+        default=None,
+        help="the student's id (keys the tests' random draws; default: the submission's digest)",
+    )
     g.add_argument("--json"), g.add_argument("--markdown"), g.add_argument("--html")
     g.add_argument("--gradebook", help="nbgrader gradebook.db to record the grades in")
     g.add_argument("--timestamp", help="trusted submission time (ISO 8601) for the late policy")

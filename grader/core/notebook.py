@@ -4,14 +4,21 @@ The graded module is every code cell in order except demos (tag ``demo``), nbgra
 (the inline self-checks) and IPython magics or shell lines, so grading neither re-runs plots and
 full-size timings nor stops at a self-check the student has not made pass yet.
 
+The worker runs it cell by cell (`graded_cells`), as nbgrader does with errors allowed: each
+`GradedCell` knows its place in the notebook and the line of the student's own file where it
+starts (the .py's line; in an .ipynb the cell's index and the line within the cell), so that
+every line number the student reads is one they can find.
+
 Reading is bounded before jupytext runs (`check_bounds`: cells, source size; an .ipynb through the
 bounded JSON reader first), because it runs in the trusted process before any sandbox or timeout.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from grader.core.jsonread import JsonLimits, JsonReadError, loads_bounded
@@ -154,6 +161,97 @@ def graded_source(nb) -> str:
             continue
         parts.append(_strip_magics(cell.source))
     return "\n\n".join(parts) + "\n"
+
+
+@dataclass(frozen=True)
+class GradedCell:
+    """One code cell the grader executes.
+
+    `index` is the cell's position in the notebook (0-based, markdown cells counted); `line` is
+    the line of the student's .py where `source` starts (1 in an .ipynb, where `in_file` is
+    False and lines count within the cell); `grade_id` is "" for a cell nbgrader does not track
+    (the student's scratch cells).
+    """
+
+    index: int
+    source: str
+    grade_id: str
+    line: int
+    in_file: bool
+
+    def where(self, filename: str) -> str:
+        """Where the student finds this cell, e.g. ``m9.py line 201 (cell 'save_metric')``."""
+        first = next((ln.strip() for ln in self.source.splitlines() if ln.strip()), "")
+        first = first if len(first) <= 60 else first[:57] + "..."
+        tag = f"cell '{self.grade_id}'" if self.grade_id else "an untagged cell"
+        place = (
+            f"{filename} line {self.line}"
+            if self.in_file
+            else f"{filename} cell {self.index + 1} (counting markdown cells)"
+        )
+        return f"{place} ({tag}, starting `{first}`)"
+
+
+def graded_cells(nb, text: str | None = None) -> list[GradedCell]:
+    """The graded code cells of `nb` in order; `text`: the .py file it was read from, whose
+    line numbers the cells then carry (None for an .ipynb)."""
+    lines = text.splitlines() if text is not None else None
+    markers = [i for i, ln in enumerate(lines or ()) if ln.startswith("# %%")]
+    offset = len(nb.cells) - len(markers)  # 1 when a cell sits before the first marker
+    cells, searched = [], 0
+    for index, cell in enumerate(nb.cells):
+        if lines is not None and 0 <= index - offset < len(markers):
+            searched = max(searched, markers[index - offset] + 1)
+        if cell.cell_type != "code" or is_demo(cell) or is_test_cell(cell):
+            continue
+        line = 1
+        if lines is not None:
+            line = _start_line(lines, cell.source, searched)
+            searched = max(searched, line - 1)
+        nbg = cell.get("metadata", {}).get("nbgrader", {})
+        grade_id = str(nbg.get("grade_id", "")) if isinstance(nbg, dict) else ""
+        cells.append(
+            GradedCell(index, _strip_magics(cell.source), grade_id, line, lines is not None)
+        )
+    return cells
+
+
+def _start_line(lines: list[str], source: str, start: int) -> int:
+    """The 1-based line of `lines` where the cell `source` begins, searching from `start`
+    (the line after its marker): its first non-blank line, found as written or commented out
+    (jupytext comments magics in a .py)."""
+    own = source.splitlines()
+    k = next((i for i, ln in enumerate(own) if ln.strip()), None)
+    if k is None:
+        return start + 1
+    want = own[k]
+    for i in range(start, len(lines)):
+        if lines[i] == want or lines[i] == "# " + want:
+            return i - k + 1
+    return start + 1
+
+
+def graded_text(path: Path | str) -> str:
+    """The graded cells of a notebook file as one module, for the trusted side's `ast` reading
+    (the kernels it extracts): in a .py each cell sits at its own lines of the file (the rest
+    blank), so every line number is the student's; a cell that does not parse is left blank,
+    so one syntax error costs only that cell's kernels (the worker reports it)."""
+    p = Path(path)
+    nb = read_notebook(p)
+    text = p.read_text(encoding="utf-8") if p.suffix != ".ipynb" else None
+    out: list[str] = []
+    for cell in graded_cells(nb, text):
+        own = cell.source.splitlines()
+        try:
+            compile(cell.source, str(p), "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+        except (SyntaxError, ValueError):
+            own = [""] * len(own)
+        if cell.in_file:
+            out += [""] * max(0, cell.line - 1 - len(out))
+            out += own
+        else:
+            out += [*own, ""]
+    return "\n".join(out) + "\n"
 
 
 def notebook_paths(folder: Path, assignment_id: str) -> tuple[Path, Path]:

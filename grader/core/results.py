@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: AssignmentResult.seed
 Outcome = Literal["passed", "failed", "error", "timeout", "skipped"]
 OUTCOMES: tuple[str, ...] = ("passed", "failed", "error", "timeout", "skipped")
 
@@ -33,6 +33,7 @@ class AssignmentResult:
     error: str | None = None  # an assignment-wide failure (unreadable notebook...)
     graded_file: str | None = None
     tests: list[TestResult] = field(default_factory=list)
+    seed: str = ""  # the draws' seed (grader.suites.seeds): same student and suites, same draws
 
 
 @dataclass

@@ -19,6 +19,7 @@ from pathlib import Path
 from grader import __version__
 from grader.core import device, points
 from grader.core.course import Course, load_course
+from grader.core.feedback import EXCERPT_CHARS, clip
 from grader.core.late import late_penalty
 from grader.core.preflight import gpu_preflight
 from grader.core.results import AssignmentResult, Environment, GradeResult
@@ -120,6 +121,28 @@ class GradingBackend:
             self.timed_out[key] = error.get("message", "it timed out")
         return reply
 
+    def cell_warnings(self, assignment: str, timeout: float) -> list[str]:
+        """One warning per cell of the notebook that failed to run (the worker's own account:
+        words for the student, never a verdict; the tests' verdicts already counted them)."""
+        if assignment in self.errors:
+            return []
+        reply = self.request({"assignment": assignment, "op": "cells"}, timeout)
+        cells = reply.get("ok") if isinstance(reply, dict) else None
+        if not isinstance(cells, list):
+            return []
+        out = []
+        for c in cells[:MAX_CELL_WARNINGS]:
+            if not isinstance(c, dict):
+                continue
+            what = f"{c.get('where')} failed to run: {c.get('type')}: {c.get('message')}"
+            cost = (
+                "what it defines scores 0; the rest of the notebook was graded"
+                if c.get("graded")
+                else "a cell the grader does not grade, so it costs nothing by itself"
+            )
+            out.append(clip(f"{assignment}: {what} ({cost})", EXCERPT_CHARS))
+        return out
+
     def graded_source(self, assignment: str) -> str:
         if assignment in self.errors:
             raise ValueError(self.errors[assignment])
@@ -136,6 +159,9 @@ class GradingBackend:
     def close(self) -> None:
         self._wait(ptx=True)
         self.inner.close()
+
+
+MAX_CELL_WARNINGS = 20  # per assignment: a notebook of broken cells is summed up, not listed
 
 
 def _compiles_ptx(root: Path, assignment: str) -> bool:
@@ -158,7 +184,7 @@ def apply_late_policy(result: AssignmentResult, course: Course, submitted: datet
 def grade_submission(
     submission: Path,
     root: Path | None = None,
-    student: str = "student",
+    student: str | None = None,
     assignments: Sequence[str] | None = None,
     timestamp: datetime | None = None,
     sandbox: bool = True,
@@ -174,6 +200,9 @@ def grade_submission(
     With the sandbox, grading fails closed (`IsolationRefused`) unless every required isolation
     layer holds; `allow_incomplete_isolation` grades anyway and marks the result not
     authoritative.
+
+    `student` keys the suites' draws (`grader.suites.seeds`); without it the submission's
+    digest does, so an unnamed submission is graded the same wherever it is graded.
     """
     started = time.perf_counter()
     note = ""
@@ -209,10 +238,16 @@ def grade_submission(
         if sandbox:
             backend.warm(ids, [a for a in ids if _compiles_ptx(root, a)])
         results = []
+        warnings = list(intake.warnings)
         try:
             for a in ids:
                 res = run_assignment(
-                    root, a, work / "exercises", intake.metrics_path, backend=backend
+                    root,
+                    a,
+                    work / "exercises",
+                    intake.metrics_path,
+                    backend=backend,
+                    identity=student or intake.digest,
                 )
                 if a in errors:
                     res.error = errors[a]
@@ -220,11 +255,12 @@ def grade_submission(
                 res.graded_file = str(nb.relative_to(work)) if nb else None
                 apply_late_policy(res, course, timestamp)
                 results.append(res)
+                warnings += backend.cell_warnings(a, course.limits.call_timeout_s)
         finally:
             backend.close()
         isolation = list(getattr(inner, "isolation", ()))
     return GradeResult(
-        student=student,
+        student=student or "student",
         score=points.total(r.score for r in results),
         max_score=points.total(r.max_score for r in results),
         environment=Environment(
@@ -239,7 +275,7 @@ def grade_submission(
             bubblewrap=probe().binary if sandbox else "",
         ),
         assignments=results,
-        warnings=list(intake.warnings),
+        warnings=warnings,
         timestamp=timestamp.isoformat() if timestamp else None,
         submission_digest=intake.digest,
         duration_s=round(time.perf_counter() - started, 3),

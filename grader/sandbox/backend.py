@@ -24,7 +24,7 @@ from pathlib import Path
 from grader.core import device
 from grader.core.course import Limits
 from grader.core.kernel_source import KernelSourceError, extract
-from grader.core.notebook import graded_source, read_notebook
+from grader.core.notebook import graded_text
 from grader.core.readback import list_dir, read_file
 from grader.sandbox import memlimit, protocol
 from grader.sandbox.channel import Failure, crashed, exchange
@@ -103,9 +103,9 @@ class WorkerBackend:
         cgroup = bool(memlimit.scope_prefix_base()) and not self._box.bare
         self._memory_enforcer = "memory-cgroup" if cgroup else "memory-watchdog"
         self._watchdog: memlimit.Watchdog | None = None
-        self._graded: dict[str, str] = {}
         self._proc: subprocess.Popen | None = None
         self._loaded: set[str] = set()
+        self._graded_text: dict[str, str] = {}
         self._load_failed: dict[str, dict] = {}
         self._spent = 0.0
         self._tail = OutputTail(OUTPUT_TAIL_BYTES)
@@ -177,11 +177,11 @@ class WorkerBackend:
             worker._spent = self._spent
 
     def graded_source(self, assignment: str) -> str:
-        """The graded cells of the submission's notebook, read here once (the worker cannot
-        write the submission's files: they stay the grader's and read-only to it)."""
-        if assignment not in self._graded:
-            self._graded[assignment] = graded_source(read_notebook(self.notebooks[assignment]))
-        return self._graded[assignment]
+        """The graded cells of the submission's notebook, read here (the worker cannot write
+        the submission's files: they stay the grader's and read-only to it, so it is read once)."""
+        if assignment not in self._graded_text:
+            self._graded_text[assignment] = graded_text(self.notebooks[assignment])
+        return self._graded_text[assignment]
 
     def read_back(self, path: str, max_bytes: int) -> bytes | None:
         """A file the student's code wrote in its working directory, read by this process."""

@@ -1,8 +1,11 @@
 """Code the grader runs inside a sandboxed worker: untrusted like everything in that process.
 
-`Harness` serves the notebook worker: it loads the graded cells and answers ``call`` and
-``has`` with plain-data replies (``{"ok": value}`` or ``{"error": {"type", "message",
-"traceback"}}``); a ``call`` with ``record`` also logs the launches a host wrapper made.
+`Harness` serves the notebook worker: it runs the graded cells one by one, as nbgrader does with
+errors allowed (a cell that fails costs what depends on it, not the notebook), and answers
+``call``, ``has`` and ``cells`` (the cells that failed) with plain-data replies (``{"ok": value}``
+or ``{"error": {"type", "message", "traceback"}}``); a ``call`` with ``record`` also logs the
+launches a host wrapper made. Every line number in a traceback is the student's own: the .py's
+line, or an .ipynb cell's.
 `KernelHost` serves the kernel workers, which load no notebook: it builds a kernel from the
 source the trusted side extracted (`grader.core.kernel_source`) and compiles it to PTX,
 launches it, or launches it many times for the trusted side's clock.
@@ -28,7 +31,7 @@ import numpy as np
 
 from grader.core import device
 from grader.core.kernel_source import ALLOWED_BUILTINS
-from grader.core.notebook import graded_source, read_notebook
+from grader.core.notebook import GradedCell, graded_cells, read_notebook
 from grader.sandbox import protocol, wire
 from grader.sandbox.protocol import (
     MAX_RECORDED_LAUNCHES,
@@ -41,11 +44,19 @@ MODULE_PREFIX = "submission_"
 
 
 def _student_frames(exc: BaseException, filename: str) -> str:
-    """The traceback limited to frames in the student's notebook, trimmed for feedback."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
+    """The traceback limited to frames in the student's notebook, trimmed for feedback.
+
+    `filename` is the notebook's path: frames of its .py, or of its .ipynb's cells (named
+    ``<path> cell N``), are the student's; the folder is left out of what the student reads.
+    """
+    frames = [
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if f.filename == filename or f.filename.startswith(filename + " cell ")
+    ]
     text = "".join(traceback.format_list(frames)) if frames else ""
     text += "".join(traceback.format_exception_only(type(exc), exc))
-    return text.replace(filename, Path(filename).name)[-TRACEBACK_CHARS:]
+    return text.replace(str(Path(filename).parent) + os.sep, "")[-TRACEBACK_CHARS:]
 
 
 def error_reply(exc: BaseException, filename: str = "") -> dict:
@@ -60,26 +71,117 @@ def error_reply(exc: BaseException, filename: str = "") -> dict:
     )
 
 
-def graded_filename(path: Path | str) -> str:
-    """The file name tracebacks show for a notebook's graded cells (registered in linecache)."""
-    return f"{path} [graded cells]"
+def cell_filename(path: Path | str, cell: GradedCell) -> str:
+    """The file name tracebacks show for a cell: the .py itself (its lines are the file's), or
+    ``<path> cell N`` for an .ipynb's cell (registered in linecache with the cell's lines)."""
+    return str(path) if cell.in_file else f"{path} cell {cell.index + 1}"
 
 
-def load_module(path: Path, name: str) -> types.ModuleType:
-    """Execute the graded cells of a notebook as a fresh module registered as `name`.
+class CellFailure(Exception):
+    """A graded cell that did not compile or raised while the notebook loaded."""
 
-    The joined cells are registered in linecache under `graded_filename(path)`, so a traceback
-    quotes the line that actually ran rather than whatever sits at that line number in the file.
+    def __init__(self, cell: GradedCell, where: str, error: dict, names: tuple[str, ...]):
+        super().__init__(f"{where}: {error['type']}: {error['message']}")
+        self.cell, self.where, self.error, self.names = cell, where, error, names
+
+    def as_data(self) -> dict:
+        return {
+            "where": self.where,
+            "graded": bool(self.cell.grade_id),
+            "type": self.error["type"],
+            "message": self.error["message"],
+            "traceback": self.error["traceback"],
+            "names": list(self.names),
+        }
+
+
+def load_cells(path: Path, name: str) -> tuple[types.ModuleType, list[CellFailure]]:
+    """Execute the graded cells of a notebook one by one as a fresh module registered as `name`;
+    a cell that fails is recorded (with its place in the student's file) and the rest still run.
+
+    A .py's cells compile with their own line numbers in the file and the file's text in
+    linecache; an .ipynb's cells each under ``<path> cell N``.
     """
-    nb = read_notebook(path)
-    source = graded_source(nb)
-    filename = graded_filename(path)
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    path = Path(path)
+    text = path.read_text(encoding="utf-8") if path.suffix != ".ipynb" else None
+    cells = graded_cells(read_notebook(path), text)
     module = types.ModuleType(name)
     module.__file__ = str(path)
     sys.modules[name] = module
-    code = compile(source, filename, "exec")
-    exec(code, module.__dict__)  # noqa: S102 - this is the student's code, in the student process
+    if text is not None:
+        linecache.cache[str(path)] = (len(text), None, text.splitlines(True), str(path))
+    failures = []
+    for cell in cells:
+        filename = cell_filename(path, cell)
+        if not cell.in_file:
+            lines = cell.source.splitlines(True)
+            linecache.cache[filename] = (len(cell.source), None, lines, filename)
+        try:
+            tree = ast.parse(cell.source, filename)
+            ast.increment_lineno(tree, cell.line - 1)
+            code = compile(tree, filename, "exec")
+        except SyntaxError as exc:
+            own = cell.source.splitlines()
+            if exc.lineno is not None and 1 <= exc.lineno <= len(own):
+                exc.text = own[exc.lineno - 1] + "\n"  # the cell's line, not the file's
+            if exc.lineno is not None and cell.in_file:
+                exc.lineno += cell.line - 1
+                if exc.end_lineno is not None:
+                    exc.end_lineno += cell.line - 1
+            failures.append(_failure(cell, path, exc, _names_in(cell.source)))
+            continue
+        try:
+            exec(code, module.__dict__)  # noqa: S102 - the student's code, in the student process
+        except BaseException as exc:  # noqa: BLE001 - a failing cell is data; the rest still runs
+            failures.append(_failure(cell, path, exc, _names_in(cell.source, tree)))
+    return module, failures
+
+
+def _failure(
+    cell: GradedCell, path: Path, exc: BaseException, names: tuple[str, ...]
+) -> CellFailure:
+    error = error_reply(exc, str(path))["error"]
+    line = exc.lineno if isinstance(exc, SyntaxError) else _last_line(exc, str(path), cell)
+    where = cell.where(path.name)
+    if line and cell.in_file and line != cell.line:
+        where = f"{path.name} line {line}, in {where.removeprefix(path.name + ' ')}"
+    elif line and not cell.in_file:
+        where = f"{where}, line {line} of the cell"
+    return CellFailure(cell, where, error, names)
+
+
+def _last_line(exc: BaseException, filename: str, cell: GradedCell) -> int | None:
+    own = cell_filename(filename, cell)
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == own]
+    return frames[-1].lineno if frames else None
+
+
+def _names_in(source: str, tree: ast.Module | None = None) -> tuple[str, ...]:
+    """The top-level names a cell defines (its functions, classes and assignments); for a cell
+    that does not parse, the ``def``/``class`` lines found by their first word."""
+    if tree is None:
+        names = []
+        for ln in source.splitlines():
+            words = ln.replace("(", " ").replace(":", " ").split()
+            if len(words) >= 2 and words[0] in ("def", "class") and words[1].isidentifier():
+                names.append(words[1])
+        return tuple(names)
+    found: list[str] = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.append(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found += [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+    return tuple(found)
+
+
+def load_module(path: Path, name: str) -> types.ModuleType:
+    """Execute the graded cells of a trusted notebook (the reference): every cell must run, so
+    the first failure is raised."""
+    module, failures = load_cells(path, name)
+    if failures:
+        raise failures[0]
     return module
 
 
@@ -99,7 +201,8 @@ def _preload(module: types.ModuleType) -> None:
     The load runs while the trusted process is still starting pytest, so the second it takes
     to import torch is off the critical path instead of inside the first test that needs it.
     """
-    source = "".join(linecache.getlines(graded_filename(module.__file__)))
+    path = Path(module.__file__)
+    source = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
     for name in PRELOAD:
         if f"import {name}" in source and name not in sys.modules:
             try:
@@ -116,15 +219,16 @@ class Harness:
         self.assignment_id = assignment_id
         self.module: types.ModuleType | None = None
         self.load_error: dict | None = None
+        self.failures: list[CellFailure] = []
 
     def load(self) -> dict:
         device.prepare_numba()
         try:
-            self.module = load_module(self.path, MODULE_PREFIX + self.assignment_id)
+            self.module, self.failures = load_cells(self.path, MODULE_PREFIX + self.assignment_id)
             _preload(self.module)
             return protocol.ok(None)
         except BaseException as exc:  # noqa: BLE001 - any failure of student code is data
-            self.load_error = error_reply(exc, graded_filename(self.path))
+            self.load_error = error_reply(exc, str(self.path))
             return self.load_error
 
     def handle(self, request: dict) -> dict:
@@ -140,18 +244,37 @@ class Harness:
                     message = f"the notebook failed to run: {err['type']}: {err['message']}"
                     return protocol.error(NOTEBOOK_FAILED, message, err["traceback"])
             if op == "has":
-                return protocol.ok(hasattr(self.module, request["name"]))
+                return protocol.ok(
+                    hasattr(self.module, request["name"]) and not self._failed(request["name"])
+                )
+            if op == "cells":
+                return protocol.ok([f.as_data() for f in self.failures])
             if op == "call":
                 return protocol.ok(self._call(request))
             return protocol.error(PROTOCOL_ERROR, f"unknown op {op!r}")
+        except CellFailed as exc:
+            return protocol.error(NOTEBOOK_FAILED, exc.args[0][:TRACEBACK_CHARS], exc.args[1])
         except BaseException as exc:  # noqa: BLE001 - student failures travel as data
-            return error_reply(exc, graded_filename(self.path))
+            return error_reply(exc, str(self.path))
+
+    def _failed(self, name: str) -> CellFailure | None:
+        """The failed cell that defines (or was meant to define) `name`, if any."""
+        return next((f for f in self.failures if name in f.names), None)
 
     def _get(self, name: str) -> Any:
+        failed = self._failed(name)
+        if failed is not None:
+            raise CellFailed(
+                f"{name} is defined in a cell that failed to run: {failed}. Fix that cell; the "
+                "rest of the notebook was graded",
+                failed.error["traceback"],
+            )
         if not hasattr(self.module, name):
+            broken = [f for f in self.failures if f.cell.grade_id]
+            hint = f"; a cell that failed to run may have defined it: {broken[0]}" if broken else ""
             raise MissingName(
                 f"{name} is not defined in {self.path.name}; keep the name and "
-                "signature from the release"
+                f"signature from the release{hint}"
             )
         return getattr(self.module, name)
 
@@ -224,6 +347,10 @@ class _Recorder:
 
 class KernelCompileError(Exception):
     """Numba's CUDA compiler rejected the kernel (its message says why)."""
+
+
+class CellFailed(Exception):
+    """A graded name whose cell failed to run (message, the cell's traceback)."""
 
 
 class MissingName(AttributeError):

@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from grader.core.notebook import graded_source, read_notebook
+from grader.core.notebook import graded_text
 from grader.core.readback import list_dir, read_file
 from grader.sandbox import wire
 from grader.sandbox.harness import MODULE_PREFIX, Harness, KernelHost
@@ -91,7 +91,7 @@ class InProcessBackend:
         return reply
 
     def graded_source(self, assignment: str) -> str:
-        return graded_source(read_notebook(self.notebooks[assignment]))
+        return graded_text(self.notebooks[assignment])
 
     def read_back(self, path: str, max_bytes: int) -> bytes | None:
         return read_file(Path.cwd(), path, max_bytes)

@@ -8,21 +8,27 @@ by `grader.suites.runner`, never by a test.
 
 from __future__ import annotations
 
+import random
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
+from hypothesis import HealthCheck
+from hypothesis import seed as hypothesis_seed
+from hypothesis import settings as hypothesis_settings
 
 from grader.core import device, points
 from grader.core.course import CourseError, find_root, load_course
-from grader.core.feedback import clip
+from grader.core.feedback import FEEDBACK_CHARS, clip
 from grader.core.jsonread import JsonMissing, JsonReadError, read_metrics
 from grader.core.notebook import choose_notebook
 from grader.core.pairing import pair, release_for
 from grader.core.results import TestResult
 from grader.sandbox.harness import load_module
+from grader.suites import seeds
 from grader.suites.student import InProcessBackend, Student, StudentError, WorkerTimeout
 
 POINTS_KEY = pytest.StashKey[float]()
@@ -39,7 +45,17 @@ class GraderSession:
     reference: Path
     backend: Any = None  # a grader.suites.student.Backend; built lazily when None
     results: list[TestResult] = field(default_factory=list)
+    # assignment id -> the grading's seed (grader.suites.seeds); the runner sets the one it
+    # grades, a plain pytest run derives one with an empty identity
+    seeds: dict[str, str] = field(default_factory=dict)
     _reference_modules: dict[str, Any] = field(default_factory=dict)
+
+    def seed(self, assignment_id: str) -> str:
+        if assignment_id not in self.seeds:
+            dirs = [self.root / "tests" / s / assignment_id for s in ("public", "hidden")]
+            digest = seeds.suite_digest(self.root, [d for d in dirs if d.is_dir()])
+            self.seeds[assignment_id] = seeds.assignment_seed(assignment_id, "", digest)
+        return self.seeds[assignment_id]
 
     def get_backend(self, course) -> Any:
         if self.backend is None:  # a plain `pytest tests/public`: grading's pairing rule
@@ -151,6 +167,48 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 pass
 
 
+def _test_seed(item: pytest.Item) -> int | None:
+    """This test's seed, or None outside a grading session (the unit tests' own runs)."""
+    if SESSION_KEY not in item.config.stash:
+        return None
+    assignment = assignment_of(item.path)
+    seed = item.config.stash[SESSION_KEY].seed(assignment)
+    key = f"{suite_of(item.path)}/{assignment}/{item.path.name}::{item.name}"
+    return seeds.test_seed(seed, key)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Seed every draw the test can make: hypothesis's, and the stdlib's and NumPy's global
+    generators (a suite draws with hypothesis or the `rng` fixture; these are the backstop)."""
+    n = _test_seed(item)
+    if n is None:
+        return
+    fn = getattr(item, "obj", None)
+    fn = getattr(fn, "__func__", fn)
+    if getattr(fn, "is_hypothesis_test", False):
+        _seed_hypothesis(fn, n)
+    random.seed(n)
+    np.random.seed(n % 2**32)
+
+
+def _seed_hypothesis(fn: Any, n: int) -> None:
+    """Seed a hypothesis test and take out what varies with the machine rather than the
+    student: the example database (`seed` drops it), the deadline and the health checks.
+
+    `hypothesis.seed` is public; the settings go where it puts them (the attribute `@settings`
+    sets, which refuses a second application), on top of the suite's own settings.
+    """
+    hypothesis_seed(n)(fn)
+    fn._hypothesis_internal_use_settings = hypothesis_settings(
+        fn._hypothesis_internal_use_settings,
+        deadline=None,
+        database=None,
+        suppress_health_check=tuple(HealthCheck),
+        print_blob=False,
+    )
+
+
 def assignment_of(path: Path) -> str:
     """Tests live in tests/{public,hidden}/<assignment id>/."""
     return Path(path).parent.name
@@ -184,6 +242,13 @@ def student(request: pytest.FixtureRequest, course):
         kernel_timeout=limits.kernel_timeout_s,
         cc=course.gpu.compute_capability,
     )
+
+
+@pytest.fixture
+def rng(request: pytest.FixtureRequest) -> np.random.Generator:
+    """A NumPy generator seeded for this student and this test (grader.suites.seeds)."""
+    n = _test_seed(request.node)
+    return np.random.default_rng(0 if n is None else n)
 
 
 @pytest.fixture
@@ -238,23 +303,51 @@ def _result(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo)
         )
     if report.passed:
         return TestResult(name, worth, worth, "passed", "", suite_of(item.path), report.duration)
-    outcome, feedback = classify(call.excinfo)
+    outcome, feedback = classify(call.excinfo, tuple(getattr(item, "fixturenames", ())))
     return TestResult(name, 0.0, worth, outcome, feedback, suite_of(item.path), report.duration)
 
 
-def classify(excinfo: pytest.ExceptionInfo | None) -> tuple[str, str]:
-    """Outcome and student-facing feedback for a failed test."""
+def classify(
+    excinfo: pytest.ExceptionInfo | None, fixtures: tuple[str, ...] = ()
+) -> tuple[str, str]:
+    """Outcome and student-facing feedback for a failed test (`fixtures`: the test's fixture
+    names, left out of a falsifying example)."""
 
     if excinfo is None:
         return "error", "the test failed without an exception"
     exc = excinfo.value
+    example = _falsifying_example(exc, fixtures)
     if isinstance(exc, WorkerTimeout):
-        return "timeout", clip(exc.feedback())
+        return "timeout", _with(exc.feedback(), example)
     if isinstance(exc, StudentError):
         text = exc.feedback()
         if exc.traceback:
             text += "\n" + exc.traceback
-        return "error", clip(text)
+        return "error", _with(text, example)
     if isinstance(exc, (AssertionError, pytest.fail.Exception)):
-        return "failed", clip(str(exc) or "assertion failed")
-    return "error", clip(f"{type(exc).__name__}: {exc}")
+        return "failed", _with(str(exc) or "assertion failed", example)
+    return "error", _with(f"{type(exc).__name__}: {exc}", example)
+
+
+def _with(text: str, example: str) -> str:
+    """The feedback cut to make room for the falsifying example, which is kept whole when short
+    (it is what the student reruns)."""
+    if not example or len(example) > FEEDBACK_CHARS // 3:
+        return clip(text + example)
+    return clip(text, FEEDBACK_CHARS - len(example)) + example
+
+
+def _falsifying_example(exc: BaseException, fixtures: tuple[str, ...]) -> str:
+    """The inputs hypothesis drew when the test failed (its note on the exception), so the
+    student can rerun the failing case; the fixtures' reprs are left out."""
+    notes = [
+        str(n)
+        for n in getattr(exc, "__notes__", ())
+        if str(n).startswith(("Falsifying example", "Failing test case"))
+    ]
+    if not notes:
+        return ""
+    own = tuple(f"{name}=" for name in fixtures)
+    lines = [ln for ln in notes[0].splitlines() if not (own and ln.strip().startswith(own))]
+    text = "\n".join(lines).replace("Failing test case:", "Falsifying example:", 1)
+    return "\n" + text

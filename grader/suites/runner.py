@@ -18,6 +18,7 @@ from grader.core import points
 from grader.core.course import load_course
 from grader.core.feedback import excerpt
 from grader.core.results import AssignmentResult
+from grader.suites.seeds import assignment_seed, suite_digest
 
 SUITES = ("public", "hidden")
 
@@ -39,11 +40,15 @@ def run_assignment(
     backend: Any = None,
     reference: Path | None = None,
     quiet: bool = True,
+    identity: str = "",
+    select: str | None = None,
 ) -> AssignmentResult:
     """Run the suites of `assignment_id` and score them.
 
     `submission` is the folder holding `<id>/<id>.py|.ipynb`; `backend` is a ready
-    `grader.suites.student` backend (default: in-process over `submission`).
+    `grader.suites.student` backend (default: in-process over `submission`). `identity` (the
+    student's id, or the submission's digest) keys the suites' draws (`grader.suites.seeds`);
+    `select`, a pytest ``-k`` expression, runs only some tests (the grader's own mutation check).
     """
     # lazy: grading starts its workers before it pays for pytest's import, so the two overlap
     # (bench/README.md, start-up); the plugin imports pytest too
@@ -63,6 +68,8 @@ def run_assignment(
         reference=Path(reference or root / "solutions").resolve(),
         backend=backend,
     )
+    seed = assignment_seed(assignment_id, identity, suite_digest(root, dirs))
+    session.seeds[assignment_id] = seed
     if not dirs:
         return AssignmentResult(
             assignment_id, 0.0, assignment.points, error=f"no test suites found for {assignment_id}"
@@ -92,6 +99,7 @@ def run_assignment(
         "ignore::DeprecationWarning",
         "-p",
         "no:warnings",
+        *(["-k", select] if select else []),
     ]
     sink = io.StringIO()
     owns_backend = backend is None
@@ -124,4 +132,5 @@ def run_assignment(
         raw_score=score,
         error=error,
         tests=tests,
+        seed=seed,
     )

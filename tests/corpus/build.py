@@ -519,14 +519,16 @@ def _process_table_clean(result, ctx: Ctx) -> None:
 
 CASES: list[Case] = [
     # --- broken Python ---------------------------------------------------------------------
+    # One broken cell costs what depends on it (cell by cell, as nbgrader; cases_cells.py).
     Case("syntax_error_one_cell", "a syntax error in one cell (save_metric)",
          with_source(M9, lambda s, c: replace_cell(s, "save_metric",
                                                    "def save_metric(path, key, value:\n    pass")),
-         _broken_notebook(("SyntaxError",))),
+         Expect(M9, [Rule(_fn("save_metric"), BROKEN, ("SyntaxError",))],
+                warnings=("SyntaxError",))),
     Case("import_missing_module", "imports a module that does not exist, at import time",
          with_source(M9, lambda s, c: insert_cell_before(
              s, "validate_config", "import no_such_module_corpus_xyz\n")),
-         _broken_notebook(("ModuleNotFoundError",))),
+         Expect(M9, [], warnings=("ModuleNotFoundError",))),
     Case("function_missing", "a graded function (save_metric) deleted",
          with_source(M9, lambda s, c: replace_cell(s, "save_metric", "pass")),
          Expect(M9, [Rule(_fn("save_metric"), BROKEN, ("save_metric is not defined",))])),
@@ -796,7 +798,7 @@ CASES: list[Case] = [
 # Each attack family added after the first corpus keeps its cases in a module of its own
 # (cases_<family>.py beside this file, each defining CASES: list[Case]), so that families grow
 # without touching one another's lines.
-FAMILIES = ("forgery", "isolation", "bounds", "metrics")
+FAMILIES = ("forgery", "isolation", "bounds", "metrics", "cells")
 
 
 def _family_cases() -> list[Case]:

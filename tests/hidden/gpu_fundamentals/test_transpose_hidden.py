@@ -41,9 +41,21 @@ SIG_2D = "void(float32[:, :], float32[:, :])"
 NAIVE_BLOCKS = ((8, 8), (16, 4), (32, 2), (4, 16), (32, 8))
 
 
-def _shapes(rng: np.random.Generator, fixed: list[tuple[int, int]], low: int, high: int):
-    drawn = [tuple(int(v) for v in rng.integers(low, high, size=2)) for _ in range(2)]
-    return fixed + drawn
+def _shapes(
+    rng: np.random.Generator, near: tuple[int, int], low: int, high: int
+) -> list[tuple[int, int]]:
+    """Matrix shapes drawn from the student's seed (the `rng` fixture): one row, one column,
+    odd sides within 4 of `near`, and two anywhere in [low, high)."""
+
+    def around(v: int) -> int:
+        return v + 2 * int(rng.integers(-2, 3))
+
+    return [
+        (1, int(rng.integers(1, 40))),
+        (int(rng.integers(2, 40)), 1),
+        (around(near[0]), around(near[1])),
+        *(tuple(int(v) for v in rng.integers(low, high, size=2)) for _ in range(2)),
+    ]
 
 
 def _check_transpose(student, name: str, src: np.ndarray, grid, block) -> None:
@@ -62,9 +74,8 @@ def _check_transpose(student, name: str, src: np.ndarray, grid, block) -> None:
 
 
 @pytest.mark.points(2)
-def test_transpose_naive_shapes(student):
-    rng = np.random.default_rng()
-    for shape in _shapes(rng, [(1, 1), (1, 19), (23, 1), (17, 33)], 2, 60):
+def test_transpose_naive_shapes(student, rng):
+    for shape in _shapes(rng, (17, 33), 2, 60):
         bx, by = NAIVE_BLOCKS[int(rng.integers(len(NAIVE_BLOCKS)))]
         grid = (-(-shape[1] // bx), -(-shape[0] // by))
         src = rng.standard_normal(shape).astype(np.float32)
@@ -72,9 +83,8 @@ def test_transpose_naive_shapes(student):
 
 
 @pytest.mark.points(3)
-def test_transpose_tiled_shapes(student):
-    rng = np.random.default_rng()
-    for shape in _shapes(rng, [(1, 1), (31, 33), (45, 64)], 2, 75):
+def test_transpose_tiled_shapes(student, rng):
+    for shape in _shapes(rng, (TILE - 1, TILE + 1), 2, 75):
         grid = (-(-shape[1] // TILE), -(-shape[0] // TILE))
         src = rng.standard_normal(shape).astype(np.float32)
         _check_transpose(student, "transpose_tiled", src, grid, (TILE, 1))
@@ -96,15 +106,17 @@ def _ptx(student, name: str) -> str:
 
 
 @pytest.mark.points(1)
-def test_transpose_naive_compiles_to_ptx(student):
-    src = np.arange(5 * 7, dtype=np.float32).reshape(5, 7)
+def test_transpose_naive_compiles_to_ptx(student, rng):
+    rows, cols = (int(v) for v in rng.integers(2, 9, size=2))
+    src = np.arange(rows * cols, dtype=np.float32).reshape(rows, cols)
     _check_transpose(student, "transpose_naive", src, (1, 1), (8, 8))
     _ptx(student, "transpose_naive")
 
 
 @pytest.mark.points(2)
-def test_transpose_tiled_compiles_with_shared_tile(student):
-    src = np.arange(3 * 40, dtype=np.float32).reshape(3, 40)
+def test_transpose_tiled_compiles_with_shared_tile(student, rng):
+    rows, cols = int(rng.integers(2, 6)), int(rng.integers(TILE + 1, 2 * TILE))
+    src = np.arange(rows * cols, dtype=np.float32).reshape(rows, cols)
     _check_transpose(student, "transpose_tiled", src, (2, 1), (TILE, 1))
     ptx = _ptx(student, "transpose_tiled")
     sizes = [int(v) for v in re.findall(r"\.shared\s+\.align\s+\d+\s+\.b8\s+\w+\[(\d+)\]", ptx)]
@@ -127,9 +139,8 @@ def test_transpose_tiled_compiles_with_shared_tile(student):
 
 @pytest.mark.gpu
 @pytest.mark.points(2)
-def test_transposes_bandwidth_gpu(student):
+def test_transposes_bandwidth_gpu(student, rng):
     n, repeat = 8192, 20
-    rng = np.random.default_rng()
     src = rng.standard_normal((n, n), dtype=np.float32)
     dst = np.zeros((n, n), dtype=np.float32)
     tiles = (-(-n // TILE), -(-n // TILE))

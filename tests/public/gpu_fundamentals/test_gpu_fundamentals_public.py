@@ -108,8 +108,7 @@ def test_sectors_per_warp_examples(student):
 
 
 @pytest.mark.points(2)
-def test_vector_add_small(student):
-    rng = np.random.default_rng()
+def test_vector_add_small(student, rng):
     n = 1000
     a = rng.standard_normal(n).astype(np.float32)
     b = rng.standard_normal(n).astype(np.float32)

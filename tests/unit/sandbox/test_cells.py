@@ -1,0 +1,193 @@
+"""One broken cell costs only what depends on it, and every line number is the student's own.
+
+The harness runs the graded cells one by one (`grader.sandbox.harness.load_cells`); these tests
+drive it directly on small notebooks (.py and .ipynb), check the line map on the course's own
+notebooks, and grade the corpus family `cells` in this process (the corpus itself grades them
+in the sandbox, which needs bubblewrap).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import jupytext
+import pytest
+
+from grader.core.kernel_source import extract
+from grader.core.notebook import graded_cells, graded_text, read_notebook
+from grader.sandbox.harness import Harness, load_module
+
+REPO = Path(__file__).resolve().parents[3]
+
+NOTEBOOK = """\
+# %% [markdown]
+# Two functions, each in its own graded cell, and a scratch cell.
+
+# %% nbgrader={"grade": false, "grade_id": "first", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def first(x):
+    return x + 1
+
+# %%
+from google.colab import drive
+
+# %% nbgrader={"grade": false, "grade_id": "second", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def second(x):
+    return x * 2
+
+# %% nbgrader={"grade": false, "grade_id": "third", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def third(x):
+    return x
+
+
+raise RuntimeError("third is broken")
+"""  # noqa: E501
+
+
+def _line(text: str, needle: str) -> int:
+    return next(i for i, ln in enumerate(text.splitlines(), 1) if needle in ln)
+
+
+def harness(tmp_path: Path, text: str, suffix: str = ".py") -> Harness:
+    path = tmp_path / "nb" / f"nb{suffix}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if suffix == ".ipynb":
+        text = jupytext.writes(jupytext.reads(text, fmt="py:percent"), fmt="ipynb")
+    path.write_text(text)
+    h = Harness(path, f"cells_{tmp_path.name}")
+    assert h.handle({"op": "load"}) == {"ok": None}
+    return h
+
+
+def test_a_syntax_error_costs_only_its_cell_and_names_the_file_line(tmp_path):
+    text = NOTEBOOK.replace("def second(x):", "def second(x)")
+    h = harness(tmp_path, text)
+    assert h.handle({"op": "call", "name": "first", "args": [1]}) == {"ok": 2}
+    reply = h.handle({"op": "call", "name": "second", "args": [1]})
+    message = reply["error"]["message"]
+    assert reply["error"]["type"] == "NotebookFailed" and "failed to run" in message
+    assert f"nb.py line {_line(text, 'def second(x)')}" in message and "SyntaxError" in message
+    cells = h.handle({"op": "cells"})["ok"]
+    assert [(c["graded"], c["type"]) for c in cells] == [
+        (False, "ModuleNotFoundError"),
+        (True, "SyntaxError"),
+        (True, "RuntimeError"),
+    ]
+    assert cells[1]["names"] == ["second"]
+    assert f'"nb.py", line {_line(text, "def second(x)")}' in cells[1]["traceback"]
+    assert "def second(x)" in cells[1]["traceback"]  # the student's line quoted, not another
+
+
+def test_a_failing_scratch_cell_is_recorded_but_costs_nothing(tmp_path):
+    h = harness(tmp_path, NOTEBOOK)
+    assert h.handle({"op": "call", "name": "second", "args": [3]}) == {"ok": 6}
+    (scratch,) = [c for c in h.handle({"op": "cells"})["ok"] if not c["graded"]]
+    assert scratch["where"].startswith(f"nb.py line {_line(NOTEBOOK, 'google.colab')}")
+    assert "untagged" in scratch["where"] and scratch["names"] == []
+
+
+def test_a_cell_that_raises_names_its_line_and_its_functions_say_so(tmp_path):
+    h = harness(tmp_path, NOTEBOOK)
+    (third,) = [c for c in h.handle({"op": "cells"})["ok"] if c["type"] == "RuntimeError"]
+    line = _line(NOTEBOOK, 'raise RuntimeError("third')
+    assert third["where"].startswith(f"nb.py line {line}, in ")
+    assert f'"nb.py", line {line}, in <module>' in third["traceback"]
+    reply = h.handle({"op": "call", "name": "third", "args": [1]})
+    assert "third is defined in a cell that failed to run" in reply["error"]["message"]
+    assert h.handle({"op": "has", "name": "third"}) == {"ok": False}
+
+
+def test_tracebacks_of_calls_quote_the_files_own_lines(tmp_path):
+    text = NOTEBOOK.replace("    return x * 2", "    return x * undefined_name")
+    h = harness(tmp_path, text)
+    reply = h.handle({"op": "call", "name": "second", "args": [1]})
+    line = _line(text, "undefined_name")
+    assert f'"nb.py", line {line}, in second' in reply["error"]["traceback"]
+    assert "x * undefined_name" in reply["error"]["traceback"]
+    assert str(tmp_path) not in reply["error"]["traceback"]  # no folder of the grader's
+
+
+def test_an_ipynb_names_the_cell_index_and_the_line_in_it(tmp_path):
+    text = NOTEBOOK.replace("def second(x):", "def second(x)")
+    h = harness(tmp_path, text, ".ipynb")
+    assert h.handle({"op": "call", "name": "first", "args": [1]}) == {"ok": 2}
+    cells = h.handle({"op": "cells"})["ok"]
+    # cell 1 is markdown; first is cell 2, the scratch cell 3, second 4
+    assert cells[1]["where"].startswith("nb.ipynb cell 4 (counting markdown cells)")
+    assert "line 1 of the cell" in cells[1]["where"]
+    reply = h.handle({"op": "call", "name": "third", "args": [1]})
+    assert "nb.ipynb cell 5" in reply["error"]["message"]
+
+
+def test_missing_function_says_which_failed_cell_may_have_defined_it(tmp_path):
+    text = NOTEBOOK.replace("def second(x):\n    return x * 2", "se cond = (")
+    h = harness(tmp_path, text)
+    reply = h.handle({"op": "call", "name": "second", "args": [1]})
+    message = reply["error"]["message"]
+    assert "second is not defined" in message and "may have defined it" in message
+    assert "cell 'second'" in message
+
+
+def test_the_reference_still_loads_strictly(tmp_path):
+    path = tmp_path / "ref.py"
+    path.write_text(NOTEBOOK)
+    with pytest.raises(Exception, match="google"):
+        load_module(path, "cells_strict_reference")
+    sys.modules.pop("cells_strict_reference", None)
+
+
+@pytest.mark.parametrize(
+    "rel",
+    ["solutions/m9_roofline/m9_roofline.py", "solutions/gpu_fundamentals/gpu_fundamentals.py"],
+)
+def test_every_cell_line_is_the_files_line(rel):
+    path = REPO / rel
+    text = path.read_text()
+    lines = text.splitlines()
+    cells = graded_cells(read_notebook(path), text)
+    assert len(cells) > 5
+    for cell in cells:
+        for k, own in enumerate(cell.source.splitlines()):
+            if "magic dropped" not in own:
+                assert lines[cell.line - 1 + k] in (own, "# " + own), (cell.grade_id, k)
+
+
+def test_graded_text_keeps_the_files_lines_and_skips_a_broken_cell(tmp_path):
+    src = (REPO / "solutions" / "gpu_fundamentals" / "gpu_fundamentals.py").read_text()
+    broken = src.replace("def ridge_point(", "def ridge_point((", 1)
+    path = tmp_path / "gpu_fundamentals.py"
+    path.write_text(broken)
+    text = graded_text(path)
+    want = _line(broken, "def vector_add(")
+    assert text.splitlines()[want - 1].startswith("def vector_add(")
+    assert "def ridge_point((" not in text
+    extract(text, "vector_add", path.name)  # one broken cell leaves the kernels gradable
+
+
+@pytest.mark.slow
+def test_corpus_cells_family_in_process(tmp_path):
+    """The corpus family `cells` (and the two older cases it changed) graded in this process
+    and checked with the corpus's own rules."""
+    sys.path.insert(0, str(REPO / "tests" / "corpus"))
+    sys.path.insert(0, str(REPO / "tests" / "unit" / "sandbox"))
+    import build as corpus
+    import test_corpus
+
+    from grader.core.course import load_course
+    from grader.grading.grade import grade_submission
+
+    root = corpus.make_corpus_root(REPO, tmp_path / "root")
+    ctx = corpus.make_ctx(root, REPO, 1)
+    course = load_course(root)
+    names = [c.name for c in corpus.CASES if c.name.startswith("cells_")]
+    names += ["syntax_error_one_cell", "import_missing_module"]
+    for case in (c for c in corpus.CASES if c.name in names):
+        case.build(tmp_path / case.name, ctx)
+        result = grade_submission(
+            tmp_path / case.name,
+            student=case.name,
+            assignments=[case.expect.assignment],
+            course=course,
+            sandbox=False,
+        )
+        test_corpus.check(case, result, ctx)

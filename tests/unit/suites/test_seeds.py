@@ -1,0 +1,217 @@
+"""Deterministic grading: every draw of a graded suite is the student's, not the run's.
+
+A scratch course whose hidden suite draws with hypothesis and with the `rng` fixture, and whose
+tests fail on purpose with the drawn values in their messages, so the feedback shows the draws.
+The same submission graded in two processes (different PYTHONHASHSEED) must give byte-identical
+result.json apart from times; another student, or a code change to the suite, draws anew; a
+whitespace or comment edit does not.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader.core.results import validate
+from grader.suites import seeds
+
+ROOT = Path(__file__).resolve().parents[3]
+ASSIGNMENT = "gpu_fundamentals"  # any id course.toml defines
+
+NOTEBOOK = """\
+# %%
+def double(x):
+    return 2 * x
+
+
+def off_by_one_at_seven(x):
+    return 2 * x + (x == 7)
+"""
+
+SUITE = """\
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+FAST = settings.get_profile("grader-hidden")
+
+
+@pytest.mark.points(1)
+@FAST
+@given(x=st.integers(min_value=-1000, max_value=1000))
+def test_draws_shown(student, x):
+    assert False, f"drew {x}"
+
+
+@pytest.mark.points(1)
+@FAST
+@given(x=st.integers(min_value=0, max_value=10**6))
+@example(x=7)
+def test_fixed_example_kills_the_mutant(student, x):
+    assert student.off_by_one_at_seven(x) == 2 * x, f"wrong at {x}"
+
+
+@pytest.mark.points(1)
+def test_rng_draws_shown(student, rng):
+    assert False, f"rng drew {rng.integers(0, 10**9, size=3).tolist()}"
+
+
+@pytest.mark.points(1)
+@FAST
+@given(x=st.integers(min_value=0, max_value=100))
+def test_passes(student, x):
+    assert student.double(x) == 2 * x
+"""
+
+
+def make_course(root: Path, suite: str = SUITE) -> tuple[Path, Path]:
+    """A course with the probe suite, and a fork-shaped submission beside it."""
+    root.mkdir(parents=True)
+    shutil.copy(ROOT / "course.toml", root / "course.toml")
+    shutil.copy(ROOT / "tests" / "hidden" / "conftest.py", root / "tests-hidden-conftest.py")
+    hidden = root / "tests" / "hidden" / ASSIGNMENT
+    hidden.mkdir(parents=True)
+    shutil.move(root / "tests-hidden-conftest.py", root / "tests" / "hidden" / "conftest.py")
+    (hidden / "test_probe.py").write_text(suite)
+    (root / "solutions" / ASSIGNMENT).mkdir(parents=True)
+    (root / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.py").write_text(NOTEBOOK)
+    sub = root.parent / f"{root.name}-submission"
+    (sub / "exercises" / ASSIGNMENT).mkdir(parents=True)
+    (sub / "exercises" / ASSIGNMENT / f"{ASSIGNMENT}.py").write_text(NOTEBOOK)
+    return root, sub
+
+
+def grade(root: Path, sub: Path, out: Path, hashseed: str, *extra: str) -> dict:
+    env = {**os.environ, "PYTHONHASHSEED": hashseed, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "grader", "--root", str(root), "grade", str(sub)]
+    cmd += ["--no-sandbox", "--assignment", ASSIGNMENT, "--json", str(out), *extra]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert out.is_file(), proc.stderr[-2000:]
+    return json.loads(out.read_text())
+
+
+def without_times(data: dict) -> str:
+    data = json.loads(json.dumps(data))
+    data.pop("duration_s")
+    for a in data["assignments"]:
+        for t in a["tests"]:
+            t.pop("duration_s")
+    return json.dumps(data, sort_keys=True, indent=2)
+
+
+def feedback(data: dict) -> dict[str, str]:
+    return {t["name"]: t["feedback"] for t in data["assignments"][0]["tests"]}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("seeds")
+    root, sub = make_course(tmp / "course")
+    first = grade(root, sub, tmp / "a.json", "0", "--student", "kim")
+    second = grade(root, sub, tmp / "b.json", "12345", "--student", "kim")
+    other = grade(root, sub, tmp / "c.json", "0", "--student", "ian")
+    return root, sub, tmp, first, second, other
+
+
+def test_same_student_same_bytes_in_two_processes(graded):
+    _, _, tmp, first, second, _ = graded
+    assert first["assignments"][0]["tests"], first
+    assert without_times(first) == without_times(second)
+    validate(first)
+    seed = first["assignments"][0]["seed"]
+    assert len(seed) == 32 and seed == second["assignments"][0]["seed"]
+
+
+def test_the_feedback_shows_the_draws_and_the_falsifying_example(graded):
+    fb = feedback(graded[3])
+    drawn = fb["hidden/test_draws_shown"]
+    assert "drew" in drawn and "Falsifying example" in drawn and "x=" in drawn
+    assert "student=" not in drawn  # the fixtures are not the student's business
+    assert "rng drew [" in fb["hidden/test_rng_draws_shown"]
+
+
+def test_a_fixed_example_kills_a_mutant_on_every_seed(graded):
+    for data in graded[3:]:
+        t = {t["name"]: t for t in data["assignments"][0]["tests"]}
+        assert t["hidden/test_fixed_example_kills_the_mutant"]["outcome"] == "failed"
+        assert "wrong at 7" in t["hidden/test_fixed_example_kills_the_mutant"]["feedback"]
+        assert t["hidden/test_passes"]["outcome"] == "passed"
+
+
+def test_another_student_draws_anew(graded):
+    first, other = graded[3], graded[5]
+    assert first["assignments"][0]["seed"] != other["assignments"][0]["seed"]
+    assert (
+        feedback(first)["hidden/test_rng_draws_shown"]
+        != feedback(other)["hidden/test_rng_draws_shown"]
+    )
+
+
+def test_no_identity_means_the_submission_digest(graded):
+    root, sub, tmp, first, _, _ = graded
+    anonymous = grade(root, sub, tmp / "d.json", "7")
+    digest = anonymous["submission_digest"]
+    suites = seeds.suite_digest(root, [root / "tests" / "hidden" / ASSIGNMENT])
+    assert anonymous["assignments"][0]["seed"] == seeds.assignment_seed(ASSIGNMENT, digest, suites)
+    assert anonymous["assignments"][0]["seed"] != first["assignments"][0]["seed"]
+
+
+def test_whitespace_and_comments_cannot_reroll_but_code_does(tmp_path):
+    root, _ = make_course(tmp_path / "c")
+    dirs = [root / "tests" / "hidden" / ASSIGNMENT]
+    before = seeds.suite_digest(root, dirs)
+    probe = dirs[0] / "test_probe.py"
+    probe.write_text("# a comment\n\n" + SUITE.replace("\n\n\n", "\n\n\n\n") + "\n# end\n")
+    assert seeds.suite_digest(root, dirs) == before
+    probe.write_text(SUITE.replace("max_value=1000)", "max_value=999)"))
+    assert seeds.suite_digest(root, dirs) != before
+    (root / "tests" / "hidden" / "conftest.py").write_text("X = 1\n")  # the shared settings
+    assert seeds.suite_digest(root, dirs) not in (before,)
+
+
+def test_seeds_depend_on_each_input():
+    base = seeds.assignment_seed("a", "kim", "d")
+    assert base == seeds.assignment_seed("a", "kim", "d")
+    assert (
+        len(
+            {
+                base,
+                seeds.assignment_seed("b", "kim", "d"),
+                seeds.assignment_seed("a", "ian", "d"),
+                seeds.assignment_seed("a", "kim", "e"),
+            }
+        )
+        == 4
+    )
+    assert seeds.test_seed(base, "t1") != seeds.test_seed(base, "t2")
+    assert 0 <= seeds.test_seed(base, "t1") < 2**128
+
+
+def test_graded_suites_draw_only_through_the_seeded_means():
+    """Hypothesis and the `rng` fixture are seeded per student; an unseeded generator in a suite
+    would re-roll every grading (and the stdlib's random module is not allowed there)."""
+    bad = []
+    for path in sorted((ROOT / "tests").glob("*/*/test_*.py")):
+        if path.parts[-3] not in ("public", "hidden"):
+            continue
+        text = path.read_text(encoding="utf-8")
+        for needle in ("default_rng()", "import random", "np.random.seed", "RandomState("):
+            if needle in text:
+                bad.append(f"{path.relative_to(ROOT)}: {needle}")
+    assert not bad, "unseeded draws in graded suites (use the rng fixture): " + "; ".join(bad)
+
+
+def test_hidden_profile_has_nothing_machine_dependent():
+    from hypothesis import HealthCheck, settings
+
+    runpy.run_path(str(ROOT / "tests" / "hidden" / "conftest.py"))  # registers the profile
+    profile = settings.get_profile("grader-hidden")
+    assert profile.database is None and profile.deadline is None
+    assert set(profile.suppress_health_check) == set(HealthCheck)
