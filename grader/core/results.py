@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-SCHEMA_VERSION = 2  # 2: AssignmentResult.seed
+SCHEMA_VERSION = 2  # 2: AssignmentResult.seed, Environment.bubblewrap
 Outcome = Literal["passed", "failed", "error", "timeout", "skipped"]
 OUTCOMES: tuple[str, ...] = ("passed", "failed", "error", "timeout", "skipped")
 
