@@ -955,8 +955,8 @@ def vector_add(a, b, c):
     """
     ### BEGIN SOLUTION
     i = cuda.grid(1)  # grader: public
-    if i < c.size:
-        c[i] = a[i] + b[i]
+    if i < c.size:  # grader: public
+        c[i] = a[i] + b[i]  # grader: public
     ### END SOLUTION
 
 
@@ -1256,8 +1256,8 @@ def strided_copy(src, dst, stride):
     """
     ### BEGIN SOLUTION
     i = cuda.grid(1)
-    if i < dst.size:
-        dst[i] = src[(i * stride) % src.size]
+    if i < dst.size:  # grader: public
+        dst[i] = src[(i * stride) % src.size]  # grader: public
     ### END SOLUTION
 
 
@@ -1357,7 +1357,7 @@ def transpose_naive(src, dst):
     x = cuda.grid(2)[0] runs along src's columns, so reads coalesce and writes are strided.
     """
     ### BEGIN SOLUTION
-    x, y = cuda.grid(2)
+    x, y = cuda.grid(2)  # grader: public
     if y < src.shape[0] and x < src.shape[1]:
         dst[x, y] = src[y, x]
     ### END SOLUTION
@@ -1433,7 +1433,7 @@ def transpose_tiled(src, dst):
     """
     ### BEGIN SOLUTION
     tile = cuda.shared.array((TILE, TILE_PADDED), numba.float32)
-    lane = cuda.threadIdx.x
+    lane = cuda.threadIdx.x  # grader: public
     first_row = cuda.blockIdx.y * TILE  # of src; also the first column of this tile in dst
     first_col = cuda.blockIdx.x * TILE  # of src; also the first row of this tile in dst
     col = first_col + lane
