@@ -24,6 +24,20 @@ def vector_add(a, b, c):
 @cuda.jit
 def empty(a, b, c):
     i = cuda.grid(1)
+
+
+def timed(n):
+    a = cuda.to_device(np.ones(n, np.float32))
+    c = cuda.device_array(n, np.float32)
+    for _ in range(20):  # more than the record keeps: counted, not refused
+        vector_add[1, n](a, a, c)
+    return 2.0
+
+
+def constant(n):
+    if False:
+        vector_add[1, 1](None, None, None)
+    return 3.0
 """
 
 WRAPPERS = {
@@ -148,3 +162,10 @@ def test_a_slot_keeps_what_it_is_and_the_total_is_bounded():
     replay.arguments(_entry({"slot": 0, "shape": [big], "dtype": "<f8"}), 1)
     with pytest.raises(RecordRefused, match="MiB of arrays"):
         replay.arguments(_entry({"slot": 1, "shape": [big], "dtype": "<f8"}), 2)
+
+
+def test_a_timing_function_pays_only_for_recorded_launches(tmp_path):
+    student = student_for(tmp_path, "honest")
+    assert student.timed.timing("vector_add")(16) == 2.0
+    with pytest.raises(KernelRefused, match="without launching vector_add"):
+        student.constant.timing("vector_add")(16)
