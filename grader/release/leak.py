@@ -218,7 +218,8 @@ def secret_and_public_lines(root: Path) -> tuple[dict[str, str], set[str]]:
         lines = _text_lines(path) or []
         skip = _module_docstring(lines) if path.suffix == ".py" else range(0)
         kept = [line for n, line in enumerate(lines) if n not in skip]
-        origins = [f"{rel_name(root, path)}:{n + 1}" for n in range(len(lines)) if n not in skip]
+        rel = rel_name(root, path)
+        origins = [f"{rel}:{n + 1}" for n in range(len(lines)) if n not in skip]
         add(secrets, kept, origins)
     merged = {s: o for s, o in strays.items() if s not in scaffold}
     merged.update(secrets)
@@ -310,8 +311,8 @@ class SecretIndex:
         longest = max(self.windows, default=0)
         rng = np.random.default_rng(24)
         self._weights = rng.integers(1, 1 << 62, size=longest, dtype=np.int64)
-        self._hashes = {
-            n: np.array([self._hash(np.array(self._ids(k), np.int64), n)[0] for k in keys])
+        self._hashes = {  # sorted, for searchsorted
+            n: np.sort([self._hash(np.array(self._ids(k), np.int64), n)[0] for k in keys])
             for n, keys in self.windows.items()
         }
 
@@ -327,12 +328,15 @@ class SecretIndex:
 
     def find(self, text: str) -> Iterator[tuple[int, str, str]]:
         """(line, secret, origin) for each place in `text` that holds a secret line."""
+        stream = tokens(text)
         if self.lines:
-            for n, line in enumerate(text.split("\n"), start=1):
-                found = self.lines.get(tuple(tokens(line).tokens))
+            by_line: dict[int, list[str]] = {}
+            for t, n in zip(stream.tokens, stream.lines, strict=True):
+                by_line.setdefault(n, []).append(t)
+            for n, toks in by_line.items():
+                found = self.lines.get(tuple(toks))
                 if found:
                     yield n, found[0], found[1]
-        stream = tokens(text)
         if not stream.tokens or not self.windows:
             return
         ids = np.array(self._ids(stream.skeleton()), np.int64)
@@ -340,7 +344,9 @@ class SecretIndex:
             if n > len(ids):
                 continue
             hashes = self._hash(ids, n)
-            for s in np.flatnonzero(np.isin(hashes, self._hashes[n])).tolist():
+            known = self._hashes[n]
+            at = np.minimum(np.searchsorted(known, hashes), len(known) - 1)
+            for s in np.flatnonzero(known[at] == hashes).tolist():
                 for secret, text_, origin in keys.get(stream.skeleton(s, s + n), ()):
                     if same_code(secret, stream, s):
                         yield stream.lines[s], text_, origin
