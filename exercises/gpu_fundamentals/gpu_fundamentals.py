@@ -941,7 +941,9 @@ print("vector_add: self-checks passed")
 # and an empty input gives an empty output. Inputs that do not hold numbers raise `TypeError`.
 # The wrapper earns its points only by launching your own
 # `vector_add` (`vector_add[blocks, threads](...)` in its body): the grader records each launch
-# and repeats it with your kernel; a result computed on the host earns nothing.
+# and repeats it with your kernel on the test's own inputs, every output array starting as NaN,
+# and your result must be what those launches write; a result computed or filled in on the host
+# earns nothing.
 
 # %% deletable=false nbgrader={"grade": false, "grade_id": "gpu_vector_add", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "921b294306dcdce0aa99efc8939f8482", "cell_type": "code"}
 def gpu_vector_add(a, b, threads_per_block=256):
@@ -1465,7 +1467,9 @@ print("transpose_tiled: self-checks passed")
 # In the simulator the ratio means nothing (Python threads have no sectors), so the self-check
 # only asks for a positive number. On a GPU runner the grader calls `coalescing_slowdown(8192)`
 # and expects **at least 1.5**, and it times your two kernels itself: your returned ratio must be
-# within a factor of 2 of the ratio it measures.
+# within a factor of 2 of the ratio it measures. Both tests pay only when the grader's record of
+# the call shows that it launched your `transpose_naive` and your `strided_copy`: a ratio that
+# no launch measured earns nothing.
 
 # %% deletable=false nbgrader={"grade": false, "grade_id": "coalescing_slowdown", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "a4ed6c4c12bac2446f25ee62a2b4f0d9", "cell_type": "code"}
 def coalescing_slowdown(n=8192):

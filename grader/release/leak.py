@@ -2,26 +2,34 @@
 
 Secret lines (`secret_and_public_lines`): every line inside a SOLUTION or HIDDEN TESTS region of
 the solution notebooks (the regions as `grader.core.regions` scans them; a cell whose markers do
-not pair up is secret whole), every line of `tests/hidden/**`, and every line of other files
-under `solutions/` (except the declared data files). Lines are compared stripped. A line is not
-secret when it is *generic* (`is_generic`): blank; a comment; an nbgrader marker; an import
-statement; shorter than 8 characters (`return`, `pass`, `else:`, `try:`, `break`, `)`, a lone
-triple quote); or naming fewer than two things once Python keywords and
-`None/True/False/self/cls` are left out (`return None`, `return total`, `except ValueError:`).
+not pair up is secret whole), every line of `tests/hidden/**` but its files' module docstrings
+(which quote the released notebook word for word, `grader.release.verify.stated_rules`), and
+every line of other files under `solutions/` (except the declared data files). A line is not
+secret when it is *generic* (`is_generic`, with or without its trailing comment): blank; a
+comment; an nbgrader marker; an import statement; shorter than 8 characters (`return`, `pass`,
+`else:`, `try:`, `break`, `)`, a lone triple quote); or naming fewer than two things once Python
+keywords and `None/True/False/self/cls` are left out (`return None`, `except ValueError:`).
 
 There is no public-by-default escape: a region's or a hidden test's line that also appears
 outside a region, in a markdown cell, in `tests/public/**` or in a grader module is still secret,
 so pasting it there is a leak. The instructor makes such a line public where it is written: a
-trailing `# grader: public` comment, or a line holding only `# grader: public` just above it.
-Only the lines of stray files under `solutions/` that the scaffold ships anyway are excused.
+trailing `# grader: public` comment (optionally followed by why, in parentheses), or a line
+holding only that mark just above it. Only the lines of stray files under `solutions/` that the
+scaffold ships anyway are excused.
 
-`leak_check` checks every text file under the scanned tree (the staged release, the export):
-cell sources and text outputs for `.ipynb`, lines otherwise, also with a leading `#` removed so
-a markdown cell of a `.py` is seen. A `.ipynb_checkpoints` folder is scanned too: it can leak.
+Matching sees through rewording (`SecretIndex`, on `grader.release.normalise`'s token streams):
+comments, whitespace, backticks and quotes do not count, a solution's line of code is found
+inside any text (after "Example: ", in inline code, with a comment appended, with a variable
+renamed), and long base64 or hex strings (gzip inside or not) are decoded and searched too.
+`leak_check` checks every text file under the scanned tree (the staged release, the public
+suites, the export): cell sources and text outputs for `.ipynb`, the whole text otherwise. A
+`.ipynb_checkpoints` folder is scanned too: it can leak. Release, verify (through release's
+check) and export-student run this one proof.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import keyword
 import re
@@ -30,16 +38,23 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import jupytext
+import numpy as np
 
 from grader.core.course import load_course
 from grader.core.regions import MARKERS, scan
+from grader.release.normalise import NAME, Stream, decoded, same_code, strip_comment, tokens
 from grader.release.tree import JUNK_DIRS, rel_name, tree_files
 from grader.release.validate import cell_ranges, declared_data
 
 MIN_LINE_CHARS = 8
+MIN_CODE_TOKENS = 6  # a solution's line of code this long is matched anywhere in a text
+MIN_TEST_TOKENS = 12  # a hidden test's line, which shares boilerplate with the public tests
+MIN_OPERATORS = 2  # ... when it has this many operators outside its strings
+_OPERATORS = frozenset("=+-*/%<>!&|^~@.")
 MAX_SCAN_BYTES = 20 * 1024 * 1024
 PUBLIC_MARK = "# grader: public"
-_PUBLIC_MARK_RE = re.compile(r"#\s*grader:\s*public\s*$")
+# The mark, optionally followed by why in parentheses: "# grader: public (stated in the text)".
+_PUBLIC_MARK_RE = re.compile(r"#\s*grader:\s*public(\s*\([^)]*\))?\s*$")
 _GENERIC_WORDS = frozenset(keyword.kwlist) | {"None", "True", "False", "self", "cls"}
 _WORD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+(?:\.\d+)?")
 _IMPORT_RE = re.compile(
@@ -57,6 +72,7 @@ class Leak:
     text: str  # the leaked line, stripped
     origin: str  # where the secret comes from: "solutions/x/x.py:12" or "tests/hidden/...:3"
     cell: int | None = None  # 0-based cell index for an .ipynb
+    encoded: str = ""  # how the text it was found in was encoded ("base64", "hex of gzip"...)
 
     def __str__(self) -> str:
         where = (
@@ -64,7 +80,8 @@ class Leak:
             if self.cell is None
             else (f"{self.path} cell {self.cell} line {self.line}")
         )
-        return f"{where}: leaked {self.text!r} (secret from {self.origin})"
+        inside = f" inside a {self.encoded} string" if self.encoded else ""
+        return f"{where}: leaked {self.text!r}{inside} (secret from {self.origin})"
 
 
 def is_generic(line: str) -> bool:
@@ -167,7 +184,7 @@ def secret_and_public_lines(root: Path) -> tuple[dict[str, str], set[str]]:
             s = line.strip()
             if marked:
                 public.add(s)
-            elif not is_generic(s):
+            elif not (is_generic(s) or is_generic(strip_comment(s))):
                 into.setdefault(s, origin)
 
     def numbered(prefix: str, lines: Sequence[str]) -> list[str]:
@@ -199,7 +216,11 @@ def secret_and_public_lines(root: Path) -> tuple[dict[str, str], set[str]]:
         add(strays, lines, numbered(f"{rel}:", lines))
     for path in tree_files(root / "tests" / "hidden").values():
         lines = _text_lines(path) or []
-        add(secrets, lines, numbered(f"{rel_name(root, path)}:", lines))
+        skip = _module_docstring(lines) if path.suffix == ".py" else range(0)
+        kept = [line for n, line in enumerate(lines) if n not in skip]
+        rel = rel_name(root, path)
+        origins = [f"{rel}:{n + 1}" for n in range(len(lines)) if n not in skip]
+        add(secrets, kept, origins)
     merged = {s: o for s, o in strays.items() if s not in scaffold}
     merged.update(secrets)
     for s in public:
@@ -207,13 +228,23 @@ def secret_and_public_lines(root: Path) -> tuple[dict[str, str], set[str]]:
     return merged, public
 
 
-def _candidates(line: str) -> list[str]:
-    s = line.strip()
-    out = [s]
-    bare = s.lstrip("#>").strip()
-    if bare != s:
-        out.append(bare)
-    return out
+def _module_docstring(lines: Sequence[str]) -> range:
+    """0-based lines of a Python file's module docstring (empty if none or unparsable).
+
+    A hidden test file's docstring quotes, word for word, the released notebook's sentence for
+    each rule it checks (`grader.release.verify.stated_rules`): public text by construction."""
+    try:
+        tree = ast.parse("\n".join(lines))
+    except (SyntaxError, ValueError):
+        return range(0)
+    first = tree.body[0] if tree.body else None
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
+        return range(first.lineno - 1, first.end_lineno or first.lineno)
+    return range(0)
 
 
 def _all_files(tree: Path) -> Iterator[tuple[str, Path]]:
@@ -239,35 +270,140 @@ def _ipynb_texts(cell) -> list[str]:
     return out
 
 
-def leak_check(root: Path, tree: Path) -> list[Leak]:
-    """Every occurrence of a secret line (see the module docstring) in a text file under `tree`."""
-    secrets, _ = secret_and_public_lines(root)
-    tree = Path(tree)
+class SecretIndex:
+    """The secret lines as token streams (`grader.release.normalise`), found in any text.
+
+    A secret line of code (at least `MIN_CODE_TOKENS` tokens for a solution's line and
+    `MIN_TEST_TOKENS` for a hidden test's, `MIN_OPERATORS` of them operators outside its
+    strings) matches any window of a text's token stream that is the same code (`same_code`;
+    names may be renamed only in a solution's line, since a public test calling the same
+    function as a hidden one is no leak). Windows are found by one rolling hash of the
+    skeleton per secret length (numpy), then checked token by token. Any other secret line
+    (mostly words, like a hidden test's message, which the notebook states in the same words)
+    matches a whole line of text with the same tokens. A secret that a `# grader: public` line
+    has the same tokens as is public too: the mark covers the code, not its spacing.
+    """
+
+    def __init__(self, secrets: dict[str, str], public: set[str]):
+        public_forms = {tuple(tokens(p, code=True).tokens) for p in public}
+        self.vocab: dict[str, int] = {NAME: 1}
+        self.windows: dict[int, dict[tuple[str, ...], list[tuple[Stream, str, str]]]] = {}
+        self.lines: dict[tuple[str, ...], tuple[str, str]] = {}
+        for text, origin in secrets.items():
+            stream = tokens(text, code=True)
+            form = tuple(stream.tokens)
+            if not form or form in public_forms:
+                continue
+            solution = origin.startswith("solutions/")
+            if not solution:
+                stream.renamable = [False] * len(form)
+            operators = sum(t in _OPERATORS and c for t, c in zip(form, stream.code, strict=True))
+            shortest = MIN_CODE_TOKENS if solution else MIN_TEST_TOKENS
+            if len(form) < shortest or operators < MIN_OPERATORS:
+                self.lines.setdefault(form, (text, origin))
+                continue
+            skeleton = stream.skeleton()
+            for t in skeleton:
+                self.vocab.setdefault(t, len(self.vocab) + 1)
+            self.windows.setdefault(len(form), {}).setdefault(skeleton, []).append(
+                (stream, text, origin)
+            )
+        longest = max(self.windows, default=0)
+        rng = np.random.default_rng(24)
+        self._weights = rng.integers(1, 1 << 62, size=longest, dtype=np.int64)
+        self._hashes = {  # sorted, for searchsorted
+            n: np.sort([self._hash(np.array(self._ids(k), np.int64), n)[0] for k in keys])
+            for n, keys in self.windows.items()
+        }
+
+    def __bool__(self) -> bool:
+        return bool(self.windows or self.lines)
+
+    def _ids(self, skeleton: Sequence[str]) -> list[int]:
+        return [self.vocab.get(t, 0) for t in skeleton]
+
+    def _hash(self, ids: np.ndarray, n: int) -> np.ndarray:
+        with np.errstate(over="ignore"):
+            return np.correlate(ids, self._weights[:n], "valid")
+
+    def find(self, text: str) -> Iterator[tuple[int, str, str]]:
+        """(line, secret, origin) for each place in `text` that holds a secret line."""
+        stream = tokens(text)
+        if self.lines:
+            by_line: dict[int, list[str]] = {}
+            for t, n in zip(stream.tokens, stream.lines, strict=True):
+                by_line.setdefault(n, []).append(t)
+            for n, toks in by_line.items():
+                found = self.lines.get(tuple(toks))
+                if found:
+                    yield n, found[0], found[1]
+        if not stream.tokens or not self.windows:
+            return
+        ids = np.array(self._ids(stream.skeleton()), np.int64)
+        for n, keys in self.windows.items():
+            if n > len(ids):
+                continue
+            hashes = self._hash(ids, n)
+            known = self._hashes[n]
+            at = np.minimum(np.searchsorted(known, hashes), len(known) - 1)
+            for s in np.flatnonzero(known[at] == hashes).tolist():
+                for secret, text_, origin in keys.get(stream.skeleton(s, s + n), ()):
+                    if same_code(secret, stream, s):
+                        yield stream.lines[s], text_, origin
+
+
+def _texts(path: Path) -> Iterator[tuple[int | None, str]]:
+    """(cell index or None, text) of each text a file shows: a notebook's cell sources and
+    text outputs one by one, any other text file whole."""
+    lines = _text_lines(path)
+    if lines is None:
+        return
+    if path.suffix == ".ipynb":
+        try:
+            cells = json.loads("\n".join(lines)).get("cells", [])
+        except (json.JSONDecodeError, AttributeError):
+            cells = None
+        if isinstance(cells, list):
+            for k, cell in enumerate(cells):
+                yield k, "\n".join(_ipynb_texts(cell))
+            return
+    yield None, "\n".join(lines)
+
+
+def _hits(index: SecretIndex, text: str) -> Iterator[tuple[int, str, str, str]]:
+    """(line, secret, origin, how) in `text` and in what its long encoded strings decode to."""
+    for line, secret, origin in index.find(text):
+        yield line, secret, origin, ""
+    for offset, how, inner in decoded(text):
+        line = text.count("\n", 0, offset) + 1
+        for _, secret, origin in index.find(inner):
+            yield line, secret, origin, how
+
+
+def leak_check(root: Path, tree: Path, prefix: str = "") -> list[Leak]:
+    """Every occurrence of a secret line (see the module docstring) in a text file under
+    `tree`, named `prefix` + its path in the tree."""
+    return leak_check_trees(root, {prefix: tree})
+
+
+def leak_check_trees(root: Path, trees: dict[str, Path]) -> list[Leak]:
+    """`leak_check` over several trees (prefix -> tree) with the secrets read once."""
+    secrets, public = secret_and_public_lines(root)
     leaks: list[Leak] = []
     if not secrets:
         return leaks
-
-    def hit(path: str, n: int, line: str, cell: int | None = None) -> None:
-        for c in _candidates(line):
-            if c in secrets:
-                leaks.append(Leak(path, n, c, secrets[c], cell))
-                return
-
-    for rel, path in _all_files(tree):
-        lines = _text_lines(path)
-        if lines is None:
+    index = SecretIndex(secrets, public)
+    if not index:
+        return leaks
+    for prefix, tree in trees.items():
+        if not Path(tree).is_dir():
             continue
-        if path.suffix == ".ipynb":
-            try:
-                nb = json.loads("\n".join(lines))
-                cells = nb.get("cells", [])
-            except (json.JSONDecodeError, AttributeError):
-                cells = None
-            if isinstance(cells, list):
-                for k, cell in enumerate(cells):
-                    for n, line in enumerate(_ipynb_texts(cell), start=1):
-                        hit(rel, n, line, k)
-                continue
-        for n, line in enumerate(lines, start=1):
-            hit(rel, n, line)
+        for rel, path in _all_files(Path(tree)):
+            seen: set[tuple] = set()
+            for cell, text in _texts(path):
+                for line, secret, origin, how in _hits(index, text):
+                    key = (cell, line, secret, how)
+                    if key not in seen:
+                        seen.add(key)
+                        leaks.append(Leak(prefix + rel, line, secret, origin, cell, how))
     return leaks

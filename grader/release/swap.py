@@ -1,12 +1,13 @@
 """`release` and `check`: stage every assignment, prove it, then swap it into exercises/.
 
 Everything is built in a temporary directory (`grader.release.build`), proven leak-free
-(`grader.release.leak`), then swapped into `exercises/` one assignment directory at a time with
-same-filesystem renames; an assignment whose staged tree equals the committed one is left alone,
-so a second run changes no byte. A failure while swapping puts every assignment back, so a
-failed release leaves `exercises/` as it was. `check` builds and proves the same way but writes
-nothing: it names every file of `exercises/` that is missing, extra or not what release would
-write (and, for the whole course, every directory that is not an assignment).
+together with `tests/public/`, which ships beside it (`grader.release.leak`), then swapped into
+`exercises/` one assignment directory at a time with same-filesystem renames; an assignment
+whose staged tree equals the committed one is left alone, so a second run changes no byte. A
+failure while swapping puts every assignment back, so a failed release leaves `exercises/` as
+it was. `check` builds and proves the same way but writes nothing: it names every file of
+`exercises/` that is missing, extra or not what release would write (and, for the whole
+course, every directory that is not an assignment).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 from grader.core.course import load_course
 from grader.core.tables import format_table
 from grader.release.build import build_assignment
-from grader.release.leak import leak_check
+from grader.release.leak import leak_check_trees
 from grader.release.tree import JUNK_DIRS, tree_files
 from grader.release.validate import ReleaseError
 
@@ -134,7 +135,9 @@ def release(root: Path, ids: list[str] | None = None, check: bool = False) -> Re
             except ReleaseError as exc:
                 report.findings += exc.findings
         if not report.findings:
-            report.findings += [f"leak: {lk}" for lk in leak_check(root, stage)]
+            # The release and the public suites it ships beside: both reach students.
+            trees = {"": stage, "tests/public/": root / "tests" / "public"}
+            report.findings += [f"leak: {lk}" for lk in leak_check_trees(root, trees)]
         if not report.findings:
             exercises = root / "exercises"
             if check:

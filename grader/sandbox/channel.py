@@ -3,7 +3,8 @@
 `exchange` writes one framed request to the worker's stdin and reads its framed reply from its
 stdout before a deadline. The reply frame's length is checked against
 `protocol.MAX_REPLY_BYTES` before its body is read, the body is decoded by `wire` within the
-same deadline, and the decoded reply must have the protocol's shape (`protocol.valid_reply`).
+same deadline (any exception while decoding is a malformed reply, never a value of the
+student's), and the decoded reply must have the protocol's shape (`protocol.valid_reply`).
 Anything else raises `Failure` (the caller kills the worker); the deadline raises TimeoutError.
 Nothing the worker sends is interpreted here beyond that.
 """
@@ -44,7 +45,9 @@ def exchange(proc: subprocess.Popen, req: dict, deadline: float) -> dict:
     payload = _recv(proc, size, deadline)
     try:
         reply = wire.decode(payload, deadline)  # bounded in values and in this request's time
-    except wire.NotPlainData as exc:
+    except TimeoutError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any failure to decode is the worker's, never the student's answer
         raise crashed(f"the worker sent a malformed reply ({exc})") from None
     if not protocol.valid_reply(reply):
         raise crashed("the worker sent a reply of the wrong shape")

@@ -174,7 +174,8 @@ def _in_time(deadline: float | None) -> None:
 
 def decode(data: bytes, deadline: float | None = None) -> Any:
     """Parse a message from `encode`; raises NotPlainData on anything malformed or over the
-    bounds (bytes, values), and TimeoutError once time.monotonic() passes `deadline`."""
+    bounds (bytes, values), whatever the part of decoding that fails (json, numpy building an
+    array), and TimeoutError once time.monotonic() passes `deadline`."""
     view = memoryview(data)
     if len(view) > MAX_MESSAGE_BYTES:
         raise NotPlainData("message too large")
@@ -216,8 +217,12 @@ def decode(data: bytes, deadline: float | None = None) -> Any:
     _in_time(deadline)
     try:
         value = _from_tree(header["value"], buffers, 0)
+    except NotPlainData:
+        raise
     except RecursionError as exc:
         raise NotPlainData("message nested too deeply") from exc
+    except Exception as exc:  # noqa: BLE001 - e.g. numpy refusing 70 dimensions: still malformed
+        raise NotPlainData(f"an array or value that cannot be built ({exc})") from exc
     _in_time(deadline)
     return value
 

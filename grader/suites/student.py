@@ -8,9 +8,9 @@ student's own `grader check`) and in the sandboxed worker (`grader.sandbox.Worke
 Nothing the student's process says is a verdict. Kernels are taken from the notebook's source
 (`grader.core.kernel_source`), compiled for the course GPU by a process that runs nothing of the
 notebook, and launched, timed and read back by kernel workers that load no notebook; a host
-wrapper's launches are replayed with that kernel. Infrastructure outcomes (timeout, crash,
-malformed reply) come only from errors the trusted side made (``origin: grader``; see
-`grader.suites.errors`).
+wrapper's launches are replayed with that kernel on the test's own inputs
+(`grader.suites.replay`). Infrastructure outcomes (timeout, crash, malformed reply) come only
+from errors the trusted side made (``origin: grader``; see `grader.suites.errors`).
 
 The exceptions (`grader.suites.errors`) and `InProcessBackend` are re-exported here, where tests
 and suites have always imported them.
@@ -54,6 +54,7 @@ from grader.suites.kernels import (
     same_array,
     signature,
 )
+from grader.suites.replay import RecordRefused, Replay
 
 __all__ = [
     "Backend",
@@ -118,6 +119,7 @@ class Student:
         self._cc = cc
         self._sources: dict[str, kernel_source.KernelSource | StudentError] = {}
         self._compiled: dict[tuple[str, str], str | StudentError] = {}
+        self._launch_checks: dict[tuple[str, str], bool] = {}
 
     def __getattr__(self, name: str) -> Function:
         if name.startswith("_"):
@@ -166,6 +168,14 @@ class Student:
         if isinstance(found, StudentError):
             raise found
         return found
+
+    def _launches_in_body(self, function: str, kernel: str) -> bool:
+        """Whether `function` launches `kernel` in its own body (the source parsed once)."""
+        key = (function, kernel)
+        if key not in self._launch_checks:
+            text = self._backend.graded_source(self._assignment_id)
+            self._launch_checks[key] = kernel_source.launches(text, function, kernel)
+        return self._launch_checks[key]
 
     def _kernel_req(self, op: str, name: str, **extra: Any) -> dict:
         return protocol.kernel_request(op, self._source(name), **extra)
@@ -242,84 +252,138 @@ class Function:
         return s._ptx(self.name, signature, tuple(cc or s._cc))
 
     def launching(self, *kernels: str):
-        """This host wrapper, credited only for launching the student's own `kernels`.
+        """This host wrapper, credited only for a result its launches of `kernels` produced.
 
         The wrapper must launch them in its own body (``kernel[grid, block](...)``, checked in
         the source) and does so at least once: while it runs, each kernel name resolves to a
-        recorder that logs the launch's inputs and outputs, and every logged launch is replayed
-        here with the kernel compiled from the source; the outputs must agree exactly.
+        recorder that logs what each launch was given. Every logged launch is then replayed
+        here with the kernel compiled from the source, on the test's own inputs and on fresh
+        poisoned outputs (`grader.suites.replay`), and the wrapper's returned array must be
+        what those launches wrote.
         """
-        s = self._student
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            for k in kernels:
-                s._source(k)  # refused kernels and unreadable notebooks raise here
-            text = s._backend.graded_source(s._assignment_id)
-            for k in kernels:
-                if not kernel_source.launches(text, self.name, k):
-                    raise grader_error(
-                        KERNEL_REFUSED,
-                        f"{self.name} does not launch {k} in its own body ({k}[blocks, "
-                        f"threads](...)); a host wrapper earns its points by launching {k}",
-                        self.name,
-                    )
-            req = {
-                "op": "call",
-                "name": self.name,
-                "args": list(args),
-                "kwargs": kwargs,
-                "record": list(kernels),
-            }
-            out = s._ask(req, s._call_timeout, self.name)
-            if not (
-                isinstance(out, dict)
-                and set(out) == {"value", "launches"}
-                and isinstance(out["launches"], list)
-            ):
-                raise malformed("a wrapper reply without its launch record", self.name)
-            if len(out["launches"]) > protocol.MAX_RECORDED_LAUNCHES:  # the harness cap, kept here
-                raise malformed("a launch record longer than the harness keeps", self.name)
-            if not out["launches"]:
+            value, launches = self._recorded(kernels, args, kwargs, timing=False)
+            if not launches:
                 raise grader_error(
                     KERNEL_REFUSED,
                     f"{self.name} returned without launching {' or '.join(kernels)}; compute "
                     "the result on the device with the kernel, not on the host",
                     self.name,
                 )
-            for n, entry in enumerate(out["launches"], 1):
-                self._replay(entry, kernels, n)
-            return out["value"]
+            replay = self._replay(launches, args, kwargs)
+            if not replay.produced(value):
+                shown = "; ".join(self._shown(e) for e in launches)
+                raise grader_error(
+                    KERNEL_REFUSED,
+                    f"{self.name} returned an array that is not what its launches ({shown}) "
+                    "write when the grader replays them on the test's own inputs, every other "
+                    f"array starting as NaN: {replay.closest(value)}. The result must come "
+                    "from the kernel launch itself (an output filled on the host before the "
+                    "launch, or a result computed with numpy, earns nothing)",
+                    self.name,
+                )
+            return value
 
         return call
 
-    def _replay(self, entry: Any, kernels: tuple[str, ...], n: int) -> None:
-        s = self._student
-        keys = {"kernel", "grid", "block", "inputs", "outputs"}
-        if not (
-            isinstance(entry, dict)
-            and set(entry) == keys
-            and entry["kernel"] in kernels
-            and isinstance(entry["inputs"], list)
-            and isinstance(entry["outputs"], list)
-            and len(entry["inputs"]) == len(entry["outputs"])
-        ):
-            raise malformed("a launch record of the wrong shape", self.name)
-        k = entry["kernel"]
-        where = f"launch {n} ({k}[{entry['grid']!r}, {entry['block']!r}]) made by {self.name}"
-        try:
-            got = s._launch(k, entry["grid"], entry["block"], entry["inputs"])
-        except KernelRefused:
-            raise
-        except StudentError as exc:
-            raise grader_error(
-                KERNEL_REFUSED, f"replaying {where} failed: {exc.feedback()}", self.name
-            ) from None
-        for i, (want, have) in enumerate(zip(entry["outputs"], got, strict=True)):
-            if have is not None and not same_array(want, have):
+    def timing(self, *kernels: str):
+        """This timing function, credited only when the trusted side's launch record shows it
+        launched each of the student's `kernels` (a constant earns nothing).
+
+        The launches are recorded like a wrapper's (`launching`), but the timed loop is left
+        alone: no copy, no synchronize; the first few launches are logged, the rest run. Nothing
+        is replayed: a timing function returns no array to compare, and on a GPU runner the
+        trusted side times the same kernels itself.
+        """
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            value, launches = self._recorded(kernels, args, kwargs, timing=True)
+            missing = [k for k in kernels if not any(e["kernel"] == k for e in launches)]
+            if missing:
+                shown = repr(value) if type(value) in (int, float) else type(value).__name__
                 raise grader_error(
                     KERNEL_REFUSED,
-                    f"{where}: argument {i} after the launch is not what {k} produces when the "
-                    "grader launches it on the same inputs; the result must come from the "
-                    "kernel launch itself",
+                    f"{self.name} returned {shown} without launching "
+                    f"{' or '.join(missing)}; a timing function earns its points by timing "
+                    "the kernels themselves",
                     self.name,
                 )
+            return value
+
+        return call
+
+    def _recorded(
+        self, kernels: tuple[str, ...], args: tuple, kwargs: dict, timing: bool
+    ) -> tuple[Any, list[dict]]:
+        """Call this function with launches of `kernels` recorded: (its value, the record)."""
+        s = self._student
+        for k in kernels:
+            s._source(k)  # refused kernels and unreadable notebooks raise here
+        for k in kernels:
+            if not s._launches_in_body(self.name, k):
+                raise grader_error(
+                    KERNEL_REFUSED,
+                    f"{self.name} does not launch {k} in its own body ({k}[blocks, "
+                    f"threads](...)); it earns its points by launching {k}",
+                    self.name,
+                )
+        req = {
+            "op": "call",
+            "name": self.name,
+            "args": list(args),
+            "kwargs": kwargs,
+            "record": list(kernels),
+            "timing": timing,
+        }
+        out = s._ask(req, s._call_timeout, self.name)
+        if not (
+            isinstance(out, dict)
+            and set(out) == {"value", "launches"}
+            and isinstance(out["launches"], list)
+        ):
+            raise malformed("a wrapper reply without its launch record", self.name)
+        if len(out["launches"]) > protocol.MAX_RECORDED_LAUNCHES:  # the harness cap, kept here
+            raise malformed("a launch record longer than the harness keeps", self.name)
+        for entry in out["launches"]:
+            if not (
+                isinstance(entry, dict)
+                and set(entry) == {"kernel", "grid", "block", "args"}
+                and entry["kernel"] in kernels
+                and isinstance(entry["args"], list)
+            ):
+                raise malformed("a launch record of the wrong shape", self.name)
+        return out["value"], out["launches"]
+
+    @staticmethod
+    def _shown(entry: dict) -> str:
+        return f"{entry['kernel']}[{entry['grid']!r}, {entry['block']!r}]"
+
+    def _replay(self, launches: list[dict], args: tuple, kwargs: dict) -> Replay:
+        """Replay `launches` in order on the test's data; a record naming anything else, or a
+        replay that fails, earns nothing."""
+        s = self._student
+        replay = Replay(self.name, args, kwargs)
+        for n, entry in enumerate(launches, 1):
+            k = entry["kernel"]
+            where = f"launch {n} ({self._shown(entry)}) made by {self.name}"
+            try:
+                replay.launched(
+                    entry, n, lambda a, e=entry: s._launch(e["kernel"], e["grid"], e["block"], a)
+                )
+            except RecordRefused as exc:
+                raise grader_error(
+                    KERNEL_REFUSED,
+                    f"the launch record of {self.name} names something that is not one of the "
+                    f"test's input arrays nor a fresh output ({exc}), so it earns nothing: "
+                    f"launch {k} on the arrays {self.name} was given (or device copies of "
+                    "them) and on arrays it allocates",
+                    self.name,
+                ) from None
+            except KernelRefused:
+                raise
+            except StudentError as exc:
+                raise grader_error(
+                    KERNEL_REFUSED, f"replaying {where} failed: {exc.feedback()}", self.name
+                ) from None
+        return replay

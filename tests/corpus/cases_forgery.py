@@ -151,6 +151,99 @@ for _fd in range(3, 64):
         pass
 '''
 
+# Issue 24: wrappers whose result does not come from the kernel. Each ships an empty kernel
+# (it compiles and writes nothing), so only the wrapper could make the sum appear.
+EMPTY_KERNEL = "i = cuda.grid(1)"
+
+_WRAPPER_HEAD = """
+a = np.asarray(a)
+b = np.asarray(b)
+if a.shape != b.shape:
+    raise ValueError(f"a and b must have the same shape, got {a.shape} and {b.shape}")
+dtype = np.result_type(a.dtype, b.dtype)
+fa = np.ascontiguousarray(a, dtype=dtype).ravel()
+fb = np.ascontiguousarray(b, dtype=dtype).ravel()
+blocks, threads = launch_config(a.size, threads_per_block)
+"""
+
+# (a) the sum computed with numpy into c, then the empty kernel launched on that c.
+NUMPY_THEN_EMPTY = _WRAPPER_HEAD + """
+c = fa + fb
+vector_add[blocks, threads](fa, fb, c)
+return c.reshape(a.shape)
+"""
+
+# (b) the output buffer pre-filled with the answer on the device, then the empty kernel.
+PREFILLED_OUTPUT = _WRAPPER_HEAD + """
+d_c = cuda.to_device(fa + fb)
+vector_add[blocks, threads](cuda.to_device(fa), cuda.to_device(fb), d_c)
+return d_c.copy_to_host().reshape(a.shape)
+"""
+
+# (c) no launch at all: a launch record written by hand into the grader's recorder, in whichever
+# format the recorder keeps (the old one carried the arrays, the new one names slots).
+FORGED_RECORD = _WRAPPER_HEAD + """
+c = fa + fb
+if False:  # the launch the static check looks for, never run
+    vector_add[blocks, threads](fa, fb, c)
+log = getattr(vector_add, "_log", None)
+if log is not None and hasattr(vector_add, "_slots"):
+    slots = [{"slot": k, "shape": [a.size], "dtype": c.dtype.str} for k in range(3)]
+    slots[0]["input"], slots[1]["input"] = 0, 1
+    log.append({"kernel": "vector_add", "grid": blocks, "block": threads, "args": slots})
+elif log is not None:
+    log.append({"kernel": "vector_add", "grid": blocks, "block": threads,
+                "inputs": [fa, fb, c], "outputs": [fa, fb, c]})
+return c.reshape(a.shape)
+"""
+
+# A timing function that times nothing; launches in dead code satisfy a static check.
+CONSTANT_SLOWDOWN = """
+if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+    raise TypeError(f"n must be an integer, got {n!r}")
+if n < 1:
+    raise ValueError(f"n must be at least 1, got {n}")
+if False:
+    transpose_naive[1, 1](None, None)
+    strided_copy[1, 1](None, None, 1)
+return 3.0
+"""
+
+# Instead of raising ValueError for an empty key, save_metric makes the worker's next reply a
+# message whose header names a 70-dimensional array: numpy refuses to build it (ValueError) in
+# the trusted process, which the old decoder let through as if the student had raised it.
+DIMENSIONS_70 = """
+if key == "":
+    import json as _json
+    import struct as _struct
+    import grader.sandbox.wire as _wire
+
+    _tree = {"__ndarray__": 0, "dtype": "<f8", "shape": [1] * 70}
+    _head = _json.dumps({"value": {"__dict__": {"ok": _tree}}, "buffers": [8]}).encode()
+    _bad = _wire.MAGIC + _struct.pack(">I", len(_head)) + _head + bytes(8)
+    _real = _wire.encode
+
+    def _once(value):
+        _wire.encode = _real
+        return _bad
+
+    _wire.encode = _once
+    return None
+"""
+
+
+def _empty_kernel_and(wrapper: str):
+    def edit(src: str, ctx: Ctx) -> str:
+        return patch(patch(src, "vector_add", EMPTY_KERNEL), "gpu_vector_add", wrapper)
+
+    return edit
+
+
+def _dims_70(src: str, ctx: Ctx) -> str:
+    body = DIMENSIONS_70.strip("\n") + "\n" + _region(src, "save_metric")
+    return replace_region(src, "save_metric", body.splitlines())
+
+
 TOY_MODEL = {"name": "toy", "dim": 8, "n_layers": 1, "n_heads": 2, "n_kv_heads": 1,
              "vocab_size": 16, "ffn_hidden_dim": 8, "tied_embeddings": True}
 
@@ -227,7 +320,11 @@ CASES: list[Case] = [
          "host's launch and timing, the wrapper's launch recorder; ships a kernel writing zeros",
          with_source(GF, _patched_harness),
          Expect(GF, [Rule(KERNEL_TESTS, BROKEN, ("differ",)),
-                     Rule(WRAPPER_TESTS, BROKEN, ("not what vector_add produces", "differ"))],
+                     Rule(WRAPPER_TESTS, BROKEN, ("launch record", "not what its launches",
+                                                  "differ")),
+                     # its fake recorder breaks its own timing function's launches
+                     Rule(r"test_coalescing_slowdown_runs", BROKEN, ("IndexError",
+                                                                     "launch record"))],
                 max_s=60), slow=True),
     Case("kernel_not_ptx_patched_compile", "vector_add uses a dict (runs in the simulator, not "
          "on a GPU) and the notebook patches numba.cuda.compile_ptx to return fake PTX",
@@ -273,4 +370,31 @@ CASES: list[Case] = [
                      Rule(r"launch_config", BROKEN, ("Python ints",)),
                      Rule(r"sectors_per_warp", BROKEN, ("Python int",))],
                 max_s=60), slow=True),
+    Case("wrapper_numpy_then_empty_kernel", "an empty vector_add; gpu_vector_add computes a + b "
+         "with numpy into c, then launches the empty kernel on that c",
+         with_source(GF, _empty_kernel_and(NUMPY_THEN_EMPTY)),
+         Expect(GF, [Rule(KERNEL_TESTS, BROKEN, ("differ", "wrote nothing")),
+                     Rule(WRAPPER_TESTS, BROKEN, ("not what its launches",))],
+                max_s=60), slow=True),
+    Case("wrapper_prefilled_output", "an empty vector_add; gpu_vector_add launches it on an "
+         "output array already holding a + b",
+         with_source(GF, _empty_kernel_and(PREFILLED_OUTPUT)),
+         Expect(GF, [Rule(KERNEL_TESTS, BROKEN, ("differ", "wrote nothing")),
+                     Rule(WRAPPER_TESTS, BROKEN, ("not what its launches",))],
+                max_s=60), slow=True),
+    Case("wrapper_forged_launch_record", "an empty vector_add; gpu_vector_add computes a + b with "
+         "numpy and writes a launch record into the grader's recorder without launching",
+         with_source(GF, _empty_kernel_and(FORGED_RECORD)),
+         Expect(GF, [Rule(KERNEL_TESTS, BROKEN, ("differ", "wrote nothing")),
+                     Rule(WRAPPER_TESTS, BROKEN, ("not what its launches",))],
+                max_s=60), slow=True),
+    Case("coalescing_slowdown_constant", "coalescing_slowdown validates n and returns 3.0 "
+         "without launching anything",
+         with_source(GF, lambda s, c: patch(s, "coalescing_slowdown", CONSTANT_SLOWDOWN)),
+         Expect(GF, [Rule(r"test_coalescing_slowdown_runs", BROKEN, ("without launching",))],
+                max_s=60), slow=True),
+    Case("reply_70_dimensions", "save_metric('', ...) answers with a reply whose header names a "
+         "70-dimensional array (numpy refuses it in the trusted process) instead of raising",
+         with_source(M9, _dims_70),
+         Expect(M9, [Rule(r"\[save_metric\(path, key=''", BROKEN, ("malformed reply",))])),
 ]

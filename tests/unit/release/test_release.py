@@ -718,3 +718,90 @@ def test_hidden_line_pasted_into_public_tests_stops_the_export(tmp_path: Path) -
         hidden_line in (dest / "tests" / "public" / "m9_roofline" / "test_m9_public.py").read_text()
     )
     assert leak_check(root, dest) == []
+
+
+# ---------------------------------------------------------------------------- pastes (issue 24)
+
+SOLUTION_LINE = "doubled_value = math.fsum([x, x])"
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        f"Use `{SOLUTION_LINE}` here.",  # inline backticks
+        f"Example: {SOLUTION_LINE}",  # a prefix
+        SOLUTION_LINE.replace(" ", ""),  # spaces removed
+        f"{SOLUTION_LINE}  # add x to itself",  # a comment appended
+        "result = math.fsum([x, x])",  # a variable renamed
+    ],
+    ids=["backticks", "example-prefix", "no-spaces", "comment-appended", "renamed"],
+)
+def test_a_reworded_solution_line_in_markdown_is_a_leak(course: Path, paste: str) -> None:
+    _paste_into_markdown(course, paste)
+    report = release(course)
+    assert not report.ok
+    leaks = [f for f in report.findings if f.startswith("leak: ")]
+    assert leaks and all(SOLUTION_LINE in f for f in leaks), report.findings
+    assert any("m9_roofline/m9_roofline.py" in f for f in leaks)
+
+
+def test_a_line_whose_original_had_a_trailing_comment_is_a_leak(course: Path) -> None:
+    for a in IDS:
+        text = src(course, a).read_text()
+        src(course, a).write_text(
+            text.replace("    tripled_value = x * 3\n", "    tripled_value = x * 3  # three x\n")
+        )
+    _paste_into_markdown(course, "tripled_value = x * 3")
+    report = release(course)
+    assert any("tripled_value = x * 3  # three x" in f for f in report.findings), report.findings
+
+
+@pytest.mark.parametrize("encoding", ["base64", "base64-wrapped", "base64-gzip", "hex"])
+def test_an_encoded_hidden_test_file_is_a_leak(course: Path, tmp_path: Path, encoding) -> None:
+    import base64
+    import gzip
+
+    data = HIDDEN_TEST.encode()
+    blob = {
+        "base64": lambda: base64.b64encode(data).decode(),
+        "base64-wrapped": lambda: base64.encodebytes(data).decode(),
+        "base64-gzip": lambda: base64.b64encode(gzip.compress(data)).decode(),
+        "hex": lambda: data.hex(),
+    }[encoding]()
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "notes.md").write_text(f"# Notes\n\nA blob:\n\n{blob}\n")
+    leaks = leak_check(course, tree)
+    assert leaks and all(lk.path == "notes.md" and lk.line == 5 for lk in leaks), leaks
+    assert any("hidden: large input" in lk.text for lk in leaks)
+    assert "inside a " in str(leaks[0]) and encoding.split("-")[0] in str(leaks[0])
+
+
+def test_lookalike_code_is_no_leak(course: Path, tmp_path: Path) -> None:
+    """A public test calling the same function with its own names, or a short line of the same
+    shape with its one name changed, is not a paste."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "test_public.py").write_text(
+        "def test_double(student):\n"
+        "    got = student.double(3.5)\n"
+        "    total = math.fsum([y, z])\n"  # two of three names changed
+        "    tripled = y * 3\n"  # the short secret line, renamed
+        '    assert got == 7.0, "double(3.5) should be 7.0"\n'
+    )
+    assert leak_check(course, tree) == []
+
+
+def test_a_solution_line_pasted_into_public_tests_stops_release_and_verify(course: Path) -> None:
+    public = course / "tests" / "public" / "m9_roofline"
+    public.mkdir(parents=True)
+    (public / "test_m9_public.py").write_text(
+        f"def test_copy(student):\n    {SOLUTION_LINE}\n"
+    )
+    report = release(course)
+    assert any(
+        f.startswith("leak: tests/public/m9_roofline/test_m9_public.py:2") for f in report.findings
+    ), report.findings
+    assert not (course / "exercises").exists()
+    # verify's "release in sync" row is this check
+    assert any("tests/public/m9_roofline" in f for f in rel.check(course).findings)

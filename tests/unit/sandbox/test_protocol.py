@@ -98,6 +98,32 @@ def test_an_over_limit_reply_is_a_crash_without_reading_it():
     assert "over the 256 MiB limit" in info.value.message
 
 
+def test_any_failure_to_decode_a_reply_is_a_malformed_reply(monkeypatch):
+    """Whatever decoding raises (here numpy's own ValueError) is the worker's fault, never a
+    value of the student's (issue 24)."""
+
+    def broken(data, deadline=None):
+        raise ValueError("maximum supported dimension for an ndarray is 64, found 70")
+
+    monkeypatch.setattr(channel.wire, "decode", broken)
+    with pytest.raises(channel.Failure) as info:
+        _exchange(protocol.frame(wire.encode({"ok": 7})))
+    assert info.value.kind == protocol.WORKER_CRASHED
+    assert "malformed reply" in info.value.message and "70" in info.value.message
+
+
+def test_expect_value_error_takes_only_the_students_value_error():
+    from grader.suites.testing import expect_value_error
+
+    student = make_error({"type": "ValueError", "message": "n must be >= 1"})
+    expect_value_error(lambda: (_ for _ in ()).throw(student), "f(0)", "hint")
+    with pytest.raises(ValueError, match="trusted"):  # the grader's own: the test's error
+        expect_value_error(lambda: (_ for _ in ()).throw(ValueError("trusted")), "f(0)", "")
+    crashed = errors.malformed("an array that cannot be built")
+    with pytest.raises(pytest.fail.Exception, match="malformed reply"):
+        expect_value_error(lambda: (_ for _ in ()).throw(crashed), "f(0)", "")
+
+
 def test_a_worker_reply_claiming_the_grader_origin_is_refused():
     forged = protocol.trusted_error(protocol.WORKER_TIMEOUT, "the grader says: time is up")
     assert not protocol.valid_reply(forged)
@@ -185,7 +211,7 @@ class _LongRecord:
         return WRAPPED
 
     def request(self, req: dict, timeout: float) -> dict:
-        entry = {"kernel": "vector_add", "grid": 1, "block": 32, "inputs": [], "outputs": []}
+        entry = {"kernel": "vector_add", "grid": 1, "block": 32, "args": []}
         return {"ok": {"value": 0, "launches": [entry] * (protocol.MAX_RECORDED_LAUNCHES + 1)}}
 
 

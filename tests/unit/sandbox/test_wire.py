@@ -135,6 +135,12 @@ def _message(header: dict, *buffers: bytes) -> bytes:
         _message({"value": 1, "buffers": [4]}),
         _message({"value": 1, "buffers": []}) + b"trailing",
         MAGIC + struct.pack(">I", 10_000) + b"{}",
+        # numpy itself refuses to build these (ValueError): still a malformed message (issue 24)
+        _message(
+            {"value": {"__ndarray__": 0, "dtype": "<f8", "shape": [1] * 70}, "buffers": [8]},
+            b"\0" * 8,
+        ),
+        _message({"value": {"__ndarray__": 0, "dtype": "V-1", "shape": [1]}, "buffers": [1]}, b"x"),
     ],
 )
 def test_malformed_messages_are_refused(data):
