@@ -1926,7 +1926,7 @@ def matmul_tiled(a, b, c):
     ### BEGIN SOLUTION
     a_tile = cuda.shared.array((TILE, TILE), numba.float32)
     b_tile = cuda.shared.array((TILE, TILE), numba.float32)
-    acc = cuda.local.array(TILE, numba.float32)
+    acc = cuda.local.array(TILE, numba.float32)  # grader: public
     lane = cuda.threadIdx.x
     row0 = cuda.blockIdx.y * TILE
     col = cuda.blockIdx.x * TILE + lane
@@ -1944,7 +1944,7 @@ def matmul_tiled(a, b, c):
         for k in range(TILE):
             value = b_tile[k, lane]
             for r in range(TILE):
-                acc[r] += a_tile[r, k] * value
+                acc[r] += a_tile[r, k] * value  # grader: public
         cuda.syncthreads()
     if col < c.shape[1]:
         for r in range(TILE):

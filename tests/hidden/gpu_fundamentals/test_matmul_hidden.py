@@ -88,22 +88,23 @@ def test_tiled_intensity_invalid(student):
 
 
 def _operands(rng: np.random.Generator, m: int, k: int, n: int):
-    a = rng.standard_normal((m, k)).astype(np.float32)
-    b = rng.standard_normal((k, n)).astype(np.float32)
+    a = rng.standard_normal((m, k)).astype(np.float32)  # grader: public
+    b = rng.standard_normal((k, n)).astype(np.float32)  # grader: public
     return a, b
 
 
 def _check_product(student, name: str, a: np.ndarray, b: np.ndarray, grid, block) -> None:
     m, n = a.shape[0], b.shape[1]
     a0, b0 = a.copy(), b.copy()
-    c = np.full((m, n), np.nan, dtype=np.float32)
-    launch(getattr(student, name), grid, block, a, b, c, n=m * n, name=name)
+    c = np.full((m, n), np.nan, dtype=np.float32)  # grader: public
+    launch(getattr(student, name), grid, block, a, b, c, n=m * n, name=name)  # grader: public
     assert np.array_equal(a, a0) and np.array_equal(b, b0), (
         f"{name} changed its inputs a or b; a kernel must only write c"
     )
+    # grader: public
     assert not np.isnan(c).all(), f"{name} wrote nothing into c: fill in the kernel's body"
-    want = a.astype(np.float64) @ b.astype(np.float64)
-    scale = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
+    want = a.astype(np.float64) @ b.astype(np.float64)  # grader: public
+    scale = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)  # grader: public
     bad = np.argwhere(~(np.abs(c - want) <= RTOL * scale + 1e-30))
     if bad.size:
         i, j = (int(v) for v in bad[0])
