@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 
 from grader import __version__
-from grader.core import device
+from grader.core import compiler, device
 from grader.core.course import Course, load_course
 from grader.core.late import late_penalty
 from grader.core.preflight import gpu_preflight
@@ -130,6 +130,15 @@ def _compiles_ptx(root: Path, assignment: str) -> bool:
     )
 
 
+def require_compiler(backend: GradingBackend, timeout: float) -> None:
+    """Authoritative grading needs the PTX check: the compile worker compiles the probe kernel
+    before any graded kernel, and a machine that cannot is refused (`PtxCompilerMissing`)."""
+    probe = protocol.compile_request(compiler.probe_source(), compiler.PROBE_SIGNATURE, (7, 5))
+    reason = compiler.missing_reason(backend.kernel(probe, max(timeout, 120.0), "compile"))
+    if reason is not None:
+        raise compiler.refusal(reason)
+
+
 def apply_late_policy(result: AssignmentResult, course: Course, submitted: datetime | None) -> None:
     fraction = late_penalty(course.assignment(result.id).due, submitted, course.late_policy)
     result.raw_score = result.score
@@ -188,10 +197,13 @@ def grade_submission(
             if a not in intake.notebooks
         }
         backend = GradingBackend(inner, errors)
+        ptx = [a for a in ids if a not in errors and _compiles_ptx(root, a)]
         if sandbox:
-            backend.warm(ids, [a for a in ids if _compiles_ptx(root, a)])
+            backend.warm(ids, ptx)
         results = []
         try:
+            if sandbox and ptx:
+                require_compiler(backend, course.limits.kernel_timeout_s)
             for a in ids:
                 res = run_assignment(
                     root, a, work / "exercises", intake.metrics_path, backend=backend

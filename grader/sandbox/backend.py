@@ -411,11 +411,7 @@ class WorkerBackend:
                     f"{what} ran out of the submission's total time budget of "
                     f"{self.limits.submission_timeout_s:g} s; the worker was stopped",
                 )
-            return trusted_error(
-                WORKER_TIMEOUT,
-                f"{what} took longer than {timeout:g} s; the worker was stopped and "
-                "will be restarted (look for an infinite loop or a too-large input)",
-            )
+            return trusted_error(WORKER_TIMEOUT, protocol.timeout_message(what, timeout))
         except Failure as exc:
             if exc.kind == WORKER_CRASHED:
                 code = self._kill()
