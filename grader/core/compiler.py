@@ -22,7 +22,7 @@ from grader.core.kernel_source import KernelSource, extract
 
 DEFERRED = "the compile check for the course GPU runs when your PR is graded"
 PROBE_SIGNATURE = "void(float32[:])"
-PROBE_KERNEL = '''
+PROBE_KERNEL = """
 from numba import cuda
 
 
@@ -31,7 +31,7 @@ def grader_compiler_probe(x):
     i = cuda.grid(1)
     if i < x.size:
         x[i] = 2 * x[i]
-'''
+"""
 FIX = (
     "install the CUDA compiler with the profile that matches the machine "
     '(`pip install -e ".[instructor,gpu-cu13]"`, or gpu-cu12 for drivers 525 to 579; '

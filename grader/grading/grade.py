@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 
 from grader import __version__
-from grader.core import compiler, device
+from grader.core import compiler, device, sourcemap
 from grader.core.course import Course, load_course
 from grader.core.late import late_penalty
 from grader.core.preflight import gpu_preflight
@@ -88,6 +88,10 @@ class GradingBackend:
         if assignment in self.errors:
             return self._error(assignment)
         return self.inner.ptx(assignment, name, signature, cc, timeout)
+
+    def source_map(self, assignment: str):
+        find = getattr(self.inner, "source_map", None)
+        return find(assignment) if find else sourcemap.plain(assignment)
 
     def kernel(self, req: dict, timeout: float, target: str = "run") -> dict:
         self._wait(ptx=True)

@@ -26,6 +26,7 @@ from grader.core.course import Limits
 from grader.core.kernel_source import KernelSourceError, extract
 from grader.core.notebook import graded_source, read_notebook
 from grader.core.readback import list_dir, read_file
+from grader.core.sourcemap import SourceMap, source_map
 from grader.sandbox import protocol
 from grader.sandbox.channel import Failure, crashed, exchange
 from grader.sandbox.isolation import ALL_LAYERS, probe, sandbox_for
@@ -175,6 +176,11 @@ class WorkerBackend:
         """The graded cells of the submission's notebook, read here (the worker cannot write
         the submission's files: they stay the grader's and read-only to it)."""
         return graded_source(read_notebook(self.notebooks[assignment]))
+
+    def source_map(self, assignment: str) -> SourceMap:
+        """The student's own line numbers for the graded cells (feedback names those)."""
+        path = self.notebooks[assignment]
+        return source_map(read_notebook(path), path)
 
     def read_back(self, path: str, max_bytes: int) -> bytes | None:
         """A file the student's code wrote in its working directory, read by this process."""

@@ -32,6 +32,7 @@ from grader.core import compiler, device
 from grader.core.course import Limits
 from grader.core.notebook import graded_source, read_notebook
 from grader.core.readback import list_dir, read_file
+from grader.core.sourcemap import SourceMap, source_map
 from grader.sandbox import protocol, wire
 from grader.sandbox.channel import Failure, exchange
 from grader.sandbox.harness import MODULE_PREFIX, Harness, KernelHost
@@ -201,6 +202,10 @@ class InProcessBackend:
 
     def graded_source(self, assignment: str) -> str:
         return graded_source(read_notebook(self.notebooks[assignment]))
+
+    def source_map(self, assignment: str) -> SourceMap:
+        path = self.notebooks[assignment]
+        return source_map(read_notebook(path), path)
 
     def read_back(self, path: str, max_bytes: int) -> bytes | None:
         return read_file(Path.cwd(), path, max_bytes)

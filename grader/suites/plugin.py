@@ -249,7 +249,7 @@ def classify(excinfo: pytest.ExceptionInfo | None) -> tuple[str, str]:
         return "timeout", clip(exc.feedback())
     if isinstance(exc, StudentError):
         text = exc.feedback()
-        if exc.traceback:
+        if exc.traceback and not exc.stub:  # a stub is said in one line, nothing else
             text += "\n" + exc.traceback
         return "error", clip(text)
     if isinstance(exc, (AssertionError, pytest.fail.Exception)):

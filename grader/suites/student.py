@@ -22,9 +22,10 @@ from typing import Any, Protocol
 
 import pytest
 
-from grader.core import compiler, kernel_source
+from grader.core import compiler, kernel_source, sourcemap
 from grader.core.feedback import excerpt
 from grader.core.readback import READ_MAX_BYTES, ReadBackError
+from grader.core.stubs import still_stub
 from grader.sandbox import protocol
 from grader.sandbox.protocol import (
     KERNEL_COMPILE_ERROR,
@@ -151,7 +152,8 @@ class Student:
         if name not in self._sources:
             try:
                 text = self._backend.graded_source(self._assignment_id)
-                self._sources[name] = kernel_source.extract(text, name, self._assignment_id)
+                smap = self._source_map()
+                self._sources[name] = kernel_source.extract(text, name, smap.file, smap.where)
             except kernel_source.KernelSourceError as exc:
                 self._sources[name] = grader_error(KERNEL_REFUSED, str(exc), name)
             except Exception as exc:  # noqa: BLE001 - an unreadable notebook is the student's
@@ -162,6 +164,12 @@ class Student:
         if isinstance(found, StudentError):
             raise found
         return found
+
+    def _source_map(self) -> sourcemap.SourceMap:
+        """Lines as the student's own file numbers them (a backend that cannot tell: as lines
+        of the graded cells)."""
+        find = getattr(self._backend, "source_map", None)
+        return find(self._assignment_id) if find else sourcemap.plain(self._assignment_id)
 
     def _kernel_req(self, op: str, name: str, **extra: Any) -> dict:
         return protocol.kernel_request(op, self._source(name), **extra)
@@ -253,9 +261,11 @@ class Function:
         s = self._student
 
         def call(*args: Any, **kwargs: Any) -> Any:
+            text = s._backend.graded_source(s._assignment_id)
+            if kernel_source.is_stub(text, self.name):
+                raise grader_error(KERNEL_REFUSED, still_stub(self.name), self.name)
             for k in kernels:
                 s._source(k)  # refused kernels and unreadable notebooks raise here
-            text = s._backend.graded_source(s._assignment_id)
             for k in kernels:
                 if not kernel_source.launches(text, self.name, k):
                     raise grader_error(

@@ -26,6 +26,8 @@ def expect_value_error(call: Callable[[], Any], what: str, hint: str) -> None:
     except ValueError:
         return
     except StudentError as exc:
+        if exc.stub:
+            pytest.fail(exc.feedback())
         pytest.fail(f"{what} raised {exc.exc_type} ({exc.message}); expected ValueError. {hint}")
     pytest.fail(f"{what} returned {result!r}; expected it to raise ValueError. {hint}")
 
