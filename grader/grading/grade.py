@@ -7,6 +7,7 @@ is data, and the verdicts are the suites' asserts here.
 from __future__ import annotations
 
 import platform
+import re
 import tempfile
 import threading
 import time
@@ -125,10 +126,14 @@ class GradingBackend:
         self.inner.close()
 
 
+_COMPILES = re.compile(r"\.ptx\(|\.launching\(|student\.\w+\[")
+
+
 def _compiles_ptx(root: Path, assignment: str) -> bool:
-    """Whether the suites of `assignment` compile kernels to PTX (so the PTX worker is needed)."""
+    """Whether the suites of `assignment` compile kernels to PTX (so the PTX worker is needed):
+    a ``.ptx(`` call, or a launch (every launch is compiled for the course GPU first)."""
     return any(
-        ".ptx(" in p.read_text(encoding="utf-8", errors="replace")
+        _COMPILES.search(p.read_text(encoding="utf-8", errors="replace"))
         for d in suite_dirs(root, assignment)
         for p in sorted(d.rglob("*.py"))
     )
