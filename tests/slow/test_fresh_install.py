@@ -180,5 +180,8 @@ def test_student_profile_in_a_fresh_venv(exported, report, tmp_path, version, ma
         got, _, total = points.partition(" / ")
         assert outcome == "passed" and got == total, (name, points, outcome, feedback)
     assert "the grader's fault" not in out
-    # no CUDA compiler in the student profile: said once, plainly
-    assert out.count("the compile check for the course GPU runs when your PR is graded") == 1
+    # numba-cuda's student install has no CUDA compiler: said once, plainly. Numba's own CUDA
+    # target (the Mac install) also finds a system toolkit (/usr/local/cuda), and then the PTX
+    # check runs; either way the note is never repeated and is never a failure.
+    notes = out.count("the compile check for the course GPU runs when your PR is graded")
+    assert notes == 1 if not mac else notes <= 1, out[-2000:]
