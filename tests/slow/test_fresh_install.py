@@ -4,7 +4,8 @@ and as a Mac gets it (no numba-cuda: Numba's own simulator). In each, `grader ch
 untouched stubs scores 0 with the stub message, and on the reference solutions every public
 point. pip's cache may be warm; nothing else of this machine's venvs is used.
 
-Slow (minutes: four installs): marked `slow`, outside tests/unit, run by .ci/run on its own line.
+Slow (minutes: four installs, two at a time): marked `slow`, outside tests/unit, run by .ci/run
+on its own line.
 Install times and venv sizes are printed (`pytest -s`) and kept in `install_report.json` in the
 test's temporary directory.
 """
@@ -19,6 +20,7 @@ import subprocess
 import sys
 import time
 import tomllib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -152,16 +154,33 @@ def _fill_with_solutions(repo: Path) -> None:
 TARGETS = [(v, False) for v in PYTHONS] + [("3.12", True)]
 
 
+@pytest.fixture(scope="module")
+def installed(exported, report, tmp_path_factory) -> dict:
+    """Every target's venv, two installs at a time (each waits on pip's cache and the disk as
+    much as on the CPU): target -> the repository, or why it could not be made here."""
+
+    def one(target: tuple[str, bool]) -> Path | str:
+        version, mac = target
+        python = interpreter(version)
+        if python is None:
+            return f"no Python {version} on this machine (python{version} or pyenv)"
+        where = tmp_path_factory.mktemp(f"py{version}{'-mac' if mac else ''}")
+        repo, seconds = _install(exported, where, python, mac)
+        label = f"py{version}{' mac (no numba-cuda)' if mac else ''}"
+        report[label] = {"install_s": seconds, "venv_mb": _size_mb(repo / ".venv")}
+        return repo
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(zip(TARGETS, pool.map(one, TARGETS), strict=True))
+
+
 @pytest.mark.parametrize(
     ("version", "mac"), TARGETS, ids=[f"py{v}{'-mac' if m else ''}" for v, m in TARGETS]
 )
-def test_student_profile_in_a_fresh_venv(exported, report, tmp_path, version, mac):
-    python = interpreter(version)
-    if python is None:
-        pytest.skip(f"no Python {version} on this machine (python{version} or pyenv)")
-    repo, seconds = _install(exported, tmp_path, python, mac)
-    label = f"py{version}{' mac (no numba-cuda)' if mac else ''}"
-    report[label] = {"install_s": seconds, "venv_mb": _size_mb(repo / ".venv")}
+def test_student_profile_in_a_fresh_venv(installed, version, mac):
+    repo = installed[(version, mac)]
+    if isinstance(repo, str):
+        pytest.skip(repo)
     has_cuda_target = _run(
         [str(repo / ".venv" / "bin" / "python"), "-c", "import numba_cuda"], repo, 60
     )
