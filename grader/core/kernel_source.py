@@ -25,12 +25,14 @@ import copy
 import functools
 import math
 import operator
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from grader.core import bounded_parse
+from grader.core.stubs import is_stub_body, still_stub
 
 VERSION = 1
 ALLOWED_MODULES = ("math", "numpy", "numba", "numba.cuda", "numba.types")
@@ -91,17 +93,26 @@ class _Module:
     bindings: dict[str, list[int]]  # every top-level binding of a name: its lines
     filename: str
     values: dict[str, Any] = field(default_factory=dict)  # constants evaluated, each once
+    # a graded line as the student's own (`grader.core.sourcemap`); set per call by `_scan`
+    where: Callable[[int], str] = str
+
+
+def _scan(source: str, filename: str, where: Callable[[int], str]) -> _Module:
+    """The top level of `source` (read once per source), with `where` for its messages."""
+    try:
+        mod = _scan_once(source, filename)
+    except SyntaxError as exc:
+        at = f" ({where(exc.lineno)})" if exc.lineno else ""
+        raise KernelSourceError(f"{filename} does not parse{at}: {exc.msg}") from None
+    except bounded_parse.SourceTooLarge as exc:
+        raise KernelSourceError(str(exc)) from None
+    return replace(mod, where=where)  # the parsed tables shared, constants evaluated once
 
 
 @functools.lru_cache(maxsize=bounded_parse.CACHE_SIZE)
-def _scan(source: str, filename: str) -> _Module:
-    """The top level of `source`, read once per source (callers only read the result)."""
-    try:
-        tree = bounded_parse.parse(source, filename)
-    except SyntaxError as exc:
-        raise KernelSourceError(f"{filename} does not parse: {exc}") from None
-    except bounded_parse.SourceTooLarge as exc:
-        raise KernelSourceError(str(exc)) from None
+def _scan_once(source: str, filename: str) -> _Module:
+    """The parse and scan of one source, kept (callers only read the result)."""
+    tree = bounded_parse.parse(source, filename)
     mod = _Module({}, {}, {}, {}, filename)
     for node in ast.walk(tree):
         if isinstance(node, (ast.Global, ast.Nonlocal)):
@@ -226,7 +237,7 @@ def _free_names(fn: ast.FunctionDef) -> dict[str, int]:
 
 
 def _check_def(fn: ast.FunctionDef, what: str, mod: _Module) -> None:
-    where = f"{what} (line {fn.lineno} of {mod.filename})"
+    where = f"{what} ({mod.where(fn.lineno)})"
     a = fn.args
     if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
         raise KernelSourceError(
@@ -241,8 +252,8 @@ def _check_def(fn: ast.FunctionDef, what: str, mod: _Module) -> None:
     for sub in ast.walk(fn):
         if isinstance(sub, ast.Attribute) and sub.attr.startswith("__"):
             raise KernelSourceError(
-                f"{where} uses the attribute {sub.attr!r} (line "
-                f"{sub.lineno}); kernels use numbers, arrays and math only"
+                f"{where} uses the attribute {sub.attr!r} ({mod.where(sub.lineno)}); "
+                "kernels use numbers, arrays and math only"
             )
         if sub is not fn and isinstance(
             sub,
@@ -258,14 +269,15 @@ def _check_def(fn: ast.FunctionDef, what: str, mod: _Module) -> None:
             ),
         ):
             raise KernelSourceError(
-                f"{where} defines a function, class or import inside its body (line "
-                f"{sub.lineno}); move device code to a top-level @cuda.jit(device=True) function"
+                f"{where} defines a function, class or import inside its body "
+                f"({mod.where(sub.lineno)}); move device code to a top-level "
+                "@cuda.jit(device=True) function"
             )
     lines = mod.bindings.get(fn.name, [])
     if len(lines) != 1:
-        others = ", ".join(str(abs(x)) for x in lines if x != fn.lineno)
+        others = "; ".join(mod.where(abs(x)) for x in lines if x != fn.lineno)
         raise KernelSourceError(
-            f"{where}: the name {fn.name} is also bound at line(s) {others}; "
+            f"{where}: the name {fn.name} is also bound at {others}; "
             "define the graded kernel once, as a plain decorated function"
         )
 
@@ -288,7 +300,7 @@ def _constant_value(name: str, mod: _Module, seen: tuple[str, ...] = ()) -> Any:
 
 def _evaluate(node: ast.expr, mod: _Module, seen: tuple[str, ...], name: str) -> Any:
     bad = KernelSourceError(
-        f"the constant {name} (line {node.lineno} of {mod.filename}) is not a number, a tuple "
+        f"the constant {name} ({mod.where(node.lineno)}) is not a number, a tuple "
         "of numbers or arithmetic on other such constants; a kernel can read only those"
     )
     if isinstance(node, ast.Constant):
@@ -325,10 +337,17 @@ def _evaluate(node: ast.expr, mod: _Module, seen: tuple[str, ...], name: str) ->
     raise bad
 
 
-def extract(source: str, name: str, filename: str = "the notebook") -> KernelSource:
-    """The kernel `name` of the graded cells `source`, self-contained; raises KernelSourceError."""
+def extract(
+    source: str,
+    name: str,
+    filename: str = "the notebook",
+    where: Callable[[int], str] | None = None,
+) -> KernelSource:
+    """The kernel `name` of the graded cells `source`, self-contained; raises KernelSourceError.
+
+    `where` says a line of `source` as the student's own (default: ``line N of filename``)."""
     try:
-        return _extract(source, name, filename)
+        return _extract(source, name, filename, where or (lambda n: f"line {n} of {filename}"))
     except RecursionError:  # a constant or an expression nested past the interpreter's limit
         raise KernelSourceError(
             f"{name} in {filename} is nested too deeply for the grader to read (a constant "
@@ -336,8 +355,8 @@ def extract(source: str, name: str, filename: str = "the notebook") -> KernelSou
         ) from None
 
 
-def _extract(source: str, name: str, filename: str) -> KernelSource:
-    mod = _scan(source, filename)
+def _extract(source: str, name: str, filename: str, where: Callable[[int], str]) -> KernelSource:
+    mod = _scan(source, filename, where)
     fn = mod.defs.get(name)
     if fn is None:
         raise KernelSourceError(
@@ -346,9 +365,11 @@ def _extract(source: str, name: str, filename: str) -> KernelSource:
         )
     if _jit_kind(fn, mod) != "kernel":
         raise KernelSourceError(
-            f"{name} (line {fn.lineno} of {filename}) must be decorated with exactly @cuda.jit "
+            f"{name} ({mod.where(fn.lineno)}) must be decorated with exactly @cuda.jit "
             "(from numba import cuda), nothing else"
         )
+    if is_stub_body(fn):
+        raise KernelSourceError(still_stub(name))
     order: list[str] = []
     constants: dict[str, Any] = {}
     imports: dict[str, str] = {}
@@ -392,23 +413,26 @@ def _collect(
             continue
         if ref in visiting:
             raise KernelSourceError(
-                f"{what} calls {ref} recursively (line {line}); CUDA device code cannot recurse"
+                f"{what} calls {ref} recursively ({mod.where(line)}); CUDA device code cannot "
+                "recurse"
             )
         if ref in mod.imports:
             stmt = mod.imports[ref]
             if _import_module(stmt) not in ALLOWED_MODULES or len(mod.bindings.get(ref, [])) != 1:
                 raise KernelSourceError(
-                    f"{what} uses {ref} (line {line}), imported by `{stmt}`; a kernel may use "
-                    "only cuda, numba, math and numpy"
+                    f"{what} uses {ref} ({mod.where(line)}), imported by `{stmt}`; a kernel may "
+                    "use only cuda, numba, math and numpy"
                 )
             imports[ref] = stmt
         elif ref in mod.defs:
             dep = mod.defs[ref]
             if _jit_kind(dep, mod) != "device":
                 raise KernelSourceError(
-                    f"{what} calls {ref} (line {line}), which is not decorated with "
+                    f"{what} calls {ref} ({mod.where(line)}), which is not decorated with "
                     "@cuda.jit(device=True); only device functions run inside a kernel"
                 )
+            if is_stub_body(dep):
+                raise KernelSourceError(still_stub(ref))
             _collect(dep, f"the device function {ref}", mod, order, constants, imports, visiting)
             order.append(ref)
         elif ref in mod.constants:
@@ -417,10 +441,20 @@ def _collect(
             continue
         else:
             raise KernelSourceError(
-                f"{what} uses {ref} (line {line}), which is not one of its arguments, a "
+                f"{what} uses {ref} ({mod.where(line)}), which is not one of its arguments, a "
                 "module-level constant, a @cuda.jit(device=True) function or cuda / numba / "
                 "math / numpy; a kernel can use only those"
             )
+
+
+def is_stub(source: str, function: str) -> bool:
+    """Whether top-level `def function` is still the release's stub."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function), None)
+    return fn is not None and is_stub_body(fn)
 
 
 def launches(source: str, function: str, kernel: str) -> bool:

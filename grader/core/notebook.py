@@ -153,14 +153,18 @@ def _strip_magics(source: str) -> str:
     return "\n".join(lines)
 
 
+def graded_parts(nb) -> list[tuple[int, str]]:
+    """The graded cells: (index among all the notebook's cells, source with magics dropped)."""
+    return [
+        (i, _strip_magics(cell.source))
+        for i, cell in enumerate(nb.cells)
+        if cell.cell_type == "code" and not is_demo(cell) and not is_test_cell(cell)
+    ]
+
+
 def graded_source(nb) -> str:
     """The Python source the grader executes for a notebook (cells separated by blank lines)."""
-    parts = []
-    for cell in nb.cells:
-        if cell.cell_type != "code" or is_demo(cell) or is_test_cell(cell):
-            continue
-        parts.append(_strip_magics(cell.source))
-    return "\n\n".join(parts) + "\n"
+    return "\n\n".join(text for _, text in graded_parts(nb)) + "\n"
 
 
 @dataclass(frozen=True)

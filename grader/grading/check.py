@@ -2,7 +2,10 @@
 
 What a student runs before pushing. The notebook of each assignment is chosen by the rule grading
 uses (`intake.pair`), the suites are the public ones, and there is no sandbox: the code is the
-student's own, on their own machine. Nothing here prints; `reports.terminal` lays the outcome out.
+student's own, on their own machine. It still runs in child processes under grading's per-call
+time limits (an infinite loop costs its test, with grading's message), and without a CUDA
+compiler the PTX check is deferred to grading (`grader.core.compiler`). Nothing here prints;
+`reports.terminal` lays the outcome out.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader.core import compiler
 from grader.core.course import load_course
 from grader.core.results import AssignmentResult
 from grader.grading.grade import GradingBackend
@@ -22,11 +26,13 @@ from grader.suites.student import InProcessBackend
 @dataclass
 class Checked:
     """One assignment checked: its result, the notebook chosen as the student names it
-    (`exercises/<id>/<id>.py`, or "nothing") and the intake's warnings."""
+    (`exercises/<id>/<id>.py`, or "nothing"), the intake's warnings and the check's notes
+    (the PTX check deferred to grading where this machine has no CUDA compiler)."""
 
     result: AssignmentResult
     notebook: str
     warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # neither pass nor failure, said once
 
 
 def check(
@@ -43,7 +49,8 @@ def check(
     chosen = {a: pair(submission, a, release) for a in ids}
     notebooks = {a: c.path for a, c in chosen.items() if c.path is not None}
     errors = {a: c.error or "no notebook" for a, c in chosen.items() if c.path is None}
-    backend = GradingBackend(InProcessBackend(notebooks), errors)
+    inner = InProcessBackend(notebooks, children=True, limits=course.limits)
+    backend = GradingBackend(inner, errors)
     checked = []
     try:
         for a in ids:
@@ -54,7 +61,8 @@ def check(
                 r.error = errors[a]
             c = chosen[a]
             shown = _shown_path(c.path, submission) if c.path is not None else "nothing"
-            checked.append(Checked(r, shown, list(c.warnings)))
+            notes = [compiler.DEFERRED] if inner.compiler_missing else []
+            checked.append(Checked(r, shown, list(c.warnings), notes))
     finally:
         backend.close()
     return checked

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import platform
+import re
 import tempfile
 import threading
 import time
@@ -17,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 
 from grader import __version__
-from grader.core import device, points
+from grader.core import compiler, device, points, sourcemap
 from grader.core.course import Course, load_course
 from grader.core.feedback import EXCERPT_CHARS, clip
 from grader.core.late import late_penalty
@@ -97,6 +98,10 @@ class GradingBackend:
             return self._error(assignment)
         return self.inner.ptx(assignment, name, signature, cc, timeout)
 
+    def source_map(self, assignment: str):
+        find = getattr(self.inner, "source_map", None)
+        return find(assignment) if find else sourcemap.plain(assignment)
+
     def kernel(self, req: dict, timeout: float, target: str = "run") -> dict:
         self._wait(ptx=True)
         key = ("kernel", str(req.get("name", "")))
@@ -162,15 +167,26 @@ class GradingBackend:
 
 
 MAX_CELL_WARNINGS = 20  # per assignment: a notebook of broken cells is summed up, not listed
+_COMPILES = re.compile(r"\.ptx\(|\.launching\(|student\.\w+\[")
 
 
 def _compiles_ptx(root: Path, assignment: str) -> bool:
-    """Whether the suites of `assignment` compile kernels to PTX (so the PTX worker is needed)."""
+    """Whether the suites of `assignment` compile kernels to PTX (so the PTX worker is needed):
+    a ``.ptx(`` call, or a launch (every launch is compiled for the course GPU first)."""
     return any(
-        ".ptx(" in p.read_text(encoding="utf-8", errors="replace")
+        _COMPILES.search(p.read_text(encoding="utf-8", errors="replace"))
         for d in suite_dirs(root, assignment)
         for p in sorted(d.rglob("*.py"))
     )
+
+
+def require_compiler(backend: GradingBackend, timeout: float) -> None:
+    """Authoritative grading needs the PTX check: the compile worker compiles the probe kernel
+    before any graded kernel, and a machine that cannot is refused (`PtxCompilerMissing`)."""
+    probe = protocol.compile_request(compiler.probe_source(), compiler.PROBE_SIGNATURE, (7, 5))
+    reason = compiler.missing_reason(backend.kernel(probe, max(timeout, 120.0), "compile"))
+    if reason is not None:
+        raise compiler.refusal(reason)
 
 
 def apply_late_policy(result: AssignmentResult, course: Course, submitted: datetime | None) -> None:
@@ -235,11 +251,14 @@ def grade_submission(
             if a not in intake.notebooks
         }
         backend = GradingBackend(inner, errors)
+        ptx = [a for a in ids if a not in errors and _compiles_ptx(root, a)]
         if sandbox:
-            backend.warm(ids, [a for a in ids if _compiles_ptx(root, a)])
+            backend.warm(ids, ptx)
         results = []
         warnings = list(intake.warnings)
         try:
+            if sandbox and ptx:
+                require_compiler(backend, course.limits.kernel_timeout_s)
             for a in ids:
                 res = run_assignment(
                     root,

@@ -36,6 +36,7 @@ from traitlets import Dict
 
 from grader.core.regions import BEGIN_SOLUTION, SOLUTION, regions
 from grader.core.stubs import STUB_MESSAGE
+from grader.release.embed import embed_course
 from grader.release.tree import rel_name
 from grader.release.validate import ReleaseError, data_files, read_source, validate_source
 
@@ -202,6 +203,7 @@ def build_assignment(root: Path, assignment_id: str, out: Path) -> list[Path]:
     if language != "python":
         raise ReleaseError([f"{rel}: kernelspec language {language!r}; release handles python"])
     kernelspec = nb.metadata.get("kernelspec")
+    embed_course(nb, root)  # before the checksums: they cover the released text
     try:
         nb = run_pipeline(nb)
     except Exception as exc:  # nbgrader raises RuntimeError / ValidationError

@@ -47,6 +47,8 @@ def check_report(checked: Sequence[Checked], verbose: bool) -> str:
         out.append(format_table(["test", "points", "outcome", "feedback"], rows))
         out += [f"warning: {w}" for w in c.warnings]
     out += ["", assignment_table([c.result for c in checked])]
+    notes = dict.fromkeys(n for c in checked for n in c.notes)  # each said once, in order
+    out += [f"\nnote: {n}" for n in notes]
     if cut:
         out.append("\n(feedback shortened to one line; `grader check -v` shows whole messages)")
     return "\n".join(out)

@@ -24,8 +24,9 @@ from pathlib import Path
 from grader.core import device
 from grader.core.course import Limits
 from grader.core.kernel_source import KernelSourceError, extract
-from grader.core.notebook import graded_text
+from grader.core.notebook import graded_text, read_notebook
 from grader.core.readback import list_dir, read_file
+from grader.core.sourcemap import SourceMap, source_map
 from grader.sandbox import memlimit, protocol
 from grader.sandbox.channel import Failure, crashed, exchange
 from grader.sandbox.isolation import ALL_LAYERS, probe, sandbox_for
@@ -182,6 +183,11 @@ class WorkerBackend:
         if assignment not in self._graded_text:
             self._graded_text[assignment] = graded_text(self.notebooks[assignment])
         return self._graded_text[assignment]
+
+    def source_map(self, assignment: str) -> SourceMap:
+        """The student's own line numbers for the graded cells (feedback names those)."""
+        path = self.notebooks[assignment]
+        return source_map(read_notebook(path), path)
 
     def read_back(self, path: str, max_bytes: int) -> bytes | None:
         """A file the student's code wrote in its working directory, read by this process."""
@@ -423,11 +429,7 @@ class WorkerBackend:
                     f"{what} ran out of the submission's total time budget of "
                     f"{self.limits.submission_timeout_s:g} s; the worker was stopped",
                 )
-            return trusted_error(
-                WORKER_TIMEOUT,
-                f"{what} took longer than {timeout:g} s; the worker was stopped and "
-                "will be restarted (look for an infinite loop or a too-large input)",
-            )
+            return trusted_error(WORKER_TIMEOUT, protocol.timeout_message(what, timeout))
         except Failure as exc:
             if exc.kind == WORKER_CRASHED:
                 code = self._kill()

@@ -32,7 +32,7 @@ import numpy as np
 from grader.core import device
 from grader.core.kernel_source import ALLOWED_BUILTINS
 from grader.core.notebook import GradedCell, graded_cells, read_notebook
-from grader.sandbox import protocol, wire
+from grader.sandbox import protocol
 from grader.sandbox.protocol import (
     MAX_RECORDED_LAUNCHES,
     NOTEBOOK_FAILED,
@@ -526,33 +526,3 @@ def _synchronize() -> None:
     from numba import cuda  # lazy: numba reads NUMBA_ENABLE_CUDASIM when first imported
 
     cuda.synchronize()
-
-
-def _compile_main() -> int:
-    """``python -m grader.sandbox.harness``: one ``kernel_compile`` request on stdin, its reply
-    on stdout.
-
-    The in-process backend's compile worker: a fresh process with the real CUDA target that
-    runs nothing of the notebook (the request carries the extracted kernel source).
-    """
-    os.environ[device.PTX_ENV] = "1"
-    reply_fd = os.dup(1)
-    os.dup2(2, 1)  # whatever numba prints goes to stderr, not into the reply
-    try:
-        req = wire.decode(sys.stdin.buffer.read())
-        reply = (
-            KernelHost().handle(req)
-            if isinstance(req, dict)
-            else error_reply(TypeError("a request is a dict"))
-        )
-        data = wire.encode(reply)
-    except wire.NotPlainData as exc:
-        data = wire.encode(error_reply(exc))
-    sys.stdout.flush()
-    with os.fdopen(reply_fd, "wb") as out:
-        out.write(data)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(_compile_main())

@@ -51,6 +51,7 @@ __all__ = [
     "frame_length",
     "kernel_request",
     "ok",
+    "timeout_message",
     "read_frame",
     "trusted_error",
     "untagged",
@@ -104,6 +105,14 @@ def ok(value: Any) -> dict:
 def error(kind: str, message: str, traceback: str = "") -> dict:
     """An error reply as the worker sends it (never trusted for what it says)."""
     return {"error": {"type": kind, "message": message, "traceback": traceback}}
+
+
+def timeout_message(what: str, timeout: float) -> str:
+    """What a per-call timeout says, in grading and in a student's own check alike."""
+    return (
+        f"{what} took longer than {timeout:g} s; the worker was stopped and "
+        "will be restarted (look for an infinite loop or a too-large input)"
+    )
 
 
 def trusted_error(kind: str, message: str) -> dict:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import builtins
 import functools
 
+from grader.core.stubs import still_stub, stub_function
 from grader.sandbox import protocol
 from grader.sandbox.protocol import (
     KERNEL_REFUSED,
@@ -49,7 +50,16 @@ class StudentError(Exception):
         self.function = function
         self.grader = grader
 
+    @property
+    def stub(self) -> str:
+        """The function whose untouched release stub raised this, or ''."""
+        if self.exc_type != "NotImplementedError" or self.grader:
+            return ""
+        return stub_function(self.message)
+
     def feedback(self) -> str:
+        if self.stub:
+            return still_stub(self.stub)  # and nothing else: no traceback of code not written
         if self.grader or type(self) in (MissingFunction, NotebookFailed, NotPlainResult):
             return self.message
         where = f"{self.function} raised " if self.function else ""

@@ -1,97 +1,211 @@
-"""`InProcessBackend`: student code in this process, for a student's own `grader check` and tests.
+"""`InProcessBackend`: student code on the student's own machine, for `grader check` and tests.
 
-Every request still crosses `grader.sandbox.wire` both ways and every reply is
+Not a sandbox: the code is the student's own, so nothing here is authoritative. But it behaves
+as grading does. Every request crosses `grader.sandbox.wire` both ways and every reply is
 `grader.sandbox.protocol.encode_reply` output, so a test passes or fails here as it does in the
-sandbox; the trusted side's mark (``origin``) is stripped from what the harness answers. Kernels
-take the sandbox's path too: built from the extracted source, compiled to PTX by a fresh
-``python -m grader.sandbox.harness`` with the real CUDA target (`compile_in_subprocess`). This
-process is the student's own, so nothing here is authoritative.
+sandbox. Kernels take the sandbox's path: built from the extracted source, compiled to PTX by
+ONE long-lived compile worker per backend (``python -m grader.sandbox.worker --kernels`` with the
+real CUDA target, started on the first compile), launched by the kernel host.
+
+With ``children=True`` (what `grader check` uses) the notebook and the kernel launches also run
+in plain child workers of this user (`ChildWorker`), under the same per-call time limits and
+with the same timeout message as grading: an infinite loop costs its test, and the check goes
+on. Without it (fast unit tests) they run in this process and the limits are not enforced.
+
+Where this machine has no CUDA compiler (the student profile), the first compile is a probe
+(`grader.core.compiler`): every later compile request is answered `PTX_DEFERRED`, kernels are
+still graded in the simulator, and `compiler_missing` says why for the one note `grader check`
+prints.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from grader.core.notebook import graded_text
+from grader.core import compiler, device
+from grader.core.course import Limits
+from grader.core.notebook import graded_text, read_notebook
 from grader.core.readback import list_dir, read_file
-from grader.sandbox import wire
+from grader.core.sourcemap import SourceMap, source_map
+from grader.sandbox import protocol, wire
+from grader.sandbox.channel import Failure, exchange
 from grader.sandbox.harness import MODULE_PREFIX, Harness, KernelHost
+from grader.sandbox.procs import describe_exit
 from grader.sandbox.protocol import (
+    STARTUP_ALLOWANCE_S,
     WORKER_CRASHED,
     WORKER_TIMEOUT,
     encode_reply,
     trusted_error,
     untagged,
-    valid_reply,
 )
 
+PTX_DEFERRED = "PtxDeferred"  # in-process only: no compiler here, the PTX check waits for grading
+PROBE_TIMEOUT_S = 120.0  # the compile worker's start: numba-cuda and NVVM load once
 
-def compile_in_subprocess(req: dict, timeout: float) -> dict:
-    """A ``kernel_compile`` request answered by a fresh process with the real CUDA target."""
+
+class ChildWorker:
+    """One ``python -m grader.sandbox.worker`` run as a plain child of this process (same user,
+    same working directory, no isolation), restarted after a timeout or a crash."""
+
+    def __init__(self, args: list[str], env: dict[str, str] | None = None):
+        self.args = args
+        self.env = env
+        self.proc: subprocess.Popen | None = None
+        self.starts = 0
+
+    def ask(self, req: dict, timeout: float, what: str) -> dict:
+        """The reply to `req`, or a trusted WorkerTimeout / WorkerCrashed (the worker stopped)."""
+        if self.proc is None:
+            self._start()
+            pong = self._exchange({"op": "ping"}, STARTUP_ALLOWANCE_S, "starting the worker")
+            if "error" in pong:
+                return pong
+        return self._exchange(req, timeout, what)
+
+    def _start(self) -> None:
+        cmd = [sys.executable, "-m", "grader.sandbox.worker", *self.args]
+        self.proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=self.env,
+            start_new_session=True,  # its own process group: a timeout kills what it started
+        )
+        self.starts += 1
+        os.set_blocking(self.proc.stdin.fileno(), False)
+
+    def _exchange(self, req: dict, timeout: float, what: str) -> dict:
+        assert self.proc is not None
+        try:
+            return exchange(self.proc, req, time.monotonic() + timeout)
+        except TimeoutError:
+            self.close()
+            return trusted_error(WORKER_TIMEOUT, protocol.timeout_message(what, timeout))
+        except Failure as exc:
+            code = self.close()
+            message = describe_exit(code) if exc.exited and code is not None else exc.message
+            return trusted_error(exc.kind, message)
+
+    def close(self) -> int | None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return None
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        try:
+            code = proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            code = None
+        for stream in (proc.stdin, proc.stdout):
+            with contextlib.suppress(OSError):
+                stream.close()
+        return code
+
+
+def compiler_env() -> dict[str, str]:
+    """The compile worker's environment: the real CUDA target, never the simulator."""
     env = dict(os.environ)
     env.pop("NUMBA_ENABLE_CUDASIM", None)
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "grader.sandbox.harness"],
-            input=wire.encode(req),
-            capture_output=True,
-            timeout=timeout,
-            env=env,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return trusted_error(
-            WORKER_TIMEOUT, f"compiling {req.get('name')} took longer than {timeout:g} s"
-        )
-    try:
-        reply = wire.decode(proc.stdout)
-    except wire.NotPlainData:
-        reply = None
-    if not valid_reply(reply):  # the shape checked, and no `origin`: the compiler is not trusted
-        tail = proc.stderr.decode(errors="replace")[-800:]
-        return trusted_error(
-            WORKER_CRASHED, f"the compiler process exited with code {proc.returncode}: {tail}"
-        )
-    return reply
+    env[device.PTX_ENV] = "1"
+    return env
 
 
 class InProcessBackend:
-    """Runs notebooks in this process: for a student's own `grader check` and fast tests.
+    """The `grader.suites.student.Backend` protocol on the student's own machine.
 
-    `notebooks` maps assignment id to the notebook file; each is executed on first use. Kernels
-    take the same path as in the sandbox (extracted source, compiled in a fresh process), but
-    this process is the student's own: nothing here is authoritative.
+    `notebooks` maps assignment id to the notebook file; each is executed on first use.
+    `children` runs the notebook and the launches in `ChildWorker`s under `limits`' time limits.
     """
 
     isolation: tuple[str, ...] = ()
 
-    def __init__(self, notebooks: dict[str, Path]):
+    def __init__(
+        self, notebooks: dict[str, Path], children: bool = False, limits: Limits | None = None
+    ):
         self.notebooks = {k: Path(v) for k, v in notebooks.items()}
         self.harnesses: dict[str, Harness] = {}
         self.host = KernelHost()
+        self.limits = limits
+        self.compiler = ChildWorker(["--kernels"], compiler_env())
+        self.compiler_missing: str | None = None
+        self._probed = False
+        self.children = children
+        self._notebook_worker: ChildWorker | None = None
+        self._run_worker: ChildWorker | None = None
+        self._loaded: set[str] = set()
+        self._load_failed: dict[str, dict] = {}
+        if children:
+            args = [f"--notebook={k}={v.resolve()}" for k, v in self.notebooks.items()]
+            self._notebook_worker = ChildWorker(args)
+            self._run_worker = ChildWorker(["--kernels"])
 
     def request(self, req: dict, timeout: float) -> dict:
         assignment = req["assignment"]
-        if assignment not in self.harnesses:
-            self.harnesses[assignment] = Harness(self.notebooks[assignment], assignment)
-        reply = self.harnesses[assignment].handle(wire.roundtrip(req))
-        return untagged(wire.decode(encode_reply(reply, str(req.get("name", "")))))
+        if self._notebook_worker is None:
+            if assignment not in self.harnesses:
+                self.harnesses[assignment] = Harness(self.notebooks[assignment], assignment)
+            reply = self.harnesses[assignment].handle(wire.roundtrip(req))
+            return untagged(wire.decode(encode_reply(reply, str(req.get("name", "")))))
+        if assignment in self._load_failed:
+            err = self._load_failed[assignment]["error"]
+            return trusted_error(err["type"], f"not run: {err['message']}")
+        worker = self._notebook_worker
+        if worker.proc is None:
+            self._loaded.clear()  # a fresh worker (first use, or after a timeout) runs it again
+        if assignment not in self._loaded:
+            load_timeout = self.limits.import_timeout_s if self.limits else 600.0
+            reply = worker.ask(
+                {"assignment": assignment, "op": "load"},
+                load_timeout,
+                f"running the notebook of {assignment}",
+            )
+            if "error" in reply and reply["error"]["type"] in (WORKER_TIMEOUT, WORKER_CRASHED):
+                self._load_failed[assignment] = reply
+                return reply
+            self._loaded.add(assignment)
+            if req.get("op") == "load":
+                return reply
+        what = str(req.get("name") or req.get("op") or "the call")
+        return worker.ask(req, timeout, what)
 
     def kernel(self, req: dict, timeout: float, target: str = "run") -> dict:
         if target == "compile":
-            return compile_in_subprocess(req, timeout)
+            return self._compile(req, timeout)
         t0 = time.monotonic()
-        reply = untagged(wire.decode(encode_reply(self.host.handle(wire.roundtrip(req)))))
+        if self._run_worker is not None:
+            reply = self._run_worker.ask(req, timeout, str(req.get("op")))
+        else:
+            reply = untagged(wire.decode(encode_reply(self.host.handle(wire.roundtrip(req)))))
         if "ok" in reply and req.get("op") == "kernel_run":
             reply["wall_s"] = time.monotonic() - t0
         return reply
 
+    def _compile(self, req: dict, timeout: float) -> dict:
+        """One long-lived compile worker; the first request is the compiler probe."""
+        if not self._probed:
+            self._probed = True
+            probe = protocol.compile_request(
+                compiler.probe_source(), compiler.PROBE_SIGNATURE, req.get("cc", (7, 5))
+            )
+            answer = self.compiler.ask(probe, max(timeout, PROBE_TIMEOUT_S), "the compiler probe")
+            self.compiler_missing = compiler.missing_reason(answer)
+        if self.compiler_missing is not None:
+            return trusted_error(PTX_DEFERRED, compiler.DEFERRED)
+        return self.compiler.ask(req, timeout, f"compiling {req.get('name')}")
+
     def graded_source(self, assignment: str) -> str:
         return graded_text(self.notebooks[assignment])
+
+    def source_map(self, assignment: str) -> SourceMap:
+        path = self.notebooks[assignment]
+        return source_map(read_notebook(path), path)
 
     def read_back(self, path: str, max_bytes: int) -> bytes | None:
         return read_file(Path.cwd(), path, max_bytes)
@@ -100,6 +214,10 @@ class InProcessBackend:
         return list_dir(Path.cwd(), path)
 
     def close(self) -> None:
+        for worker in (self.compiler, self._notebook_worker, self._run_worker):
+            if worker is not None:
+                worker.close()
+        self._loaded.clear()
         for assignment in self.harnesses:
             sys.modules.pop(f"{MODULE_PREFIX}{assignment}", None)
         self.harnesses.clear()

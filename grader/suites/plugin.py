@@ -321,7 +321,7 @@ def classify(
         return "timeout", _with(exc.feedback(), example)
     if isinstance(exc, StudentError):
         text = exc.feedback()
-        if exc.traceback:
+        if exc.traceback and not exc.stub:  # a stub is said in one line, nothing else
             text += "\n" + exc.traceback
         return "error", _with(text, example)
     if isinstance(exc, (AssertionError, pytest.fail.Exception)):

@@ -21,9 +21,12 @@ from __future__ import annotations
 import functools
 from typing import Any, Protocol
 
-from grader.core import kernel_source
+import pytest
+
+from grader.core import compiler, kernel_source, sourcemap
 from grader.core.feedback import excerpt
 from grader.core.readback import READ_MAX_BYTES, ReadBackError
+from grader.core.stubs import still_stub
 from grader.sandbox import protocol
 from grader.sandbox.protocol import (
     KERNEL_COMPILE_ERROR,
@@ -44,7 +47,7 @@ from grader.suites.errors import (
     make_error,
     malformed,
 )
-from grader.suites.inprocess import InProcessBackend, compile_in_subprocess
+from grader.suites.inprocess import PTX_DEFERRED, ChildWorker, InProcessBackend
 from grader.suites.kernels import (
     MAX_TIMED_LAUNCHES,
     TIME_TARGET_S,
@@ -71,7 +74,7 @@ __all__ = [
     "StudentError",
     "WorkerCrashed",
     "WorkerTimeout",
-    "compile_in_subprocess",
+    "ChildWorker",
     "encode_reply",
     "grader_error",
     "make_error",
@@ -118,7 +121,7 @@ class Student:
         self._kernel_timeout = kernel_timeout
         self._cc = cc
         self._sources: dict[str, kernel_source.KernelSource | StudentError] = {}
-        self._compiled: dict[tuple[str, str], str | StudentError] = {}
+        self._compiled: dict[tuple[str, str], str | StudentError | None] = {}
         self._launch_checks: dict[tuple[str, str], bool] = {}
 
     def __getattr__(self, name: str) -> Function:
@@ -157,7 +160,8 @@ class Student:
         if name not in self._sources:
             try:
                 text = self._backend.graded_source(self._assignment_id)
-                self._sources[name] = _extract(text, name, self._assignment_id)
+                smap = self._source_map()
+                self._sources[name] = _extract(text, name, smap.file, smap.where)
             except kernel_source.KernelSourceError as exc:
                 self._sources[name] = grader_error(KERNEL_REFUSED, str(exc), name)
             except Exception as exc:  # noqa: BLE001 - an unreadable notebook is the student's
@@ -177,11 +181,18 @@ class Student:
             self._launch_checks[key] = kernel_source.launches(text, function, kernel)
         return self._launch_checks[key]
 
+    def _source_map(self) -> sourcemap.SourceMap:
+        """Lines as the student's own file numbers them (a backend that cannot tell: as lines
+        of the graded cells)."""
+        find = getattr(self._backend, "source_map", None)
+        return find(self._assignment_id) if find else sourcemap.plain(self._assignment_id)
+
     def _kernel_req(self, op: str, name: str, **extra: Any) -> dict:
         return protocol.kernel_request(op, self._source(name), **extra)
 
-    def _ptx(self, name: str, signature: str, cc: tuple[int, int]) -> str:
-        """PTX for the course GPU, compiled once per signature; a failure is cached too."""
+    def _ptx(self, name: str, signature: str, cc: tuple[int, int]) -> str | None:
+        """PTX for the course GPU, compiled once per signature; a failure is cached too. None:
+        the in-process backend has no compiler, so the check waits for grading (`PTX_DEFERRED`)."""
         key = (name, f"{signature}@{cc[0]}.{cc[1]}")
         if key not in self._compiled:
             req = protocol.compile_request(self._source(name), signature, cc)
@@ -191,7 +202,8 @@ class Student:
             elif "ok" in reply:
                 self._compiled[key] = malformed("PTX that is not text", name)
             elif reply["error"].get("origin") == protocol.ORIGIN:
-                self._compiled[key] = make_error(reply["error"], name)
+                deferred = reply["error"].get("type") == PTX_DEFERRED
+                self._compiled[key] = None if deferred else make_error(reply["error"], name)
             elif reply["error"].get("type") != KERNEL_COMPILE_ERROR:
                 err = reply["error"]
                 self._compiled[key] = grader_error(
@@ -249,7 +261,10 @@ class Function:
     def ptx(self, signature: str, cc: tuple[int, int] | None = None) -> str:
         """PTX text for `signature` on the course GPU (raises StudentError if it won't compile)."""
         s = self._student
-        return s._ptx(self.name, signature, tuple(cc or s._cc))
+        ptx = s._ptx(self.name, signature, tuple(cc or s._cc))
+        if ptx is None:
+            pytest.skip(compiler.DEFERRED)
+        return ptx
 
     def launching(self, *kernels: str):
         """This host wrapper, credited only for a result its launches of `kernels` produced.
@@ -263,6 +278,10 @@ class Function:
         """
 
         def call(*args: Any, **kwargs: Any) -> Any:
+            s = self._student
+            text = s._backend.graded_source(s._assignment_id)
+            if kernel_source.is_stub(text, self.name):
+                raise grader_error(KERNEL_REFUSED, still_stub(self.name), self.name)
             value, launches = self._recorded(kernels, args, kwargs, timing=False)
             if not launches:
                 raise grader_error(

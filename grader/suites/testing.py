@@ -31,6 +31,8 @@ def expect_value_error(call: Callable[[], Any], what: str, hint: str) -> None:
     except StudentError as exc:
         if isinstance(exc, ValueError) and not exc.grader:
             return
+        if exc.stub:
+            pytest.fail(exc.feedback())
         pytest.fail(f"{what} raised {exc.exc_type} ({exc.message}); expected ValueError. {hint}")
     pytest.fail(f"{what} returned {result!r}; expected it to raise ValueError. {hint}")
 

@@ -138,6 +138,11 @@ try:
 except ModuleNotFoundError:  # pragma: no cover - older Pythons
     import tomli as tomllib
 
+# The [hardware] tables of course.toml, written into this cell by `grader release`, so that the
+# notebook works opened on its own (Colab straight from GitHub, no clone). A course.toml found
+# at or above the working directory is read instead.
+COURSE_HARDWARE = {}
+
 
 def _gpu_present() -> bool:
     forced = os.environ.get("GRADER_DEVICE", "").strip().lower()
@@ -216,8 +221,11 @@ def find_course_root(start=None):
 
 
 def _hardware_table(gpu):
-    """The [hardware.<gpu>] table of course.toml (found by walking up from the cwd)."""
+    """The [hardware.<gpu>] table of course.toml (found by walking up from the cwd), or the
+    copy the release wrote into the setup cell when the notebook is opened alone."""
     root = find_course_root()
+    if root is None and gpu in COURSE_HARDWARE:  # opened alone: the release's copy
+        return COURSE_HARDWARE[gpu]
     if root is None:
         raise FileNotFoundError(
             "course.toml not found here or above: open this notebook from a checkout of the "

@@ -749,7 +749,8 @@ CASES: list[Case] = [
          Expect(M9, [])),  # the test asserts the server saw nothing when no-network is active
     Case("edits_tests_and_grader", "an untouched release plus edits to conftest.py, tests/, "
          "grader/, workflows, pyproject.toml and course.toml", _untouched_release_with_tampering,
-         Expect(M9, [Rule(_student_tests(M9), BROKEN, ("not done yet", "NotImplementedError"))],
+         Expect(M9, [Rule(_student_tests(M9), BROKEN, ("is still the stub", "not done yet",
+                                                       "NotImplementedError"))],
                 warnings=("conftest.py", "tests/public/m9_roofline/test_free_points.py",
                           "grader/suites/plugin.py", ".github/workflows/grade.yml", "pyproject.toml",
                           "course.toml"))),

@@ -173,17 +173,24 @@ def test_kernel_requests_come_from_extracted_source():
     }
 
 
-def test_the_in_process_compilers_reply_cannot_claim_the_grader_origin(monkeypatch):
+def test_the_in_process_compilers_reply_cannot_claim_the_grader_origin():
     forged = {
         "error": {"type": "WorkerTimeout", "message": "x", "traceback": "", "origin": "grader"}
     }
-
-    def fake_run(*args, **kwargs):
-        return subprocess.CompletedProcess(args, 0, stdout=wire.encode(forged), stderr=b"")
-
-    monkeypatch.setattr(inprocess.subprocess, "run", fake_run)
-    reply = inprocess.compile_in_subprocess({"op": "kernel_compile", "name": "k"}, timeout=5)
+    script = (
+        "import os, sys; from grader.sandbox import protocol, wire; "
+        f"protocol.read_frame(0, 1 << 20); protocol.write_frame(1, wire.encode({forged!r}))"
+    )
+    worker = inprocess.ChildWorker([])
+    worker.proc = subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    reply = worker._exchange({"op": "kernel_compile", "name": "k"}, 30, "compiling k")
     assert reply["error"]["type"] == protocol.WORKER_CRASHED, reply
+    assert worker.proc is None  # stopped: the next request starts a fresh compiler
 
 
 WRAPPED = """

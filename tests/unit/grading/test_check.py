@@ -1,0 +1,151 @@
+"""`grader check` on the student's machine: grading's time limits in child workers, one compile
+worker, and the PTX check deferred (never failed) where the CUDA compiler is missing."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grader.core import compiler
+from grader.core.course import load_course
+from grader.grading.check import check
+from grader.grading.grade import GradingBackend, require_compiler
+from grader.reports.terminal import check_report
+from grader.sandbox import protocol
+from grader.suites.inprocess import ChildWorker, InProcessBackend
+from grader.suites.student import Student, WorkerTimeout
+
+ROOT = Path(__file__).resolve().parents[3]
+AID = "gpu_fundamentals"
+CALL_S, KERNEL_S = 3, 6
+
+
+@pytest.fixture
+def short_course(tmp_path: Path) -> Path:
+    """The course with short per-call limits (suites and reference are the real ones)."""
+    root = tmp_path / "course"
+    root.mkdir()
+    text = (ROOT / "course.toml").read_text()
+    text = re.sub(r"(?m)^call_timeout_s = \d+", f"call_timeout_s = {CALL_S}", text)
+    text = re.sub(r"(?m)^kernel_timeout_s = \d+", f"kernel_timeout_s = {KERNEL_S}", text)
+    (root / "course.toml").write_text(text)
+    for name in ("tests", "solutions", "exercises"):
+        (root / name).symlink_to(ROOT / name)
+    return root
+
+
+def _submission(tmp_path: Path, *edits: tuple[str, str]) -> Path:
+    sub = tmp_path / "submission"
+    (sub / AID).mkdir(parents=True)
+    text = (ROOT / "solutions" / AID / f"{AID}.py").read_text()
+    for old, new in edits:
+        assert old in text
+        text = text.replace(old, new, 1)
+    (sub / AID / f"{AID}.py").write_text(text)
+    return sub
+
+
+def test_an_infinite_loop_costs_its_test_within_the_limit_and_says_so(short_course, tmp_path):
+    sub = _submission(
+        tmp_path,
+        (
+            '    flops = _require_positive("peak_flops"',
+            '    while True:\n        pass\n    flops = _require_positive("peak_flops"',
+        ),
+        (
+            "    i = cuda.grid(1)  # grader: public\n    if i < c.size:",
+            "    i = cuda.grid(1)\n    while i >= 0:\n        i = i + 0\n    if i < c.size:",
+        ),
+    )
+    [c] = check(short_course, [AID], sub)
+    tests = {t.name.split("/")[-1]: t for t in c.result.tests}
+    ridge = tests["test_ridge_point_h100"]
+    assert ridge.outcome == "timeout", ridge
+    assert protocol.timeout_message("ridge_point", CALL_S) in ridge.feedback
+    add = tests["test_vector_add_small"]
+    assert add.outcome == "timeout", add
+    assert "took longer than 6 s" in add.feedback
+    # the worker restarted: the other functions still pass
+    assert tests["test_launch_config_examples"].outcome == "passed"
+    assert tests["test_occupancy_examples"].outcome == "passed"
+
+
+def test_a_hanging_call_returns_within_its_limit_plus_ten_seconds(short_course, tmp_path):
+    sub = _submission(
+        tmp_path,
+        (
+            '    flops = _require_positive("peak_flops"',
+            '    while True:\n        pass\n    flops = _require_positive("peak_flops"',
+        ),
+    )
+    nb = sub / AID / f"{AID}.py"
+    backend = InProcessBackend({AID: nb}, children=True, limits=load_course(short_course).limits)
+    try:
+        s = Student(backend, AID, call_timeout=CALL_S)
+        assert s.has("ridge_point")  # the notebook is loaded: only the call is timed below
+        t0 = time.monotonic()
+        with pytest.raises(WorkerTimeout, match=f"ridge_point took longer than {CALL_S} s"):
+            s.ridge_point(989e12, 3.35e12)
+        assert CALL_S <= time.monotonic() - t0 < CALL_S + 10
+        assert s.launch_config(1000, 256) == (4, 256)  # a fresh worker answers the next call
+        assert backend._notebook_worker.starts == 2
+    finally:
+        backend.close()
+
+
+def _simulator_compiler() -> ChildWorker:
+    """A compile worker that cannot compile PTX (it runs the simulator), as on a student
+    profile without the CUDA toolkit."""
+    return ChildWorker(["--kernels"], {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"})
+
+
+def test_without_a_compiler_kernels_are_graded_and_the_ptx_check_is_deferred():
+    nb = ROOT / "solutions" / AID / f"{AID}.py"
+    backend = InProcessBackend({AID: nb})
+    backend.compiler.close()
+    backend.compiler = _simulator_compiler()
+    try:
+        s = Student(backend, AID, kernel_timeout=120)
+        a = np.arange(300, dtype=np.float32)
+        b = np.ones(300, dtype=np.float32)
+        c = np.zeros_like(a)
+        s.vector_add[2, 256](a, b, c)  # graded in the simulator all the same
+        np.testing.assert_array_equal(c, a + b)
+        assert backend.compiler_missing and "simulator" in backend.compiler_missing
+        with pytest.raises(pytest.skip.Exception, match=compiler.DEFERRED):
+            s.vector_add.ptx("void(float32[:], float32[:], float32[:])")
+        # authoritative grading refuses such a machine instead of grading without the check
+        with pytest.raises(compiler.PtxCompilerMissing, match="grading refused"):
+            require_compiler(GradingBackend(backend, {}), 60)
+    finally:
+        backend.close()
+
+
+def test_with_the_compiler_one_worker_compiles_every_signature():
+    nb = ROOT / "solutions" / AID / f"{AID}.py"
+    backend = InProcessBackend({AID: nb})
+    try:
+        s = Student(backend, AID, kernel_timeout=120)
+        for dtype in ("float32", "float64", "int32"):
+            ptx = s.vector_add.ptx(f"void({dtype}[:], {dtype}[:], {dtype}[:])")
+            assert ".entry" in ptx
+        assert backend.compiler_missing is None
+        assert backend.compiler.starts == 1
+    finally:
+        backend.close()
+
+
+def test_the_deferred_note_is_printed_once(tmp_path):
+    sub = tmp_path / "sub"
+    shutil.copytree(ROOT / "solutions" / "m9_roofline", sub / "m9_roofline")
+    [c] = check(ROOT, ["m9_roofline"], sub)
+    c.notes = [compiler.DEFERRED]
+    text = check_report([c, c], verbose=False)
+    assert text.count(compiler.DEFERRED) == 1
+    assert "the grader's fault" not in text
