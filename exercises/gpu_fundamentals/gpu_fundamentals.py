@@ -123,7 +123,7 @@ def _colab_install(numba_cuda="0.30.4"):
 
 _colab_install()
 
-# %% deletable=false editable=false nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false, "checksum": "261c6aaaeb9648467b26e8d68aaf304a", "cell_type": "code"}
+# %% deletable=false editable=false nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false, "checksum": "3b1dd1c869bb27f8470c8123726b1e65", "cell_type": "code"}
 # Setup. Decide GPU or simulator BEFORE numba is imported: Numba reads NUMBA_ENABLE_CUDASIM once,
 # at import time. GRADER_DEVICE=cpu|gpu overrides the detection.
 import math
@@ -138,6 +138,94 @@ try:
     import tomllib  # Python 3.11+
 except ModuleNotFoundError:  # pragma: no cover - older Pythons
     import tomli as tomllib
+
+# The [hardware] tables of course.toml, written into this cell by `grader release`, so that the
+# notebook works opened on its own (Colab straight from GitHub, no clone). A course.toml found
+# at or above the working directory is read instead.
+COURSE_HARDWARE = {'A100_80GB': {'bandwidth_gbs': 2039.0,
+                                 'compute_capability': [8, 0],
+                                 'fp16_tensor_tflops': 312.0,
+                                 'fp32_tflops': 19.5,
+                                 'memory_gb': 80.0,
+                                 'name': 'NVIDIA A100 80GB',
+                                 'pcie_gbs': 32.0,
+                                 'sm': {'max_blocks': 32,
+                                        'max_registers_per_block': 65536,
+                                        'max_registers_per_thread': 255,
+                                        'max_shared_memory_per_block': 166912,
+                                        'max_threads': 2048,
+                                        'max_threads_per_block': 1024,
+                                        'max_warps': 64,
+                                        'register_granularity': 256,
+                                        'register_sub_partitions': 4,
+                                        'registers': 65536,
+                                        'reserved_shared_memory_per_block': 1024,
+                                        'shared_memory_granularity': 128,
+                                        'shared_memory_kib': 164},
+                                 'sm_count': 108},
+                   'H100_SXM': {'bandwidth_gbs': 3350.0,
+                                'compute_capability': [9, 0],
+                                'fp16_tensor_tflops': 989.0,
+                                'fp32_tflops': 67.0,
+                                'memory_gb': 80.0,
+                                'name': 'NVIDIA H100 SXM',
+                                'pcie_gbs': 64.0,
+                                'sm': {'max_blocks': 32,
+                                       'max_registers_per_block': 65536,
+                                       'max_registers_per_thread': 255,
+                                       'max_shared_memory_per_block': 232448,
+                                       'max_threads': 2048,
+                                       'max_threads_per_block': 1024,
+                                       'max_warps': 64,
+                                       'register_granularity': 256,
+                                       'register_sub_partitions': 4,
+                                       'registers': 65536,
+                                       'reserved_shared_memory_per_block': 1024,
+                                       'shared_memory_granularity': 128,
+                                       'shared_memory_kib': 228},
+                                'sm_count': 132},
+                   'H200': {'bandwidth_gbs': 4800.0,
+                            'compute_capability': [9, 0],
+                            'fp16_tensor_tflops': 989.0,
+                            'fp32_tflops': 67.0,
+                            'memory_gb': 141.0,
+                            'name': 'NVIDIA H200',
+                            'pcie_gbs': 64.0,
+                            'sm': {'max_blocks': 32,
+                                   'max_registers_per_block': 65536,
+                                   'max_registers_per_thread': 255,
+                                   'max_shared_memory_per_block': 232448,
+                                   'max_threads': 2048,
+                                   'max_threads_per_block': 1024,
+                                   'max_warps': 64,
+                                   'register_granularity': 256,
+                                   'register_sub_partitions': 4,
+                                   'registers': 65536,
+                                   'reserved_shared_memory_per_block': 1024,
+                                   'shared_memory_granularity': 128,
+                                   'shared_memory_kib': 228},
+                            'sm_count': 132},
+                   'T4': {'bandwidth_gbs': 320.0,
+                          'compute_capability': [7, 5],
+                          'fp16_tensor_tflops': 65.0,
+                          'fp32_tflops': 8.1,
+                          'memory_gb': 16.0,
+                          'name': 'NVIDIA T4',
+                          'pcie_gbs': 16.0,
+                          'sm': {'max_blocks': 16,
+                                 'max_registers_per_block': 65536,
+                                 'max_registers_per_thread': 255,
+                                 'max_shared_memory_per_block': 65536,
+                                 'max_threads': 1024,
+                                 'max_threads_per_block': 1024,
+                                 'max_warps': 32,
+                                 'register_granularity': 256,
+                                 'register_sub_partitions': 4,
+                                 'registers': 65536,
+                                 'reserved_shared_memory_per_block': 0,
+                                 'shared_memory_granularity': 256,
+                                 'shared_memory_kib': 64},
+                          'sm_count': 40}}
 
 
 def _gpu_present() -> bool:
@@ -168,7 +256,7 @@ elif numba_config.ENABLE_CUDASIM:
 else:
     print("A GPU was expected but CUDA is not usable: kernels compile but cannot be launched.")
 
-# %% deletable=false editable=false nbgrader={"grade": false, "grade_id": "helpers", "locked": true, "schema_version": 3, "solution": false, "task": false, "checksum": "ce3600e2861b7e9e9b63703a16955c8c", "cell_type": "code"}
+# %% deletable=false editable=false nbgrader={"grade": false, "grade_id": "helpers", "locked": true, "schema_version": 3, "solution": false, "task": false, "checksum": "5423b02a4a563d3b9ff8b2260a4c4dcb", "cell_type": "code"}
 # Helpers you may use. `_require_positive` turns a bad argument into an error message that says
 # what was wrong and what was expected; `expect_raises`, `expect_written`, `peak_figures` and
 # `sm_limits` serve the self-checks and demos (the last two read course.toml).
@@ -217,8 +305,11 @@ def find_course_root(start=None):
 
 
 def _hardware_table(gpu):
-    """The [hardware.<gpu>] table of course.toml (found by walking up from the cwd)."""
+    """The [hardware.<gpu>] table of course.toml (found by walking up from the cwd), or the
+    copy the release wrote into the setup cell when the notebook is opened alone."""
     root = find_course_root()
+    if root is None and gpu in COURSE_HARDWARE:  # opened alone: the release's copy
+        return COURSE_HARDWARE[gpu]
     if root is None:
         raise FileNotFoundError(
             "course.toml not found here or above: open this notebook from a checkout of the "
