@@ -49,19 +49,41 @@ def parse(source: str, filename: str = "the notebook") -> ast.Module:
     raise SourceTooLarge(f"{filename}: {value}; {_ADVICE}")
 
 
-@functools.lru_cache(maxsize=CACHE_SIZE)
-def _parse(source: str) -> tuple[str, object]:
+def compiles(source: str) -> bool | None:
+    """Whether one cell parses: True or False, or None when it is over the bounds (not parsed:
+    the whole text's `parse` then names the bound). Not kept: a cell is parsed once per read."""
+    if _over(source):
+        return None
+    try:
+        ast.parse(source)
+    except SyntaxError:
+        return False
+    except (RecursionError, MemoryError, ValueError):
+        return None
+    return True
+
+
+def _over(source: str) -> str:
+    """Why `source` is over the character or token bound ("" when it is not)."""
     if len(source) > MAX_CHARS:
-        return "bounds", (
+        return (
             f"the graded cells hold {len(source):,} characters, over the {MAX_CHARS:,} the grader "
             "reads kernels from"
         )
     tokens = _TOKEN.subn("", source)[1]
     if tokens > MAX_TOKENS:
-        return "bounds", (
+        return (
             f"the graded cells hold about {tokens:,} tokens, over the {MAX_TOKENS:,} the grader "
             "reads kernels from"
         )
+    return ""
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _parse(source: str) -> tuple[str, object]:
+    over = _over(source)
+    if over:
+        return "bounds", over
     try:
         tree = ast.parse(source)
     except SyntaxError as exc:

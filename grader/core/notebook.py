@@ -15,12 +15,12 @@ bounded JSON reader first), because it runs in the trusted process before any sa
 
 from __future__ import annotations
 
-import ast
 import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.core import bounded_parse
 from grader.core.jsonread import JsonLimits, JsonReadError, loads_bounded
 
 DEMO_TAG = "demo"
@@ -239,16 +239,16 @@ def graded_text(path: Path | str) -> str:
     """The graded cells of a notebook file as one module, for the trusted side's `ast` reading
     (the kernels it extracts): in a .py each cell sits at its own lines of the file (the rest
     blank), so every line number is the student's; a cell that does not parse is left blank,
-    so one syntax error costs only that cell's kernels (the worker reports it)."""
+    so one syntax error costs only that cell's kernels (the worker reports it). Each cell is
+    checked within `bounded_parse`'s bounds; a cell over them is kept, so that the extraction's
+    parse of the whole text refuses it with the bound's message."""
     p = Path(path)
     nb = read_notebook(p)
     text = p.read_text(encoding="utf-8") if p.suffix != ".ipynb" else None
     out: list[str] = []
     for cell in graded_cells(nb, text):
         own = cell.source.splitlines()
-        try:
-            compile(cell.source, str(p), "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
-        except (SyntaxError, ValueError):
+        if bounded_parse.compiles(cell.source) is False:  # over the bounds: kept, and named
             own = [""] * len(own)
         if cell.in_file:
             out += [""] * max(0, cell.line - 1 - len(out))

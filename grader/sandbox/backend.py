@@ -107,6 +107,7 @@ class WorkerBackend:
         self._proc: subprocess.Popen | None = None
         self._loaded: set[str] = set()
         self._graded_text: dict[str, str] = {}
+        self._source_maps: dict[str, SourceMap] = {}
         self._load_failed: dict[str, dict] = {}
         self._spent = 0.0
         self._tail = OutputTail(OUTPUT_TAIL_BYTES)
@@ -185,9 +186,12 @@ class WorkerBackend:
         return self._graded_text[assignment]
 
     def source_map(self, assignment: str) -> SourceMap:
-        """The student's own line numbers for the graded cells (feedback names those)."""
-        path = self.notebooks[assignment]
-        return source_map(read_notebook(path), path)
+        """The student's own line numbers for the graded cells (feedback names those), made
+        once per assignment: the notebook is not read again for every kernel."""
+        if assignment not in self._source_maps:
+            path = self.notebooks[assignment]
+            self._source_maps[assignment] = source_map(read_notebook(path), path)
+        return self._source_maps[assignment]
 
     def read_back(self, path: str, max_bytes: int) -> bytes | None:
         """A file the student's code wrote in its working directory, read by this process."""

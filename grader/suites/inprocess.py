@@ -130,6 +130,7 @@ class InProcessBackend:
         self, notebooks: dict[str, Path], children: bool = False, limits: Limits | None = None
     ):
         self.notebooks = {k: Path(v) for k, v in notebooks.items()}
+        self._source_maps: dict[str, SourceMap] = {}
         self.harnesses: dict[str, Harness] = {}
         self.host = KernelHost()
         self.limits = limits
@@ -204,8 +205,12 @@ class InProcessBackend:
         return graded_text(self.notebooks[assignment])
 
     def source_map(self, assignment: str) -> SourceMap:
-        path = self.notebooks[assignment]
-        return source_map(read_notebook(path), path)
+        """The student's own line numbers for the graded cells (feedback names those), made
+        once per assignment: the notebook is not read again for every kernel."""
+        if assignment not in self._source_maps:
+            path = self.notebooks[assignment]
+            self._source_maps[assignment] = source_map(read_notebook(path), path)
+        return self._source_maps[assignment]
 
     def read_back(self, path: str, max_bytes: int) -> bytes | None:
         return read_file(Path.cwd(), path, max_bytes)

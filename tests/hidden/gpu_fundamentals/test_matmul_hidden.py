@@ -118,8 +118,7 @@ def _check_product(student, name: str, a: np.ndarray, b: np.ndarray, grid, block
 
 
 @pytest.mark.points(2)
-def test_matmul_naive_shapes(student):
-    rng = np.random.default_rng()
+def test_matmul_naive_shapes(student, rng):
     shapes = [(1, 1, 1), (5, 3, 7), (19, 11, 13)]
     shapes += [tuple(int(v) for v in rng.integers(2, 40, size=3)) for _ in range(2)]
     for m, k, n in shapes:
@@ -129,8 +128,7 @@ def test_matmul_naive_shapes(student):
 
 
 @pytest.mark.points(3)
-def test_matmul_tiled_shapes(student):
-    rng = np.random.default_rng()
+def test_matmul_tiled_shapes(student, rng):
     shapes = [(1, 1, 1), (33, 35, 37), (32, 64, 32)]
     shapes += [tuple(int(v) for v in rng.integers(2, 70, size=3)) for _ in range(2)]
     for m, k, n in shapes:
@@ -154,8 +152,7 @@ def _ptx(student, name: str) -> str:
 
 
 @pytest.mark.points(1)
-def test_matmul_naive_compiles_to_ptx(student):
-    rng = np.random.default_rng()
+def test_matmul_naive_compiles_to_ptx(student, rng):
     a, b = _operands(rng, 3, 4, 5)
     _check_product(student, "matmul_naive", a, b, (1, 1), (8, 8))
     _ptx(student, "matmul_naive")
@@ -181,8 +178,7 @@ def shared_tile_problem(ptx: str) -> str | None:
 
 
 @pytest.mark.points(2)
-def test_matmul_tiled_compiles_with_shared_tiles(student):
-    rng = np.random.default_rng()
+def test_matmul_tiled_compiles_with_shared_tiles(student, rng):
     a, b = _operands(rng, 3, 40, 5)
     _check_product(student, "matmul_tiled", a, b, (1, 1), (TILE, 1))
     problem = shared_tile_problem(_ptx(student, "matmul_tiled"))
@@ -191,9 +187,8 @@ def test_matmul_tiled_compiles_with_shared_tiles(student):
 
 @pytest.mark.gpu
 @pytest.mark.points(1)
-def test_matmul_tiled_beats_naive_gpu(student):
+def test_matmul_tiled_beats_naive_gpu(student, rng):
     n, repeat = 2048, 3
-    rng = np.random.default_rng()
     a, b = _operands(rng, n, n, n)
     c = np.zeros((n, n), dtype=np.float32)
     tiled_ms = student.matmul_tiled[(n // TILE, n // TILE), (TILE, 1)].time(a, b, c, repeat=repeat)

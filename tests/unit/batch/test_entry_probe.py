@@ -18,6 +18,7 @@ def test_run_class_hands_its_probe_to_the_children(monkeypatch, tmp_path):
 
         class Outcome:
             failed = []
+            audit = []
 
         return Outcome()
 

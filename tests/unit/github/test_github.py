@@ -319,7 +319,7 @@ def canned_result(student: str, timestamp: datetime):
     ]
     a = AssignmentResult(
         id="gpu_fundamentals",
-        score=3.6,
+        score=3.625,
         max_score=10.0,
         late_penalty=0.1,
         raw_score=4.0,
@@ -328,7 +328,7 @@ def canned_result(student: str, timestamp: datetime):
     )
     return GradeResult(
         student=student,
-        score=3.6,
+        score=3.625,
         max_score=10.0,
         environment=Environment(
             device="NVIDIA T4", simulator=False, isolation=["rlimits"], grader_version="0.1.0"
@@ -374,7 +374,7 @@ def test_grade_pr_writes_comment_summary_and_reports_offline(tmp_path, monkeypat
     assert sorted(p.name for p in out.iterdir()) == ["comment.md", "pr.json", "report.age",
                                                     "summary.md"]  # fmt: skip
     public = "\n".join(p.read_text() for p in out.glob("*.[jm][sd]*"))
-    for secret in ("3.6", "10.0", "vector_add_bounds", "vector\\_add", "c[256]", "ridge_point"):
+    for secret in ("3.625", "10.0", "vector_add_bounds", "vector\\_add", "c[256]", "ridge_point"):
         assert secret not in public, secret
     meta = json.loads((out / "pr.json").read_text())
     assert meta["number"] == PR and meta["head_sha"] == HEAD and "score" not in meta
@@ -387,11 +387,11 @@ def test_grade_pr_writes_comment_summary_and_reports_offline(tmp_path, monkeypat
     assert cli.main(["open-report", str(out / "report.age"), "--identity", str(key),
                      "--out", str(opened)]) == 0  # fmt: skip
     result = json.loads((opened / "result.json").read_text())
-    assert result["student"] == "ada-student" and result["score"] == 3.6
-    assert "3.6 / 10" in (opened / "report.md").read_text()
+    assert result["student"] == "ada-student" and result["score"] == 3.625
+    assert "3.625 / 10" in (opened / "report.md").read_text()
     html = (opened / "report.html").read_text()
     assert "<html" in html.lower() and "<script>alert" not in html
-    assert json.loads((opened / "pr.json").read_text())["score"] == 3.6
+    assert json.loads((opened / "pr.json").read_text())["score"] == 3.625
 
 
 def test_the_student_opens_the_report_with_their_key_and_no_one_else_can(
@@ -411,11 +411,11 @@ def test_the_student_opens_the_report_with_their_key_and_no_one_else_can(
     out = tmp_path / "report"
     assert grade_pr(make_artifact(tmp_path), out, "--student-keys", str(listing)) == 0
     comment = (out / "comment.md").read_text()
-    assert "grader open-report report.age" in comment and "3.6" not in comment
+    assert "grader open-report report.age" in comment and "3.625" not in comment
     opened = tmp_path / "mine"
     files = private.open_report(out / "report.age", keys[0], opened)
     assert {f.name for f in files} == {"result.json", "report.md", "report.html", "pr.json"}
-    assert json.loads((opened / "result.json").read_text())["score"] == 3.6
+    assert json.loads((opened / "result.json").read_text())["score"] == 3.625
     with pytest.raises(private.PrivateReportError, match="this key cannot open it"):
         private.open_report(out / "report.age", keys[1], tmp_path / "theirs")
     assert not (tmp_path / "theirs" / "result.json").exists()
