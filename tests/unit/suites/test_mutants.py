@@ -81,8 +81,8 @@ MUTANTS = (
         "crossover_batch: closed form on a parameter count without the final norm",
         M9,
         "crossover_batch and not metrics",
-        "    params = num_params(cfg)\n    r = Fraction(float(ridge))",
-        '    params = num_params(cfg) - cfg["dim"]\n    r = Fraction(float(ridge))\n'
+        "    params = matmul_params(cfg)\n    r = Fraction(float(ridge))",
+        '    params = matmul_params(cfg) - cfg["dim"]\n    r = Fraction(float(ridge))\n'
         "    return max(1, math.ceil(r * params * dtype_bytes / (2 * params - r * context_len * kv)"
         ")) if 2 * params > r * context_len * kv else None",
     ),
@@ -90,8 +90,8 @@ MUTANTS = (
         "decode_tokens_per_s_bound: per sequence, not per batch",
         M9,
         "tokens_per_s",
-        'return float(batch * gpu["peak_bandwidth"] / step_bytes)',
-        'return float(gpu["peak_bandwidth"] / step_bytes)',
+        "return float(batch / step_s)",
+        "return float(1 / step_s)",
     ),
     Mutant(
         "kv_cache_fits: < for <= (exactly full does not fit)",
