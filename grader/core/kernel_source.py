@@ -448,10 +448,10 @@ def _collect(
 
 
 def is_stub(source: str, function: str) -> bool:
-    """Whether top-level `def function` is still the release's stub."""
+    """Whether top-level `def function` is still the release's stub (the one bounded parse)."""
     try:
-        tree = ast.parse(source)
-    except SyntaxError:
+        tree = bounded_parse.parse(source)
+    except (SyntaxError, bounded_parse.SourceTooLarge):
         return False
     fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function), None)
     return fn is not None and is_stub_body(fn)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.core.notebook import graded_cells
+from grader.core.notebook import graded_cells, read_notebook
 
 
 @dataclass(frozen=True)
@@ -58,3 +58,9 @@ def source_map(nb, path: Path | str) -> SourceMap:
         spans.append(Span(graded, n, cell.index + 1))
         graded += len(cell.source.splitlines()) + 1  # graded_text: one blank line after each
     return SourceMap(p.name, True, tuple(spans))
+
+
+def for_file(path: Path | str) -> SourceMap:
+    """The map of the notebook file at `path`; a .py is not even read (its lines are its own)."""
+    p = Path(path)
+    return source_map(read_notebook(p) if p.suffix == ".ipynb" else None, p)

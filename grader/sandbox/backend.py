@@ -24,9 +24,9 @@ from pathlib import Path
 from grader.core import device
 from grader.core.course import Limits
 from grader.core.kernel_source import KernelSourceError, extract
-from grader.core.notebook import graded_text, read_notebook
+from grader.core.notebook import graded_text
 from grader.core.readback import list_dir, read_file
-from grader.core.sourcemap import SourceMap, source_map
+from grader.core.sourcemap import SourceMap, for_file
 from grader.sandbox import memlimit, protocol
 from grader.sandbox.channel import Failure, crashed, exchange
 from grader.sandbox.isolation import ALL_LAYERS, probe, sandbox_for
@@ -190,7 +190,7 @@ class WorkerBackend:
         once per assignment: the notebook is not read again for every kernel."""
         if assignment not in self._source_maps:
             path = self.notebooks[assignment]
-            self._source_maps[assignment] = source_map(read_notebook(path), path)
+            self._source_maps[assignment] = for_file(path)
         return self._source_maps[assignment]
 
     def read_back(self, path: str, max_bytes: int) -> bytes | None:

@@ -90,6 +90,9 @@ def run_assignment(
         # The asserts' own messages are the feedback, and rewriting every module of every
         # autoloaded plugin (hypothesis, grader) cost about 1 s per grading.
         "--assert=plain",
+        # pytest's own failure report is never shown (the feedback comes from the exception);
+        # its default style parses the source of every frame of every failure with `ast`
+        "--tb=native",
         "--import-mode=importlib",
         "--rootdir",
         str(root),
