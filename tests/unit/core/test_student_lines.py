@@ -45,7 +45,7 @@ def test_untouched_stubs_say_only_that_they_are_stubs():
 
 def _with_bad_kernel(tmp_path: Path) -> tuple[str, int]:
     text = (ROOT / "solutions" / AID / f"{AID}.py").read_text()
-    old = "        c[i] = a[i] + b[i]\n"
+    old = "        c[i] = a[i] + b[i]  # grader: public\n"
     assert text.count(old) == 1
     text = text.replace(old, f"        {BAD}\n")
     line = text.splitlines().index(f"        {BAD}") + 1

@@ -128,7 +128,7 @@ MUTANTS = (
         "vector_add: right only at the sizes the suites once fixed",
         GF,
         "test_vector_add_float64 or (test_vector_add_sizes and (tiny or odd))",
-        "    if i < c.size:\n        c[i] = a[i] + b[i]",
+        "    if i < c.size:  # grader: public\n        c[i] = a[i] + b[i]",
         "    n = c.size\n"
         "    if i < n and (n == 1 or n == 255 or n == 257 or n == 1000 or n == 4097 or n == 300):\n"
         "        c[i] = a[i] + b[i]",
