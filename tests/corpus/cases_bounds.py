@@ -151,8 +151,8 @@ def _inert_reports(result, ctx: Ctx) -> None:
 BIG_LIST_ITEMS = 640_000  # 1.9 MB: under the 2.1 MB bound on a notebook's cell source
 AT_BOUNDS_ITEMS = 45_000  # two tokens an item, beside the reference's ~5,000 (bound: 100,000)
 # tests that take a kernel from the source (the GPU-only ones skip in the simulator)
-KERNEL_TESTS = r"test_(gpu_)?vector_add|test_strided_copy|test_transpose"
-GPU_TESTS = r"test_coalescing_slowdown_gpu|_bandwidth(_gpu)?$|test_kernels_full_size"
+KERNEL_TESTS = r"test_(gpu_)?vector_add|test_strided_copy|test_transpose|test_matmul_(naive|tiled)_"
+GPU_TESTS = r"test_coalescing_slowdown_gpu|_bandwidth(_gpu)?$|test_kernels_full_size|_gpu$"
 # a wrapper's invalid input raises before any kernel; coalescing_slowdown times in the worker
 NO_EXTRACTION = r"\[(gpu_vector_add|coalescing_slowdown)\(|test_coalescing_slowdown_runs"
 
