@@ -47,6 +47,9 @@ def test_the_sweep_runs_under_act_and_comments_only_on_the_ungraded_head(act, tm
     proc = subprocess.run(
         [act, "schedule", "-W", ".github/student-workflows/sweep.yml",
          "-P", "ubuntu-latest=-self-hosted", "--action-offline-mode", "-e", str(event),
+         # the repository's name comes from a git remote: a clone of a local path has none
+         # that act can read (CI clones one), so name a remote that does not exist
+         "--remote-name", "no-such-remote",
          "--env", f"FAKE_GH_STATE={state}", "--env", f"PATH={bin_dir}:/usr/bin:/bin"],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
