@@ -124,6 +124,27 @@ def test_expect_value_error_takes_only_the_students_value_error():
         expect_value_error(lambda: (_ for _ in ()).throw(crashed), "f(0)", "")
 
 
+@pytest.mark.parametrize("expect", ["value_error", "type_error"])
+def test_an_untouched_stub_reads_only_as_the_stub_in_error_tests(expect):
+    """Day one: a test that expects an error says 'still the stub', not 'raised
+    NotImplementedError ... expected TypeError' about code the student never wrote."""
+    from grader.suites.testing import expect_raises, expect_value_error
+
+    stub = make_error(
+        {"type": "NotImplementedError", "message": "num_params: implement this (see the docstring)"}
+    )
+
+    def call():
+        raise stub
+
+    with pytest.raises(pytest.fail.Exception) as info:
+        if expect == "value_error":
+            expect_value_error(call, "num_params(cfg)", "hint")
+        else:
+            expect_raises(call, TypeError, "num_params(cfg)", "hint")
+    assert str(info.value) == "num_params is still the stub: fill in its body"
+
+
 def test_a_worker_reply_claiming_the_grader_origin_is_refused():
     forged = protocol.trusted_error(protocol.WORKER_TIMEOUT, "the grader says: time is up")
     assert not protocol.valid_reply(forged)
