@@ -19,6 +19,8 @@ submission's error row, never the batch's end.
 
 from __future__ import annotations
 
+from grader.core.errors import UsageError
+
 import functools
 import multiprocessing
 import os
@@ -168,7 +170,7 @@ def grade_all(
     if grade_one is None:
         raise ValueError("grade_one is required (e.g. functools.partial(grade_entry, root=...))")
     if jobs < 1:
-        raise ValueError("jobs must be >= 1")
+        raise UsageError(f"--jobs {jobs}: must be 1 or more")
     course = course or load_course()
     progress = progress if progress is not None else sys.stderr
     summary = summary if summary is not None else sys.stdout

@@ -119,15 +119,15 @@ def release_commit(root: Path | str) -> str:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise ValueError(f"{path}: cannot read the release record ({exc}); re-export") from None
+        raise UsageError(f"{path}: cannot read the release record ({exc}); re-export") from None
     commit = data.get("instructor_commit") if isinstance(data, dict) else None
     if not isinstance(commit, str) or not re.fullmatch(r"[0-9a-f]{40}", commit):
-        raise ValueError(
+        raise UsageError(
             f"{path}: 'instructor_commit' is not a full commit sha; export again from a git "
             "checkout of the instructor repository"
         )
     if data.get("suites_uncommitted") is not False:
-        raise ValueError(
+        raise UsageError(
             f"{path}: exported while the suites had uncommitted changes, so commit {commit} "
             "does not hold them; commit them and export again"
         )
@@ -150,7 +150,7 @@ def _write_outputs(path: str | None, values: dict[str, str]) -> None:
     with open(path, "a", encoding="utf-8") as fh:
         for k, v in values.items():
             if "\n" in v or "\r" in v:
-                raise ValueError(f"output {k} holds a newline")
+                raise UsageError(f"output {k} holds a newline")
             fh.write(f"{k}={v}\n")
 
 

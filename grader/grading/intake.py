@@ -22,6 +22,8 @@ anything, for the resume key of batch grading (state.jsonl).
 
 from __future__ import annotations
 
+from grader.core.errors import UsageError
+
 import hashlib
 import os
 import shutil
@@ -263,7 +265,7 @@ def prepare(
     """Copy the graded files of `submission` into `scratch` and choose each assignment's file."""
     submission, scratch = Path(submission), Path(scratch)
     if not submission.is_dir() or submission.is_symlink():
-        raise ValueError(f"{submission}: not a directory")
+        raise UsageError(f"{submission}: not a directory; give the folder of a submission")
     scratch.mkdir(parents=True, exist_ok=True)
     if any(scratch.iterdir()):
         raise ValueError(f"{scratch}: the scratch directory must be empty")

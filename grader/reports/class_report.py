@@ -18,6 +18,8 @@ Every student-controlled text is escaped in both outputs, through grader.reports
 
 from __future__ import annotations
 
+from grader.core.errors import UsageError
+
 import io
 import json
 import statistics
@@ -390,7 +392,7 @@ def write_class_report(
     """
     graded = Path(graded)
     if not graded.is_dir():
-        raise ValueError(f"{graded}: not a folder; give the --out folder of `grader grade-all`")
+        raise UsageError(f"{graded}: not a folder; give the --out folder of `grader grade-all`")
     folders = submissions if submissions is not None else submission_paths(state or {})
     folder = Path(out) if out is not None else graded / REPORT_DIR
     rep = build(
@@ -402,7 +404,7 @@ def write_class_report(
         report_dir=folder,
     )
     if rep.students == 0:
-        raise ValueError(f"{graded}: no <student>/result.json found; run `grader grade-all` first")
+        raise UsageError(f"{graded}: no <student>/result.json found; run `grader grade-all` first")
     folder.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     png = histogram_png(rep.scores.values(), rep.max_score)
