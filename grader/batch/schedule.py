@@ -19,8 +19,6 @@ submission's error row, never the batch's end.
 
 from __future__ import annotations
 
-from grader.core.errors import UsageError
-
 import functools
 import multiprocessing
 import os
@@ -55,6 +53,7 @@ from grader.batch.inputs import (
 from grader.batch.state import STATE, StateFile
 from grader.core import points as pts
 from grader.core.course import Course, load_course
+from grader.core.errors import UsageError
 from grader.core.jsonread import metrics_or_none
 from grader.core.results import GradeResult, validate
 from grader.core.tables import format_table, points, score

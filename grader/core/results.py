@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from grader.core.errors import UsageError
-
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+from grader.core.errors import UsageError
 
 SCHEMA_VERSION = 2  # 2: AssignmentResult.seed, Environment.bubblewrap
 Outcome = Literal["passed", "failed", "error", "timeout", "skipped"]

@@ -50,7 +50,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from grader.core.infra import INFRA_EXIT, InfrastructureError
+from grader.core.errors import ExitCode, GraderError, InfrastructureError, UsageError
 from grader.core.student_repo import RELEASE_RECORD
 from grader.github.artifact import (
     EXERCISES,
@@ -155,7 +155,8 @@ def _write_outputs(path: str | None, values: dict[str, str]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m grader.github <verb>`: 0 done, 1 rejected or failed, 3 not graded (machine)."""
+    """`python -m grader.github <verb>`: `ExitCode` OK (0) done, FAILED (1) rejected or failed,
+    INFRASTRUCTURE (3) not graded (the machine)."""
     p = argparse.ArgumentParser(prog="python -m grader.github", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
 
@@ -286,11 +287,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"packed {len(art.files)} files ({art.total_bytes:,} bytes) into {args.out}")
     except InfrastructureError as exc:
         print(f"not graded, nothing recorded: {exc}", file=sys.stderr)
-        return INFRA_EXIT
+        return ExitCode.INFRASTRUCTURE
     except (ArtifactError, EventError, TreeMismatch) as exc:
         print(f"rejected: {exc}", file=sys.stderr)
-        return 1
-    except (ValueError, RuntimeError, OSError) as exc:
+        return ExitCode.FAILED
+    # A step's contract is 0, 1 or 3 (the comment job tells 3 apart), and its log is public: one
+    # line, no traceback. The builtins stay because `gh` and git fail with RuntimeError and
+    # OSError, and GitHub's own JSON with ValueError; a usage error of a step is a failure too.
+    except (GraderError, ValueError, RuntimeError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
-    return 0
+        return ExitCode.FAILED
+    return ExitCode.OK

@@ -22,8 +22,6 @@ anything, for the resume key of batch grading (state.jsonl).
 
 from __future__ import annotations
 
-from grader.core.errors import UsageError
-
 import hashlib
 import os
 import shutil
@@ -33,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.core.course import Course
+from grader.core.errors import UsageError
 from grader.core.jsonread import METRICS_LIMITS
 from grader.core.notebook import MAX_NOTEBOOK_BYTES
 from grader.core.pairing import NOTEBOOK_SUFFIXES, pair, release_for

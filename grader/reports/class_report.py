@@ -18,8 +18,6 @@ Every student-controlled text is escaped in both outputs, through grader.reports
 
 from __future__ import annotations
 
-from grader.core.errors import UsageError
-
 import io
 import json
 import statistics
@@ -32,6 +30,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from grader.core.course import Course
+from grader.core.errors import UsageError
 from grader.core.files import atomic_write
 from grader.core.points import fraction, shown
 from grader.core.tables import format_table
