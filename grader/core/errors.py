@@ -13,9 +13,10 @@ the one place that maps an error to an exit):
   isolation layer is missing). It stops a grading, never costs points: the callers record no
   score and tell the student that it is not their fault. Exit 3.
 
-The student-facing exceptions a test sees (`grader.suites.errors.StudentError`) mirror the
-builtin a student raised, so that ``pytest.raises(ValueError)`` works; they stay outside this
-tree on purpose (a test must never catch the grader's own refusal as a student's error).
+The exceptions a test sees when student code fails (`grader.suites.errors.StudentError`) stay
+outside this tree: they are not the grader's word on its input but the student's own failure
+carried into a test, each mirroring the builtin the student raised (``pytest.raises(ValueError)``
+works), and they end as a test's outcome, never as an exit code.
 """
 
 from __future__ import annotations
