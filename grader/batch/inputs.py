@@ -183,20 +183,19 @@ def discover(submissions: Path, exclude: Path | None = None) -> dict[str, Path]:
     src = Path(submissions)
     found: dict[str, Path] = {}
     if src.is_file():
-        with src.open(newline="", encoding="utf-8") as fh:
-            for lineno, row in enumerate(csv.reader(fh), 1):
-                if not row or not "".join(row).strip() or row[0].lstrip().startswith("#"):
-                    continue
-                if lineno == 1 and [c.strip().lower() for c in row[:2]] == ["student_id", "path"]:
-                    continue
-                if len(row) < 2:
-                    raise UsageError(f"{src}:{lineno}: expected student_id,path")
-                student, raw = row[0].strip(), row[1].strip()
-                _check_student(student, f"{src}:{lineno}")
-                if student in found:
-                    raise UsageError(f"{src}:{lineno}: student {student!r} listed twice")
-                p = Path(raw)
-                found[student] = p if p.is_absolute() else src.parent / p
+        for lineno, row in enumerate(_csv_rows(src), 1):
+            if not row or not "".join(row).strip() or row[0].lstrip().startswith("#"):
+                continue
+            if lineno == 1 and [c.strip().lower() for c in row[:2]] == ["student_id", "path"]:
+                continue
+            if len(row) < 2:
+                raise UsageError(f"{src}:{lineno}: expected student_id,path")
+            student, raw = row[0].strip(), row[1].strip()
+            _check_student(student, f"{src}:{lineno}")
+            if student in found:
+                raise UsageError(f"{src}:{lineno}: student {student!r} listed twice")
+            p = Path(raw)
+            found[student] = p if p.is_absolute() else src.parent / p
     elif src.is_dir():
         skip = exclude.resolve() if exclude is not None else None
         for p in sorted(src.iterdir()):
@@ -219,17 +218,26 @@ def submission_times(submissions: Path) -> dict[str, str]:
     if not src.is_file():
         return {}
     times: dict[str, str] = {}
-    with src.open(newline="", encoding="utf-8") as fh:
-        for lineno, row in enumerate(csv.reader(fh), 1):
-            if len(row) < 3 or row[0].lstrip().startswith("#") or not row[2].strip():
-                continue
-            if lineno == 1 and row[2].strip().lower() == "submitted_at":
-                continue
-            try:
-                times[row[0].strip()] = parse_timestamp(row[2].strip()).isoformat()
-            except ValueError as exc:
-                raise UsageError(f"{src}:{lineno}: submitted_at: {exc}") from exc
+    for lineno, row in enumerate(_csv_rows(src), 1):
+        if len(row) < 3 or row[0].lstrip().startswith("#") or not row[2].strip():
+            continue
+        if lineno == 1 and row[2].strip().lower() == "submitted_at":
+            continue
+        try:
+            times[row[0].strip()] = parse_timestamp(row[2].strip()).isoformat()
+        except ValueError as exc:
+            raise UsageError(f"{src}:{lineno}: submitted_at: {exc}") from exc
     return times
+
+
+def _csv_rows(src: Path) -> list[list[str]]:
+    """The rows of a class listing; a listing that cannot be read is the user's to fix."""
+    try:
+        with src.open(newline="", encoding="utf-8") as fh:
+            return list(csv.reader(fh))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        why = f"{src}: cannot read the class listing ({exc}); save it as UTF-8 CSV"
+        raise UsageError(why) from None
 
 
 class DroppedTimes(UsageError):
