@@ -305,8 +305,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run one command; the one place an error becomes an exit code (`ExitCode`).
 
-    A `GraderError` is the grader saying what is wrong: its message, and its branch's exit code
-    (`UsageError` 2, `InfrastructureError` 3). Anything else is a bug and keeps its traceback.
+    A `GraderError` is the grader saying what is wrong: its message, once, and its branch's exit
+    code (`ExitCode.USAGE` for input to change, `INFRASTRUCTURE` when the machine cannot grade).
+    Anything else is a bug and keeps its traceback.
     """
     args = build_parser().parse_args(argv)
     try:
