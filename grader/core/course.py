@@ -13,10 +13,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, get_args, get_type_hints
 
+from grader.core.errors import UsageError
+
 MANIFEST = "course.toml"
 
 
-class CourseError(ValueError):
+class CourseError(UsageError):
     """course.toml is missing, unreadable or invalid; the message names the key."""
 
 

@@ -18,6 +18,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from grader.core.errors import SubmissionError
 from grader.github.artifact import PullRequest
 
 _LOGIN_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\[\]-]{0,99}$")
@@ -26,7 +27,7 @@ TIME_SOURCE = "workflow_run.created_at"
 REPO_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")
 
 
-class EventError(ValueError):
+class EventError(SubmissionError, ValueError):
     """The workflow event does not describe a gradable pull request run."""
 
 
