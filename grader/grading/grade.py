@@ -26,7 +26,7 @@ from grader.core.preflight import gpu_preflight
 from grader.core.results import AssignmentResult, Environment, GradeResult
 from grader.grading.intake import prepare
 from grader.sandbox import WorkerBackend, protocol
-from grader.sandbox.isolation import probe, require_isolation
+from grader.sandbox.isolation import decide
 from grader.suites.runner import run_assignment, suite_dirs
 from grader.suites.student import InProcessBackend
 
@@ -221,9 +221,8 @@ def grade_submission(
     digest does, so an unnamed submission is graded the same wherever it is graded.
     """
     started = time.perf_counter()
-    note = ""
-    if sandbox:
-        note = require_isolation(allow_incomplete_isolation)
+    # decided once for the grading (IsolationRefused here) and handed to every worker it starts
+    decision = decide(allow_incomplete_isolation) if sandbox else None
     course = course or load_course(root)
     root = course.root
     ids = list(assignments or course.assignment_ids)
@@ -241,7 +240,7 @@ def grade_submission(
                 intake.notebooks,
                 course.limits,
                 gpu=gpu,
-                allow_incomplete=allow_incomplete_isolation,
+                decision=decision,
             )
         else:
             inner = InProcessBackend(intake.notebooks)
@@ -266,6 +265,7 @@ def grade_submission(
                     work / "exercises",
                     intake.metrics_path,
                     backend=backend,
+                    course=course,
                     identity=student or intake.digest,
                 )
                 if a in errors:
@@ -290,8 +290,8 @@ def grade_submission(
             python=platform.python_version(),
             driver=check.driver if check else "",
             cuda=check.cuda if check else "",
-            not_authoritative=note,
-            bubblewrap=probe().binary if sandbox else "",
+            not_authoritative=decision.note if decision else "",
+            bubblewrap=decision.probe.binary if decision else "",
         ),
         assignments=results,
         warnings=warnings,

@@ -1,19 +1,41 @@
-"""Factories more than one test folder uses: a PR artifact and its workflow event, a fake
-nvidia-smi, a `grade-pr` run. Import them by name (`from factories import make_artifact`):
-tests/unit is on the path because its conftest.py lives there."""
+"""Factories more than one test folder uses: the repository's root, a scratch course tree, a PR
+artifact and its workflow event, a fake nvidia-smi, a `grade-pr` run. Import them by name
+(`from factories import ROOT`): tests/unit is on the path because its conftest.py lives there."""
 
 from __future__ import annotations
 
 import json
+import shutil
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from grader import github
 
 DATA = Path(__file__).resolve().parent / "data"
 EVENT = DATA / "workflow_run_event.json"
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[2]  # the repository: the one ROOT every test uses
 HEAD = "5c1d7e0b9a2f4c3d8e6f1a0b2c3d4e5f60718293"  # the event's workflow_run.head_sha
 PR = 7
+
+
+def course_tree(
+    dest: Path, files: Mapping[str, str] | None = None, copy: Sequence[str] = ("course.toml",)
+) -> Path:
+    """A course of its own at `dest`: the paths `copy` names (files or folders of this
+    repository, course.toml by default) copied, then `files` (path under dest -> text) written.
+    Every scratch course of the tests is built here, so each is this course's shape."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for rel in copy:
+        src, out = ROOT / rel, dest / rel
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_dir():
+            shutil.copytree(src, out, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(src, out)
+    for rel, text in (files or {}).items():
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        (dest / rel).write_text(text)
+    return dest
 
 
 def staff_identity():
