@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from factories import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 LINT = Path(sys.executable).with_name("lint-imports")
 
 

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from factories import ROOT
 
 from grader.batch import (
     STATE,
@@ -17,8 +18,6 @@ from grader.batch import (
     select_shard,
     submission_digest,
 )
-
-ROOT = Path(__file__).resolve().parents[3]
 
 # A batch driver with a stub grade_one (top-level in a script, so the spawned children can
 # import it). Students named "crash*" raise, "die*" exit abruptly, the rest get canned results.

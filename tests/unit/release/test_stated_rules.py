@@ -5,9 +5,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from factories import ROOT
+
 from grader.release import stated_rules
 
-ROOT = Path(__file__).resolve().parents[3]
 ASSIGNMENT = "m9_roofline"
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from factories import ROOT
 
 from grader.core.course import Limits
 from grader.sandbox import backend as sandbox_backend
@@ -277,7 +278,6 @@ LIMITS = Limits(
     processes=32,
 )
 TIMINGS: dict[str, float] = {}
-REPO = Path(__file__).resolve().parents[3]
 
 
 def make_workdir(base: Path) -> Path:
@@ -862,7 +862,7 @@ def test_override_marks_the_result_and_both_reports(fresh_probe):
 
     fresh_probe.setenv(sandbox.BWRAP_ENV, "")
     note = sandbox.require_isolation(allow_incomplete=True)
-    course = load_course(REPO)
+    course = load_course(ROOT)
     a = course.assignments[0]
     result = GradeResult(
         "ada",

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from factories import ROOT
 
 from grader.suites.errors import make_error
 
-ROOT = Path(__file__).resolve().parents[3]
 SOLUTION = ROOT / "solutions" / "gpu_fundamentals" / "gpu_fundamentals.py"
 SIG = "void(float32[:, :], float32[:, :], float32[:, :])"
 

@@ -17,12 +17,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from factories import ROOT
 
 from grader.core.course import load_course
 from grader.core.notebook import read_notebook
 from grader.suites.errors import make_error
 
-ROOT = Path(__file__).resolve().parents[3]
 SOLUTION = ROOT / "solutions" / "gpu_fundamentals" / "gpu_fundamentals.py"
 GPUS = ("T4", "A100_80GB", "H100_SXM", "H200")
 

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import shutil
 import textwrap
-from pathlib import Path
 
 import pytest
+from factories import ROOT
 
 from grader.core import device
 from grader.suites.runner import run_assignment
 
-ROOT = Path(__file__).resolve().parents[3]
 ASSIGNMENT = "gpu_fundamentals"  # any id course.toml defines
 
 NOTEBOOK = """\

@@ -18,11 +18,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from factories import ROOT
 
 from grader.core.results import validate
 from grader.suites import seeds
 
-ROOT = Path(__file__).resolve().parents[3]
 ASSIGNMENT = "gpu_fundamentals"  # any id course.toml defines
 
 NOTEBOOK = """\
