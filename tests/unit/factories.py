@@ -25,6 +25,9 @@ HEAD = "5c1d7e0b9a2f4c3d8e6f1a0b2c3d4e5f60718293"  # the event's workflow_run.he
 PR = 7
 
 
+SCRATCH = ("__pycache__", ".ipynb_checkpoints")  # what a copy of the tree leaves out
+
+
 def course_tree(
     dest: Path, files: Mapping[str, str] | None = None, copy: Sequence[str] = ("course.toml",)
 ) -> Path:
@@ -36,7 +39,7 @@ def course_tree(
         src, out = ROOT / rel, dest / rel
         out.parent.mkdir(parents=True, exist_ok=True)
         if src.is_dir():
-            shutil.copytree(src, out, ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copytree(src, out, ignore=shutil.ignore_patterns(*SCRATCH))
         else:
             shutil.copy(src, out)
     for rel, text in (files or {}).items():

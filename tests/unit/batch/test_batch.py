@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from factories import ROOT
+from factories import ROOT, course_tree
 
 from grader.batch import (
     STATE,
@@ -234,15 +234,8 @@ def test_state_file_tolerates_torn_line(tmp_path):
 
 def _course_copy(tmp_path):
     """A course root the test may edit: course.toml, tests/ and solutions/ copied."""
-    import shutil
-
-    root = tmp_path / "course"
-    root.mkdir()
-    shutil.copy(ROOT / "course.toml", root)
-    shutil.copytree(ROOT / "tests" / "public", root / "tests" / "public")
-    shutil.copytree(ROOT / "tests" / "hidden", root / "tests" / "hidden")
-    shutil.copytree(ROOT / "solutions", root / "solutions")
-    return root
+    parts = ("course.toml", "tests/public", "tests/hidden", "solutions")
+    return course_tree(tmp_path / "course", copy=parts)
 
 
 def _run(tmp_path, driver, subs, out, root, *extra):
