@@ -26,7 +26,7 @@ from grader.core.preflight import gpu_preflight
 from grader.core.results import AssignmentResult, Environment, GradeResult
 from grader.grading.intake import prepare
 from grader.sandbox import WorkerBackend, protocol
-from grader.sandbox.isolation import decide
+from grader.sandbox.isolation import Decision, decide
 from grader.suites.runner import run_assignment, suite_dirs
 from grader.suites.student import InProcessBackend
 
@@ -206,6 +206,7 @@ def grade_submission(
     sandbox: bool = True,
     course: Course | None = None,
     allow_incomplete_isolation: bool = False,
+    decision: Decision | None = None,
 ) -> GradeResult:
     """Grade a fork-shaped directory (`exercises/**`, `metrics.json`) against the course at root.
 
@@ -215,14 +216,18 @@ def grade_submission(
     InfrastructureError) when the GPU does not work: nothing is graded, nothing recorded.
     With the sandbox, grading fails closed (`IsolationRefused`) unless every required isolation
     layer holds; `allow_incomplete_isolation` grades anyway and marks the result not
-    authoritative.
+    authoritative. `decision` is the caller's own (`grader.sandbox.isolation.decide`), when it
+    decided before grading (to say "not graded" its own way): then it is the one used.
 
     `student` keys the suites' draws (`grader.suites.seeds`); without it the submission's
     digest does, so an unnamed submission is graded the same wherever it is graded.
     """
     started = time.perf_counter()
     # decided once for the grading (IsolationRefused here) and handed to every worker it starts
-    decision = decide(allow_incomplete_isolation) if sandbox else None
+    if sandbox and decision is None:
+        decision = decide(allow_incomplete_isolation)
+    elif not sandbox:
+        decision = None
     course = course or load_course(root)
     root = course.root
     ids = list(assignments or course.assignment_ids)

@@ -100,3 +100,23 @@ def test_the_plugin_reads_the_course_once_per_run(counted, tmp_path):
     result = run_assignment(Path(root), ASSIGNMENT, root / "solutions", suites=("public",))
     assert [t.outcome for t in result.tests].count("passed") == 3
     assert counted["course reads"] == 1  # four tests, each with the `course` fixture
+
+
+def test_a_callers_decision_is_the_one_grading_uses(counted, tmp_path):
+    from grader.grading.grade import grade_submission
+
+    root = course_tree(
+        tmp_path / "course",
+        {
+            f"solutions/{ASSIGNMENT}/{ASSIGNMENT}.py": NOTEBOOK,
+            f"tests/public/{ASSIGNMENT}/test_once_public.py": SUITE,
+        },
+    )
+    sub = course_tree(tmp_path / "sub", {f"exercises/{ASSIGNMENT}/{ASSIGNMENT}.py": NOTEBOOK}, ())
+    decision = isolation.decide()
+    result = grade_submission(sub, root=root, assignments=[ASSIGNMENT], decision=decision)
+    assert result.environment.isolation[: len(decision.probe.layers)] == list(
+        decision.probe.layers
+    )
+    assert result.environment.bubblewrap == decision.probe.binary
+    assert counted["decisions"] == 1  # the caller's; grading made none of its own
