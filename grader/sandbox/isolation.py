@@ -60,6 +60,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from grader.core.course import Limits
 from grader.sandbox import seccomp
@@ -431,7 +432,7 @@ def decide(allow_incomplete: bool = False) -> Decision:
     return Decision(probe(), allow_incomplete)
 
 
-def sandbox_for(workdir: Path, limits: Limits, decision: Decision, **kw) -> Sandbox:
+def sandbox_for(workdir: Path, limits: Limits, decision: Decision, **kw: Any) -> Sandbox:
     """The `Sandbox` a worker gets under the grading's `decision` (without bubblewrap only
     when that decision allowed an incomplete grading and bwrap cannot run at all)."""
     return Sandbox(Path(workdir), limits, bare=decision.bare, **kw)
