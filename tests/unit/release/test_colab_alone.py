@@ -9,12 +9,13 @@ import os
 import subprocess
 import sys
 import tomllib
+from pathlib import Path
 
 import jupytext
-from factories import ROOT
 
 from grader.release.embed import MARKER, embed_course
 
+ROOT = Path(__file__).resolve().parents[3]
 AID = "gpu_fundamentals"
 
 # Runs in a fresh interpreter: a fake google.colab, then every code cell of the notebook but
