@@ -81,7 +81,7 @@ def run_demo(root: Path, out: Path, execute: bool = True, jobs: int = 2) -> int:
     rows = []
     for aid in course.assignment_ids:
         started = time.perf_counter()
-        r = run_assignment(root, aid, root / "solutions", metrics)
+        r = run_assignment(root, aid, root / "solutions", metrics, course=course)
         skipped = sum(t.outcome == "skipped" for t in r.tests)
         rows.append(
             [

@@ -55,7 +55,13 @@ def check(
     try:
         for a in ids:
             r = run_assignment(
-                root, a, submission, root / "metrics.json", suites=("public",), backend=backend
+                root,
+                a,
+                submission,
+                root / "metrics.json",
+                suites=("public",),
+                backend=backend,
+                course=course,
             )
             if a in errors:
                 r.error = errors[a]

@@ -26,7 +26,7 @@ from grader.core.preflight import gpu_preflight
 from grader.core.results import AssignmentResult, Environment, GradeResult
 from grader.grading.intake import prepare
 from grader.sandbox import WorkerBackend, protocol
-from grader.sandbox.isolation import probe, require_isolation
+from grader.sandbox.isolation import Decision, decide
 from grader.suites.runner import run_assignment, suite_dirs
 from grader.suites.student import InProcessBackend
 
@@ -206,6 +206,7 @@ def grade_submission(
     sandbox: bool = True,
     course: Course | None = None,
     allow_incomplete_isolation: bool = False,
+    decision: Decision | None = None,
 ) -> GradeResult:
     """Grade a fork-shaped directory (`exercises/**`, `metrics.json`) against the course at root.
 
@@ -215,15 +216,18 @@ def grade_submission(
     InfrastructureError) when the GPU does not work: nothing is graded, nothing recorded.
     With the sandbox, grading fails closed (`IsolationRefused`) unless every required isolation
     layer holds; `allow_incomplete_isolation` grades anyway and marks the result not
-    authoritative.
+    authoritative. `decision` is the caller's own (`grader.sandbox.isolation.decide`), when it
+    decided before grading (to say "not graded" its own way): then it is the one used.
 
     `student` keys the suites' draws (`grader.suites.seeds`); without it the submission's
     digest does, so an unnamed submission is graded the same wherever it is graded.
     """
     started = time.perf_counter()
-    note = ""
-    if sandbox:
-        note = require_isolation(allow_incomplete_isolation)
+    # decided once for the grading (IsolationRefused here) and handed to every worker it starts
+    if sandbox and decision is None:
+        decision = decide(allow_incomplete_isolation)
+    elif not sandbox:
+        decision = None
     course = course or load_course(root)
     root = course.root
     ids = list(assignments or course.assignment_ids)
@@ -241,7 +245,7 @@ def grade_submission(
                 intake.notebooks,
                 course.limits,
                 gpu=gpu,
-                allow_incomplete=allow_incomplete_isolation,
+                decision=decision,
             )
         else:
             inner = InProcessBackend(intake.notebooks)
@@ -266,6 +270,7 @@ def grade_submission(
                     work / "exercises",
                     intake.metrics_path,
                     backend=backend,
+                    course=course,
                     identity=student or intake.digest,
                 )
                 if a in errors:
@@ -290,8 +295,8 @@ def grade_submission(
             python=platform.python_version(),
             driver=check.driver if check else "",
             cuda=check.cuda if check else "",
-            not_authoritative=note,
-            bubblewrap=probe().binary if sandbox else "",
+            not_authoritative=decision.note if decision else "",
+            bubblewrap=decision.probe.binary if decision else "",
         ),
         assignments=results,
         warnings=warnings,

@@ -29,7 +29,7 @@ import jupytext
 from nbgrader.validator import Validator
 
 from grader.core import device
-from grader.core.course import load_course
+from grader.core.course import Course, load_course
 from grader.core.kernels import ipc_kernel_config
 from grader.core.notebook import NotebookError, read_notebook
 from grader.core.points import fraction
@@ -201,7 +201,10 @@ def _check_notebooks(report: VerifyReport, root: Path, work: Path, a, sol_nb: Pa
     report.add("stub fails nbgrader validate", a.id, probs, "validate --invert passes")
 
 
-def _check_scores(report: VerifyReport, root: Path, work: Path, a, empty_metrics: Path) -> None:
+def _check_scores(
+    report: VerifyReport, course: Course, work: Path, a, empty_metrics: Path
+) -> None:
+    root = course.root
     # the solutions score full marks; every test carries points; totals match
     metrics = work / "sol" / "metrics.json"
     sol = run_assignment(
@@ -210,6 +213,7 @@ def _check_scores(report: VerifyReport, root: Path, work: Path, a, empty_metrics
         root / "solutions",
         metrics if metrics.is_file() else empty_metrics,
         suites=("public", "hidden"),
+        course=course,
     )
     probs = [f"suites could not run: {_first(sol.error, 300)}"] if sol.error else []
     skipped = [t.name for t in sol.tests if t.outcome == "skipped"]
@@ -238,7 +242,7 @@ def _check_scores(report: VerifyReport, root: Path, work: Path, a, empty_metrics
     report.add("points match course.toml", a.id, probs, f"{total:g} = {a.points:g} points")
     # the stubs score zero on every graded test
     stub = run_assignment(
-        root, a.id, root / "exercises", empty_metrics, suites=("public", "hidden")
+        root, a.id, root / "exercises", empty_metrics, suites=("public", "hidden"), course=course
     )
     probs = [f"suites could not run on the stubs: {_first(stub.error, 300)}"] if stub.error else []
     probs += [
@@ -276,6 +280,6 @@ def verify(root: Path) -> VerifyReport:
         empty_metrics.write_text("{}\n", encoding="utf-8")
         for a in course.assignments:
             _check_notebooks(report, root, work, a, sol_nbs[a.id], timeout)
-            _check_scores(report, root, work, a, empty_metrics)
+            _check_scores(report, course, work, a, empty_metrics)
     report.seconds = time.perf_counter() - t0
     return report

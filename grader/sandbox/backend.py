@@ -29,7 +29,7 @@ from grader.core.readback import list_dir, read_file
 from grader.core.sourcemap import SourceMap, for_file
 from grader.sandbox import memlimit, protocol
 from grader.sandbox.channel import Failure, crashed, exchange
-from grader.sandbox.isolation import ALL_LAYERS, probe, sandbox_for
+from grader.sandbox.isolation import ALL_LAYERS, Decision, decide, sandbox_for
 from grader.sandbox.procs import OutputTail, children, descendants, describe_exit, kill_tree
 from grader.sandbox.protocol import (
     OUTPUT_TAIL_BYTES,
@@ -66,7 +66,7 @@ class WorkerBackend:
         pid_namespace: bool = True,
         ptx_only: bool = False,
         kernels: bool = False,
-        allow_incomplete: bool = False,
+        decision: Decision | None = None,
     ):
         self.workdir = Path(workdir).resolve()
         self.notebooks = {k: Path(v).resolve() for k, v in notebooks.items()}
@@ -79,18 +79,19 @@ class WorkerBackend:
             Path(course_root).resolve() if course_root is not None else course_root_default()
         )
         self.hide = [Path(h) for h in (hide or [])]
-        verified = probe().layers
+        # The grading's one isolation decision; a backend built alone decides here, and refuses
+        # unless every layer holds (only `decide(allow_incomplete=True)` grades without one).
+        self.decision = decision if decision is not None else decide()
+        verified = self.decision.probe.layers
         prepare_workdir(self.workdir)
-        # Refuses here unless every layer holds, or the caller chose a non-authoritative grading.
         self._box = sandbox_for(
             self.workdir,
             limits,
-            allow_incomplete,
+            self.decision,
             gpu=gpu,
             course_root=self.course_root,
             hide=tuple(self.hide),
         )
-        self._allow_incomplete = allow_incomplete
         self._lease: UidLease | None = None
         self._scratch_fd: int | None = None
         self.env = scrubbed_env(self.workdir, gpu)
@@ -237,7 +238,7 @@ class WorkerBackend:
                 pid_namespace,
                 ptx_only=target == "compile",
                 kernels=True,
-                allow_incomplete=self._allow_incomplete,
+                decision=self.decision,
             )
             worker._spent = self._spent
             self._siblings[target] = worker

@@ -60,6 +60,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from grader.core.course import Limits
 from grader.core.errors import InfrastructureError
@@ -81,9 +82,11 @@ __all__ = [
     "ALL_LAYERS",
     "BWRAP_ENV",
     "REQUIRED",
+    "Decision",
     "IsolationRefused",
     "Probe",
     "adopt",
+    "decide",
     "isolation_available",
     "probe",
     "require_isolation",
@@ -402,23 +405,45 @@ def incomplete_note(p: Probe) -> str:
     return f"not authoritative: isolation incomplete (missing: {missing})"
 
 
-def sandbox_for(workdir: Path, limits: Limits, allow_incomplete: bool = False, **kw) -> Sandbox:
-    """The `Sandbox` a worker gets here; refuses (`IsolationRefused`) when a layer is missing,
-    unless `allow_incomplete`, and then without bubblewrap if bwrap cannot run at all."""
-    require_isolation(allow_incomplete)
-    p = probe()
-    bare = all(x in p.missing for x in BWRAP_LAYERS)
-    return Sandbox(Path(workdir), limits, bare=bare, **kw)
+@dataclass(frozen=True)
+class Decision:
+    """Whether this grading may run workers here, decided once (`decide`) and handed down to
+    every worker it starts, so that the grading and its workers cannot disagree.
+
+    A decision for an incomplete probe exists only when the caller chose a non-authoritative
+    grading: building one otherwise raises `IsolationRefused`, so holding a `Decision` is
+    holding the permission."""
+
+    probe: Probe
+    allow_incomplete: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.probe.complete and not self.allow_incomplete:
+            raise IsolationRefused(refusal_message(self.probe))
+
+    @property
+    def note(self) -> str:
+        """The "not authoritative: ..." mark of every output; "" when isolation is complete."""
+        return "" if self.probe.complete else incomplete_note(self.probe)
+
+    @property
+    def bare(self) -> bool:
+        """bubblewrap cannot run at all here (only an allowed, incomplete grading gets this far)."""
+        return all(x in self.probe.missing for x in BWRAP_LAYERS)
+
+
+def decide(allow_incomplete: bool = False) -> Decision:
+    """Fail closed: the one decision of a grading, refused (`IsolationRefused`) unless every
+    required layer holds here or the caller chose `allow_incomplete`."""
+    return Decision(probe(), allow_incomplete)
+
+
+def sandbox_for(workdir: Path, limits: Limits, decision: Decision, **kw: Any) -> Sandbox:
+    """The `Sandbox` a worker gets under the grading's `decision` (without bubblewrap only
+    when that decision allowed an incomplete grading and bwrap cannot run at all)."""
+    return Sandbox(Path(workdir), limits, bare=decision.bare, **kw)
 
 
 def require_isolation(allow_incomplete: bool = False) -> str:
-    """Fail closed: raise `IsolationRefused` unless every required layer holds here.
-
-    With `allow_incomplete` grading goes on, and the returned note ("not authoritative: ...")
-    must mark the result and the reports; "" when isolation is complete."""
-    p = probe()
-    if p.complete:
-        return ""
-    if not allow_incomplete:
-        raise IsolationRefused(refusal_message(p))
-    return incomplete_note(p)
+    """`decide`, for a caller that needs only the note ("" when isolation is complete)."""
+    return decide(allow_incomplete).note

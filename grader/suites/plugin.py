@@ -21,7 +21,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import settings as hypothesis_settings
 
 from grader.core import device, points
-from grader.core.course import CourseError, find_root, load_course
+from grader.core.course import Course, CourseError, find_root, load_course
 from grader.core.feedback import FEEDBACK_CHARS, clip
 from grader.core.jsonread import JsonMissing, JsonReadError, read_metrics
 from grader.core.notebook import choose_notebook
@@ -44,6 +44,7 @@ class GraderSession:
     metrics: Path | None
     reference: Path
     backend: Any = None  # a grader.suites.student.Backend; built lazily when None
+    course: Course | None = None  # the course at root: the grading's own, else loaded once
     results: list[TestResult] = field(default_factory=list)
     # assignment id -> the grading's seed (grader.suites.seeds); the runner sets the one it
     # grades, a plain pytest run derives one with an empty identity
@@ -57,7 +58,13 @@ class GraderSession:
             self.seeds[assignment_id] = seeds.assignment_seed(assignment_id, "", digest)
         return self.seeds[assignment_id]
 
-    def get_backend(self, course) -> Any:
+    def get_course(self) -> Course:
+        """The course at root, read once per session (a grading hands its own in)."""
+        if self.course is None:
+            self.course = load_course(self.root)
+        return self.course
+
+    def get_backend(self, course: Course) -> Any:
         if self.backend is None:  # a plain `pytest tests/public`: grading's pairing rule
             release = release_for(self.submission, self.root / "exercises")
             notebooks = {}
@@ -218,10 +225,10 @@ def suite_of(path: Path) -> str:
     return Path(path).parent.parent.name
 
 
-@pytest.fixture
-def course(request: pytest.FixtureRequest):
-
-    return load_course(session(request.config).root)
+@pytest.fixture(scope="session")
+def course(request: pytest.FixtureRequest) -> Course:
+    """The course manifest: frozen, so one object serves every test of the run."""
+    return session(request.config).get_course()
 
 
 @pytest.fixture

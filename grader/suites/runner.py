@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.core import points
-from grader.core.course import load_course
+from grader.core.course import Course, load_course
 from grader.core.feedback import excerpt
 from grader.core.results import AssignmentResult
 from grader.suites.seeds import assignment_seed, suite_digest
@@ -42,6 +42,7 @@ def run_assignment(
     quiet: bool = True,
     identity: str = "",
     select: str | None = None,
+    course: Course | None = None,
 ) -> AssignmentResult:
     """Run the suites of `assignment_id` and score them.
 
@@ -49,6 +50,8 @@ def run_assignment(
     `grader.suites.student` backend (default: in-process over `submission`). `identity` (the
     student's id, or the submission's digest) keys the suites' draws (`grader.suites.seeds`);
     `select`, a pytest ``-k`` expression, runs only some tests (the grader's own mutation check).
+    `course` is the course at `root` when the caller has loaded it (a grading loads it once and
+    hands it to every assignment and every test); loaded here otherwise.
     """
     # lazy: grading starts its workers before it pays for pytest's import, so the two overlap
     # (bench/README.md, start-up); the plugin imports pytest too
@@ -59,10 +62,14 @@ def run_assignment(
     root = Path(root).resolve()
     submission = Path(submission).resolve()
     dirs = suite_dirs(root, assignment_id, suites)
-    course = load_course(root)
+    if course is None:
+        course = load_course(root)
+    elif course.root.resolve() != root:
+        raise ValueError(f"the course given is at {course.root}, not at {root}")
     assignment = course.assignment(assignment_id)
     session = plugin.GraderSession(
         root=root,
+        course=course,
         submission=submission,
         metrics=Path(metrics).resolve() if metrics else submission.parent / "metrics.json",
         reference=Path(reference or root / "solutions").resolve(),

@@ -19,10 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(Path(__file__).parent))
+import build as corpus  # this folder's: a script's own folder is first on its path
 
-import build as corpus  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 
 def build(name: str, root: Path, sub: Path) -> str:

@@ -1,19 +1,115 @@
-"""Factories more than one test folder uses: a PR artifact and its workflow event, a fake
-nvidia-smi, a `grade-pr` run. Import them by name (`from factories import make_artifact`):
+"""Factories more than one test file uses: the repository's root, a scratch course tree, the
+hidden suites and the reference's functions seen from outside, a PR artifact and its workflow
+event, a fake nvidia-smi, a `grade-pr` run. Import them by name (`from factories import ROOT`):
 tests/unit is on the path because its conftest.py lives there."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import shutil
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from types import ModuleType
+
+import numpy as np
 
 from grader import github
+from grader.suites.errors import make_error
 
 DATA = Path(__file__).resolve().parent / "data"
 EVENT = DATA / "workflow_run_event.json"
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[2]  # the repository: the one ROOT every test uses
 HEAD = "5c1d7e0b9a2f4c3d8e6f1a0b2c3d4e5f60718293"  # the event's workflow_run.head_sha
 PR = 7
+
+
+SCRATCH = ("__pycache__", ".ipynb_checkpoints")  # what a copy of the tree leaves out
+
+
+def course_tree(
+    dest: Path, files: Mapping[str, str] | None = None, copy: Sequence[str] = ("course.toml",)
+) -> Path:
+    """A course of its own at `dest`: the paths `copy` names (files or folders of this
+    repository, course.toml by default) copied, then `files` (path under dest -> text) written.
+    Every scratch course of the tests is built here, so each is this course's shape."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for rel in copy:
+        src, out = ROOT / rel, dest / rel
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_dir():
+            shutil.copytree(src, out, ignore=shutil.ignore_patterns(*SCRATCH))
+        else:
+            shutil.copy(src, out)
+    for rel, text in (files or {}).items():
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        (dest / rel).write_text(text)
+    return dest
+
+
+GF_SOLUTION = ROOT / "solutions" / "gpu_fundamentals" / "gpu_fundamentals.py"
+
+
+def import_file(path: Path, name: str) -> ModuleType:
+    """The Python file at `path`, imported as module `name`."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def hidden_suite(rel: str, name: str) -> ModuleType:
+    """A hidden suite's module (`rel` under tests/hidden), imported as `name` after the hidden
+    conftest (which registers the suites' hypothesis profile), to call its tests directly."""
+    import_file(ROOT / "tests" / "hidden" / "conftest.py", "gf_hidden_conftest")
+    return import_file(ROOT / "tests" / "hidden" / rel, name)
+
+
+def solution_region(name: str, solution: Path = GF_SOLUTION) -> str:
+    """The source of one reference function or kernel (its decorator included), up to the end
+    of its solution region."""
+    text = solution.read_text(encoding="utf-8")
+    start = text.index(f"def {name}(")
+    if text[:start].endswith("@cuda.jit\n"):
+        start -= len("@cuda.jit\n")
+    return text[start : text.index("### END SOLUTION", start)]
+
+
+def solution_function(
+    name: str, replacements: tuple[tuple[str, str], ...] = (), solution: Path = GF_SOLUTION
+) -> Callable:
+    """A reference function built from its source with some lines replaced (a mutant); each
+    replaced line must be there, so a renamed line cannot leave a mutant equal to the original."""
+    source = solution_region(name, solution)
+    for old, new in replacements:
+        assert old in source, old
+        source = source.replace(old, new)
+    namespace = {"np": np}
+    exec(compile(source, str(solution), "exec"), namespace)  # noqa: S102 - our own solution
+    return namespace[name]
+
+
+class Facade:
+    """What a hidden test sees of a submission: these functions, whose errors come back as
+    StudentErrors (as the worker's replies do)."""
+
+    def __init__(self, **functions: Callable):
+        self._functions = functions
+
+    def __getattr__(self, name: str) -> Callable:
+        if name.startswith("_") or name not in self._functions:
+            raise AttributeError(name)
+        fn = self._functions[name]
+
+        def call(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - the facade turns every error into a reply
+                raise make_error({"type": type(exc).__name__, "message": str(exc)}) from None
+
+        return call
 
 
 def staff_identity():

@@ -3,14 +3,13 @@ and docs/ARCHITECTURE.md names every module of the package."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from factories import ROOT, course_tree
 
-ROOT = Path(__file__).resolve().parents[2]
 LINT = Path(sys.executable).with_name("lint-imports")
 
 
@@ -30,11 +29,7 @@ def _lint(tree: Path) -> subprocess.CompletedProcess:
 def tree(tmp_path):
     if not LINT.is_file():
         pytest.skip(f"import-linter is not installed next to {sys.executable} (the dev profile)")
-    shutil.copytree(
-        ROOT / "grader", tmp_path / "grader", ignore=shutil.ignore_patterns("__pycache__")
-    )
-    shutil.copy(ROOT / "pyproject.toml", tmp_path)
-    return tmp_path
+    return course_tree(tmp_path, copy=("grader", "pyproject.toml"))
 
 
 def test_the_layers_contract_holds_and_fails_a_wrong_way_import(tree):

@@ -8,13 +8,12 @@ import json
 import math
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from factories import ROOT
 
 from grader.core import device
 
-ROOT = Path(__file__).resolve().parents[2]
 # bench/ is a folder of scripts, not a package: its comparison helpers loaded by path.
 _spec = importlib.util.spec_from_file_location("bench_compare", ROOT / "bench" / "compare.py")
 compare = sys.modules.setdefault("bench_compare", importlib.util.module_from_spec(_spec))

@@ -8,13 +8,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from factories import ROOT
 
 from grader.core.points import after_penalty
 from grader.core.results import AssignmentResult, Environment, GradeResult
 from grader.core.results import TestResult as Case
 from grader.gradebook import GradebookError, cell_names, export_csv, open_gradebook, record
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def result(student, scores=(2.0, 1.0), late=0.0, timestamp="2026-12-15T10:00:00+01:00"):
@@ -176,8 +175,6 @@ WRITER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    sys.path.insert(0, sys.argv[3])
-    sys.path.insert(0, str(Path(sys.argv[3]) / "tests" / "unit"))
     from grader.core.course import load_course
     from grader.gradebook import record
     from test_gradebook import result
@@ -192,8 +189,11 @@ def test_parallel_writers_lose_nothing(tmp_path, db_rows):
     db = tmp_path / "gradebook.db"
     script = tmp_path / "writer.py"
     script.write_text(WRITER)
+    # this checkout's grader and this folder's test_gradebook, by the child's import path
+    path = os.pathsep.join([str(ROOT), str(ROOT / "tests" / "unit")])
+    env = {**os.environ, "PYTHONPATH": path}
     procs = [
-        subprocess.Popen([sys.executable, str(script), str(db), prefix, str(ROOT)])
+        subprocess.Popen([sys.executable, str(script), str(db), prefix, str(ROOT)], env=env)
         for prefix in ("p", "q")
     ]
     assert [p.wait(timeout=120) for p in procs] == [0, 0]

@@ -30,11 +30,11 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from factories import ROOT
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-ROOT = Path(__file__).resolve().parents[2]
 PYTHONS = ("3.11", "3.12", "3.13")
 # pip takes --platform tags literally: list every glibc a wheel may name, up to Colab's (2.35,
 # Ubuntu 22.04), which also runs on GitHub's Ubuntu 24.04 runners (2.39)

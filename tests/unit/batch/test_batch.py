@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from factories import ROOT, course_tree
 
 from grader.batch import (
     STATE,
@@ -18,8 +19,6 @@ from grader.batch import (
     submission_digest,
 )
 from grader.core.errors import UsageError
-
-ROOT = Path(__file__).resolve().parents[3]
 
 # A batch driver with a stub grade_one (top-level in a script, so the spawned children can
 # import it). Students named "crash*" raise, "die*" exit abruptly, the rest get canned results.
@@ -239,15 +238,8 @@ def test_state_file_tolerates_torn_line(tmp_path):
 
 def _course_copy(tmp_path):
     """A course root the test may edit: course.toml, tests/ and solutions/ copied."""
-    import shutil
-
-    root = tmp_path / "course"
-    root.mkdir()
-    shutil.copy(ROOT / "course.toml", root)
-    shutil.copytree(ROOT / "tests" / "public", root / "tests" / "public")
-    shutil.copytree(ROOT / "tests" / "hidden", root / "tests" / "hidden")
-    shutil.copytree(ROOT / "solutions", root / "solutions")
-    return root
+    parts = ("course.toml", "tests/public", "tests/hidden", "solutions")
+    return course_tree(tmp_path / "course", copy=parts)
 
 
 def _run(tmp_path, driver, subs, out, root, *extra):

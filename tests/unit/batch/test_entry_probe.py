@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from factories import ROOT
 
 from grader.batch import entry
 from grader.sandbox import isolation
-
-REPO = Path(__file__).resolve().parents[3]
 
 
 def test_run_class_hands_its_probe_to_the_children(monkeypatch, tmp_path):
@@ -25,7 +23,7 @@ def test_run_class_hands_its_probe_to_the_children(monkeypatch, tmp_path):
     monkeypatch.setattr(entry, "grade_all", fake_grade_all)
     monkeypatch.setattr(entry, "reference_m9_record", lambda course: {})
     monkeypatch.setattr(entry.device, "has_gpu", lambda: False)
-    assert entry.run_class(tmp_path, tmp_path / "out", root=REPO) == 0
+    assert entry.run_class(tmp_path, tmp_path / "out", root=ROOT) == 0
     assert seen["grade_one"].keywords["probe"] is isolation.probe()
     adopted = []
     monkeypatch.setattr(entry, "adopt", adopted.append)

@@ -6,16 +6,14 @@ import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
+from factories import ROOT
 
 from grader.core.feedback import EXCERPT_CHARS, FEEDBACK_CHARS, clip, excerpt
 from grader.core.files import atomic_path, atomic_write
 from grader.core.points import after_penalty, fraction, shown, split, stored, total
 from grader.core.tables import points
-
-ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.parametrize(

@@ -7,10 +7,9 @@ from datetime import UTC
 from pathlib import Path
 
 import pytest
+from factories import ROOT
 
 from grader.core.course import CourseError, find_root, load_course
-
-ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_real_manifest_loads_with_the_design_figures():

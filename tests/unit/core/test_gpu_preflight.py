@@ -16,14 +16,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from factories import DRIVERS, fake_smi, grade_pr, make_artifact
+from factories import DRIVERS, ROOT, fake_smi, grade_pr, make_artifact
 
 from grader import cli
 from grader import github as gha
 from grader.core import device, preflight
 from grader.core.errors import ExitCode
-
-ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture

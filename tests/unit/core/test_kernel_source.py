@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from factories import ROOT
 
 from grader.core.kernel_source import KernelSourceError, extract, launches, signature
 from grader.core.notebook import graded_source, read_notebook
@@ -57,9 +58,8 @@ def test_extracts_kernel_device_functions_and_constants_only():
 
 
 def test_the_course_kernels_extract(tmp_path):
-    from pathlib import Path
 
-    root = Path(__file__).resolve().parents[3]
+    root = ROOT
     src = graded_source(read_notebook(root / "solutions/gpu_fundamentals/gpu_fundamentals.py"))
     for name in ("vector_add", "strided_copy"):
         assert f"def {name}(" in extract(src, name).text

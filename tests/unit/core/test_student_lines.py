@@ -8,11 +8,11 @@ from pathlib import Path
 import jupytext
 import numpy as np
 import pytest
+from factories import ROOT
 
 from grader.core.stubs import still_stub
 from grader.suites.student import InProcessBackend, KernelRefused, Student, StudentError
 
-ROOT = Path(__file__).resolve().parents[3]
 AID = "gpu_fundamentals"
 BAD = "c[i] = a[i] + b[i] + not_a_kernel_name"
 

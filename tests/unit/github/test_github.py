@@ -14,15 +14,13 @@ from pathlib import Path
 
 import factories
 import pytest
-from factories import EVENT, HEAD, PR, grade_pr, make_artifact
+from factories import EVENT, HEAD, PR, ROOT, grade_pr, make_artifact
 
 from grader import cli
 from grader import github as gha
 from grader.github import grade as gha_grade
 from grader.github import private
 from grader.grading.limits import LIMITS
-
-ROOT = Path(__file__).resolve().parents[3]
 
 
 def make_zip(path: Path, members: dict[str, bytes], symlinks: dict[str, str] | None = None) -> Path:

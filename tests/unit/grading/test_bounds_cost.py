@@ -11,21 +11,18 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
+import build  # noqa: F401  (first: it imports the families; tests/corpus, by pythonpath)
+import cases_bounds
 import pytest
+from factories import ROOT
 
-REPO = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(REPO / "tests" / "corpus"))
-import build  # noqa: E402, F401  (first: it imports the families)
-import cases_bounds  # noqa: E402
-
-MEASURE = REPO / "tests" / "corpus" / "measure.py"
+MEASURE = ROOT / "tests" / "corpus" / "measure.py"
 
 
 def _measure(name: str) -> dict:
     run = subprocess.run(
-        [sys.executable, str(MEASURE), name], capture_output=True, text=True, timeout=900, cwd=REPO
+        [sys.executable, str(MEASURE), name], capture_output=True, text=True, timeout=900, cwd=ROOT
     )
     assert run.returncode == 0, run.stderr[-3000:]
     return json.loads(run.stdout.strip().splitlines()[-1])
@@ -64,8 +61,8 @@ def test_batch_over_the_bounds_family(tmp_path):
     from grader.batch import grade_all
     from grader.core.course import load_course
 
-    root = build.make_corpus_root(REPO, tmp_path / "root")
-    ctx = build.make_ctx(root, REPO)
+    root = build.make_corpus_root(ROOT, tmp_path / "root")
+    ctx = build.make_ctx(root, ROOT)
     names = [c.name for c in cases_bounds.CASES]
     subs = tmp_path / "class"
     build.build_all(ctx, subs, names)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from factories import ROOT
 
 from grader.core import compiler
 from grader.core.course import load_course
@@ -21,7 +22,6 @@ from grader.sandbox import protocol
 from grader.suites.inprocess import ChildWorker, InProcessBackend
 from grader.suites.student import Student, WorkerTimeout
 
-ROOT = Path(__file__).resolve().parents[3]
 AID = "gpu_fundamentals"
 CALL_S, KERNEL_S = 3, 6
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import jupytext
 import pytest
+from factories import ROOT
 
 from grader.core.course import Assignment, Course, Limits
 from grader.grading import intake
@@ -324,7 +325,7 @@ def test_an_untouched_fork_warns_of_nothing(tmp_path):
     from grader.core.course import load_course
     from grader.release import export_student
 
-    root = Path(__file__).resolve().parents[3]
+    root = ROOT
     fork = export_student(root, tmp_path / "fork")
     course = load_course(root)
     out = intake.prepare(fork, tmp_path / "s1", course)

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import jupytext
 import pytest
+from factories import ROOT
 
 from grader.release import export_student
 
-ROOT = Path(__file__).resolve().parents[3]
 AID = "m9_roofline"
 
 

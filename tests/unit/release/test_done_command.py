@@ -11,9 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from grader.release import export_student
+from factories import ROOT
 
-ROOT = Path(__file__).resolve().parents[3]
+from grader.release import export_student
 
 
 def _pytest(repo: Path, suite: str) -> subprocess.CompletedProcess:

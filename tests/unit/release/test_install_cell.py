@@ -18,11 +18,10 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
-from factories import fake_smi
+from factories import ROOT, fake_smi
 
 from grader.core.notebook import read_notebook
 
-ROOT = Path(__file__).resolve().parents[3]
 NOTEBOOKS = [ROOT / "solutions" / "gpu_fundamentals" / "gpu_fundamentals.py"]
 
 HARNESS = r"""

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import jupytext
 import pytest
+from factories import ROOT, course_tree
 from nbconvert.preprocessors import Preprocessor
 from nbgrader.preprocessors import ClearHiddenTests, ClearOutput, ClearSolutions, LockCells
 
@@ -25,7 +26,6 @@ from grader.release import (
     verify,
 )
 
-REPO = Path(__file__).resolve().parents[3]
 IDS = ("gpu_fundamentals", "m9_roofline")
 
 SOURCE = '''\
@@ -107,7 +107,7 @@ def test_double_hidden(student):
 def make_course(root: Path) -> Path:
     """A course root with the real course.toml and a tiny source for each assignment."""
     root.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(REPO / "course.toml", root / "course.toml")
+    shutil.copyfile(ROOT / "course.toml", root / "course.toml")
     for a in IDS:
         (root / "solutions" / a).mkdir(parents=True)
         (root / "solutions" / a / f"{a}.py").write_text(SOURCE, encoding="utf-8")
@@ -520,9 +520,7 @@ def test_a_line_marked_public_at_its_source_may_appear_elsewhere(course: Path, f
 
 def _course_with_package(root: Path) -> Path:
     make_course(root)
-    shutil.copytree(REPO / "grader", root / "grader", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copyfile(REPO / "pyproject.toml", root / "pyproject.toml")
-    shutil.copyfile(REPO / "STUDENT_README.md", root / "STUDENT_README.md")
+    course_tree(root, copy=("grader", "pyproject.toml", "STUDENT_README.md"))
     (root / "tests" / "public" / "m9_roofline").mkdir(parents=True)
     (root / "tests" / "unit").mkdir(parents=True)
     (root / "tests" / "unit" / "test_x.py").write_text("def test_x():\n    pass\n")
@@ -562,20 +560,9 @@ def test_export_mechanics(tmp_path: Path) -> None:
 
 def test_export_of_the_real_course_runs_public_tests_on_stubs(tmp_path: Path) -> None:
     """The real solutions and public suites: the export's public tests fail on NotImplemented."""
-    root = tmp_path / "course"
-    root.mkdir()
-    for name in ("course.toml", "pyproject.toml", "STUDENT_README.md"):
-        shutil.copyfile(REPO / name, root / name)
-    for name in ("solutions", "grader", "tests/public", "tests/hidden", ".github"):
-        if (REPO / name).exists():
-            shutil.copytree(
-                REPO / name,
-                root / name,
-                ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"),
-            )
-    for extra in ("tests/conftest.py", "conftest.py"):
-        if (REPO / extra).is_file():
-            shutil.copyfile(REPO / extra, root / extra)
+    parts = ("course.toml", "pyproject.toml", "STUDENT_README.md", "solutions", "grader")
+    parts += ("tests/public", "tests/hidden", ".github", "tests/conftest.py", "conftest.py")
+    root = course_tree(tmp_path / "course", copy=[p for p in parts if (ROOT / p).exists()])
     assert release(root).ok
     dest = export_student(root, tmp_path / "student")
     assert not (dest / "solutions").exists() and not (dest / "tests" / "hidden").exists()

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
+
+from factories import ROOT, course_tree
 
 from grader.release import stated_rules
 
-ROOT = Path(__file__).resolve().parents[3]
 ASSIGNMENT = "m9_roofline"
 
 
 def _course(tmp_path: Path) -> Path:
     """A copy of the released notebook and hidden suite of one assignment."""
-    for sub in (f"exercises/{ASSIGNMENT}", f"tests/hidden/{ASSIGNMENT}"):
-        shutil.copytree(ROOT / sub, tmp_path / sub)
-    return tmp_path
+    return course_tree(tmp_path, copy=(f"exercises/{ASSIGNMENT}", f"tests/hidden/{ASSIGNMENT}"))
 
 
 def test_the_real_suites_state_every_rule():

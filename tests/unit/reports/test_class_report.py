@@ -8,9 +8,9 @@ import os
 import subprocess
 import sys
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
+from factories import ROOT
 
 from grader.core.results import AssignmentResult, Environment, GradeResult
 from grader.core.results import TestResult as Case
@@ -18,7 +18,6 @@ from grader.reports import class_data as cd
 from grader.reports import class_report as cr
 from grader.reports import similarity as sim
 
-ROOT = Path(__file__).resolve().parents[3]
 AID = "m9_roofline"
 
 HEADER = '# %% nbgrader={"grade": false, "grade_id": "g", "locked": false, "schema_version": 3, "solution": true, "task": false}\n'  # noqa: E501

@@ -17,13 +17,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from factories import ROOT
 
 from grader.core.course import load_course
 from grader.core.results import AssignmentResult, Environment, GradeResult
 from grader.core.results import TestResult as Row
 from grader.reports.html import html
 
-ROOT = Path(__file__).resolve().parents[3]
 BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(
     BROWSER is None, reason="chromium is not installed (CI installs it: apt-get install chromium)"

@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from collections import Counter
 from html.parser import HTMLParser
-from pathlib import Path
 
 from markdown_it import MarkdownIt
 from mdit_py_plugins.footnote import footnote_plugin
@@ -25,8 +24,6 @@ from grader.core.results import TestResult as Row
 from grader.reports.escape import visible
 from grader.reports.html import html
 from grader.reports.markdown import markdown
-
-ROOT = Path(__file__).resolve().parents[3]
 
 HOSTILE = (
     "it's <b>bold</b> & <img src=x onerror=alert(1)> <script>alert(1)</script> </pre> "

@@ -13,12 +13,11 @@ from pathlib import Path
 
 import jupytext
 import pytest
+from factories import ROOT
 
 from grader.core.kernel_source import extract
 from grader.core.notebook import graded_cells, graded_text, read_notebook
 from grader.sandbox.harness import Harness, load_module
-
-REPO = Path(__file__).resolve().parents[3]
 
 NOTEBOOK = """\
 # %% [markdown]
@@ -141,7 +140,7 @@ def test_the_reference_still_loads_strictly(tmp_path):
     ["solutions/m9_roofline/m9_roofline.py", "solutions/gpu_fundamentals/gpu_fundamentals.py"],
 )
 def test_every_cell_line_is_the_files_line(rel):
-    path = REPO / rel
+    path = ROOT / rel
     text = path.read_text()
     lines = text.splitlines()
     cells = graded_cells(read_notebook(path), text)
@@ -153,7 +152,7 @@ def test_every_cell_line_is_the_files_line(rel):
 
 
 def test_graded_text_keeps_the_files_lines_and_skips_a_broken_cell(tmp_path):
-    src = (REPO / "solutions" / "gpu_fundamentals" / "gpu_fundamentals.py").read_text()
+    src = (ROOT / "solutions" / "gpu_fundamentals" / "gpu_fundamentals.py").read_text()
     broken = src.replace("def ridge_point(", "def ridge_point((", 1)
     path = tmp_path / "gpu_fundamentals.py"
     path.write_text(broken)
@@ -168,16 +167,14 @@ def test_graded_text_keeps_the_files_lines_and_skips_a_broken_cell(tmp_path):
 def test_corpus_cells_family_in_process(tmp_path):
     """The corpus family `cells` (and the two older cases it changed) graded in this process
     and checked with the corpus's own rules."""
-    sys.path.insert(0, str(REPO / "tests" / "corpus"))
-    sys.path.insert(0, str(REPO / "tests" / "unit" / "sandbox"))
-    import build as corpus
-    import test_corpus
+    import build as corpus  # tests/corpus, on the path by pyproject.toml's pythonpath
+    import test_corpus  # this folder's, on the path as every test module's folder is
 
     from grader.core.course import load_course
     from grader.grading.grade import grade_submission
 
-    root = corpus.make_corpus_root(REPO, tmp_path / "root")
-    ctx = corpus.make_ctx(root, REPO, 1)
+    root = corpus.make_corpus_root(ROOT, tmp_path / "root")
+    ctx = corpus.make_ctx(root, ROOT, 1)
     course = load_course(root)
     names = [c.name for c in corpus.CASES if c.name.startswith("cells_")]
     names += ["syntax_error_one_cell", "import_missing_module"]

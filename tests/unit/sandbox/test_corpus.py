@@ -26,13 +26,11 @@ import threading
 import time
 from pathlib import Path
 
+import build as corpus  # tests/corpus, on the path by pyproject.toml's pythonpath
 import pytest
+from factories import ROOT
 
-REPO = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(REPO / "tests" / "corpus"))
-import build as corpus  # noqa: E402
-
-from grader.sandbox import spawn  # noqa: E402
+from grader.sandbox import spawn
 
 NEEDS_RELEASE = {
     "edits_tests_and_grader",
@@ -42,9 +40,9 @@ NEEDS_RELEASE = {
 
 
 def _skip_if_missing(case: corpus.Case) -> None:
-    if not (REPO / "tests" / "public" / case.expect.assignment).is_dir():
+    if not (ROOT / "tests" / "public" / case.expect.assignment).is_dir():
         pytest.skip(f"the {case.expect.assignment} suites are not there yet")
-    if case.name in NEEDS_RELEASE and not (REPO / "exercises").is_dir():
+    if case.name in NEEDS_RELEASE and not (ROOT / "exercises").is_dir():
         pytest.skip("needs the release (exercises/)")
 
 
@@ -93,8 +91,8 @@ def server():
 
 @pytest.fixture(scope="session")
 def ctx(tmp_path_factory, server, request):
-    root = corpus.make_corpus_root(REPO, tmp_path_factory.mktemp("corpus-course"))
-    c = corpus.make_ctx(root, REPO, server.port)
+    root = corpus.make_corpus_root(ROOT, tmp_path_factory.mktemp("corpus-course"))
+    c = corpus.make_ctx(root, ROOT, server.port)
 
     class Summary:
         """Registered as a plugin: prints the per-case wall times after the run."""
@@ -102,7 +100,7 @@ def ctx(tmp_path_factory, server, request):
         def pytest_terminal_summary(self, terminalreporter) -> None:
             if not TIMES:
                 return
-            out = REPO / "tests" / "corpus" / "last_run.json"
+            out = ROOT / "tests" / "corpus" / "last_run.json"
             for path in (out, os.environ.get(OUTCOMES_ENV)):
                 try:
                     if path:
@@ -118,7 +116,7 @@ def ctx(tmp_path_factory, server, request):
                 )
             cases = sum(r["wall_s"] for k, r in TIMES.items() if not k.startswith("("))
             tr.write_line(
-                f"{'total of the cases':<34}{cases:>8.1f}   (also in {out.relative_to(REPO)})"
+                f"{'total of the cases':<34}{cases:>8.1f}   (also in {out.relative_to(ROOT)})"
             )
 
     request.config.pluginmanager.register(Summary(), "corpus-summary")
@@ -351,7 +349,7 @@ grade_all({subs!r}, {out!r}, jobs=1, grade_one=grade_one, course=course, shard={
 
 def _runner(ctx, subs, out, students, shard=None) -> list[str]:
     code = _RUNNER.format(
-        corpus=str(REPO / "tests" / "corpus"),
+        corpus=str(ROOT / "tests" / "corpus"),
         root=str(ctx.root),
         subs=str(subs),
         out=str(out),
@@ -602,7 +600,7 @@ def _as_user(argv: list[str], base: Path, uid: int, gid: int, **kw) -> subproces
         env[spawn.HIDE_SYSTEM_BWRAP_ENV] = hide
     setpriv = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--"]
     return subprocess.run(
-        setpriv + argv, cwd=REPO, env=env, capture_output=True, text=True, check=False, **kw
+        setpriv + argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False, **kw
     )
 
 
@@ -628,7 +626,7 @@ def user_world():
     uid, gid = _ordinary_user()
     base = Path(tempfile.mkdtemp(prefix="grader-ci-user-"))
     base.chmod(0o755)
-    opened = _open_the_way(REPO) + _open_the_way(Path(sys.prefix).resolve())
+    opened = _open_the_way(ROOT) + _open_the_way(Path(sys.prefix).resolve())
     try:
         python = _user_python(base)
         home = base / "home"
@@ -687,7 +685,7 @@ def _skip_reason(case: corpus.Case) -> str:
 
 
 def _last_root_pass() -> dict:
-    p = REPO / "tests" / "corpus" / "last_run.json"
+    p = ROOT / "tests" / "corpus" / "last_run.json"
     return json.loads(p.read_text()) if p.exists() else {}
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from factories import ROOT
 
 from grader.core.course import Limits
 from grader.sandbox import backend as sandbox_backend
@@ -277,7 +278,6 @@ LIMITS = Limits(
     processes=32,
 )
 TIMINGS: dict[str, float] = {}
-REPO = Path(__file__).resolve().parents[3]
 
 
 def make_workdir(base: Path) -> Path:
@@ -764,6 +764,36 @@ def test_refuses_without_bwrap(fresh_probe):
     assert note.startswith("not authoritative: isolation incomplete (missing: unprivileged-user")
 
 
+def test_a_decision_for_missing_layers_exists_only_when_allowed(fresh_probe, tmp_path):
+    """Isolation is decided once per grading and handed down; a `Decision` cannot be had for
+    an incomplete machine unless the grading chose to be non-authoritative, and a worker built
+    without one decides (and refuses) itself."""
+    fresh_probe.setenv(sandbox.BWRAP_ENV, "")
+    incomplete = sandbox.probe()
+    assert not incomplete.complete
+    with pytest.raises(sandbox.IsolationRefused, match="grading refused"):
+        sandbox.Decision(incomplete)
+    with pytest.raises(sandbox.IsolationRefused, match="pid-namespace"):
+        sandbox.decide()
+    allowed = sandbox.decide(allow_incomplete=True)
+    assert allowed.bare and allowed.probe is incomplete
+    assert allowed.note.startswith("not authoritative: isolation incomplete")
+    work = tmp_path / "work"
+    (work / "exercises" / "a").mkdir(parents=True)
+    (work / "exercises" / "a" / "a.py").write_text("x = 1\n")
+    with pytest.raises(sandbox.IsolationRefused, match="grading refused"):
+        sandbox_backend.WorkerBackend(work, {"a": work / "exercises/a/a.py"}, LIMITS)
+    b = sandbox_backend.WorkerBackend(
+        work, {"a": work / "exercises/a/a.py"}, LIMITS, decision=allowed
+    )
+    try:
+        assert b.decision is allowed and b._box.bare
+        assert "pid-namespace" not in b.isolation  # only the layers the probe saw hold
+        assert b._sibling("compile").decision is allowed  # its kernel workers: the same one
+    finally:
+        b.close()
+
+
 def test_refuses_when_bwrap_cannot_create_namespaces(fresh_probe, tmp_path):
     fake = tmp_path / "bwrap"
     fake.write_text(
@@ -832,7 +862,7 @@ def test_override_marks_the_result_and_both_reports(fresh_probe):
 
     fresh_probe.setenv(sandbox.BWRAP_ENV, "")
     note = sandbox.require_isolation(allow_incomplete=True)
-    course = load_course(REPO)
+    course = load_course(ROOT)
     a = course.assignments[0]
     result = GradeResult(
         "ada",

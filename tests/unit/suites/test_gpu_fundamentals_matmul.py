@@ -9,77 +9,20 @@ which the reference kernel passes.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
-import numpy as np
 import pytest
+from factories import Facade, hidden_suite, solution_function, solution_region
 
-from grader.suites.errors import make_error
-
-ROOT = Path(__file__).resolve().parents[3]
-SOLUTION = ROOT / "solutions" / "gpu_fundamentals" / "gpu_fundamentals.py"
 SIG = "void(float32[:, :], float32[:, :], float32[:, :])"
-
-
-def _import(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
 def hidden():
-    _import(ROOT / "tests" / "hidden" / "conftest.py", "gf_hidden_conftest")  # the profile
-    return _import(
-        ROOT / "tests" / "hidden" / "gpu_fundamentals" / "test_matmul_hidden.py",
-        "gf_matmul_hidden",
-    )
-
-
-def _region(name: str) -> str:
-    """The source of one solution function or kernel, decorator included."""
-    text = SOLUTION.read_text(encoding="utf-8")
-    start = text.index(f"def {name}(")
-    if text[:start].endswith("@cuda.jit\n"):
-        start -= len("@cuda.jit\n")
-    return text[start : text.index("### END SOLUTION", start)]
-
-
-def _function(name: str, replacements: tuple[tuple[str, str], ...] = ()):
-    source = _region(name)
-    for old, new in replacements:
-        assert old in source, old
-        source = source.replace(old, new)
-    namespace = {"np": np}
-    exec(compile(source, str(SOLUTION), "exec"), namespace)  # noqa: S102 - our own solution
-    return namespace[name]
-
-
-class _Facade:
-    """What a hidden test sees of a submission: errors come back as StudentErrors."""
-
-    def __init__(self, **functions):
-        self._functions = functions
-
-    def __getattr__(self, name):
-        if name.startswith("_") or name not in self._functions:
-            raise AttributeError(name)
-        fn = self._functions[name]
-
-        def call(*args, **kwargs):
-            try:
-                return fn(*args, **kwargs)
-            except Exception as exc:  # noqa: BLE001 - the facade turns every error into a reply
-                raise make_error({"type": type(exc).__name__, "message": str(exc)}) from None
-
-        return call
+    return hidden_suite("gpu_fundamentals/test_matmul_hidden.py", "gf_matmul_hidden")
 
 
 INTENSITY_MUTANTS = {
@@ -93,15 +36,15 @@ INTENSITY_MUTANTS = {
 
 
 def test_the_reference_passes(hidden):
-    reference = _Facade(tiled_intensity=_function("tiled_intensity"))
+    reference = Facade(tiled_intensity=solution_function("tiled_intensity"))
     hidden.test_tiled_intensity_random(student=reference, reference=reference)
     hidden.test_tiled_intensity_invalid(student=reference)
 
 
 @pytest.mark.parametrize("name", sorted(INTENSITY_MUTANTS))
 def test_each_wrong_intensity_fails(hidden, name):
-    reference = _Facade(tiled_intensity=_function("tiled_intensity"))
-    mutant = _Facade(tiled_intensity=_function("tiled_intensity", INTENSITY_MUTANTS[name]))
+    reference = Facade(tiled_intensity=solution_function("tiled_intensity"))
+    mutant = Facade(tiled_intensity=solution_function("tiled_intensity", INTENSITY_MUTANTS[name]))
     with pytest.raises((AssertionError, pytest.fail.Exception)):
         hidden.test_tiled_intensity_random(student=mutant, reference=reference)
 
@@ -177,7 +120,7 @@ def _ptx(kernel_source: str) -> str:
 
 
 def test_the_reference_kernel_stages_both_tiles(hidden):
-    assert hidden.shared_tile_problem(_ptx(_region("matmul_tiled"))) is None
+    assert hidden.shared_tile_problem(_ptx(solution_region("matmul_tiled"))) is None
 
 
 @pytest.mark.parametrize("source", [NO_REUSE, ONE_TILE], ids=["no-reuse", "one-tile"])

@@ -11,70 +11,29 @@ occupancy plot drops where the rules say it does.
 
 from __future__ import annotations
 
-import importlib.util
 import random
-import sys
-from pathlib import Path
 
 import pytest
+from factories import GF_SOLUTION, ROOT, Facade, hidden_suite, solution_function
 
-from grader.core.course import load_course
 from grader.core.notebook import read_notebook
-from grader.suites.errors import make_error
 
-ROOT = Path(__file__).resolve().parents[3]
-SOLUTION = ROOT / "solutions" / "gpu_fundamentals" / "gpu_fundamentals.py"
+SOLUTION = GF_SOLUTION
 GPUS = ("T4", "A100_80GB", "H100_SXM", "H200")
-
-
-def _import(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
 def hidden():
-    _import(ROOT / "tests" / "hidden" / "conftest.py", "gf_hidden_conftest")  # the profile
-    return _import(
-        ROOT / "tests" / "hidden" / "gpu_fundamentals" / "test_occupancy_hidden.py",
-        "gf_occupancy_hidden",
-    )
-
-
-@pytest.fixture(scope="module")
-def course():
-    return load_course(ROOT)
+    return hidden_suite("gpu_fundamentals/test_occupancy_hidden.py", "gf_occupancy_hidden")
 
 
 def _solution_occupancy(replacements: tuple[tuple[str, str], ...] = ()):
     """The reference `occupancy`, built from its source with some lines replaced (a mutant)."""
-    text = SOLUTION.read_text(encoding="utf-8")
-    start = text.index("def occupancy(")
-    source = text[start : text.index("### END SOLUTION", start)]
-    for old, new in replacements:
-        assert old in source, old
-        source = source.replace(old, new)
-    import numpy as np
-
-    namespace = {"np": np}
-    exec(compile(source, str(SOLUTION), "exec"), namespace)  # noqa: S102 - our own solution
-    return namespace["occupancy"]
+    return solution_function("occupancy", replacements)
 
 
-class _Student:
-    """What a hidden test sees of a submission: errors come back as StudentErrors."""
-
-    def __init__(self, fn):
-        self._fn = fn
-
-    def occupancy(self, *args):
-        try:
-            return self._fn(*args)
-        except Exception as exc:  # noqa: BLE001 - the facade turns every error into a reply
-            raise make_error({"type": type(exc).__name__, "message": str(exc)}) from None
+def _student(fn) -> Facade:
+    return Facade(occupancy=fn)
 
 
 def test_course_toml_agrees_with_the_header_constants(hidden, course):
@@ -144,7 +103,7 @@ MUTANTS = {
 
 @pytest.mark.parametrize("name", sorted(MUTANTS))
 def test_the_hidden_test_fails_each_wrong_model(hidden, course, name):
-    student = _Student(_solution_occupancy(MUTANTS[name]))
+    student = _student(_solution_occupancy(MUTANTS[name]))
     caught = 0
     for case in hidden.BOUNDARY:  # the fixed examples: every seed runs them
         try:
@@ -157,7 +116,7 @@ def test_the_hidden_test_fails_each_wrong_model(hidden, course, name):
 
 
 def test_the_hidden_test_passes_the_reference(hidden, course):
-    hidden.test_occupancy_random_launches(student=_Student(_solution_occupancy()), course=course)
+    hidden.test_occupancy_random_launches(student=_student(_solution_occupancy()), course=course)
 
 
 def test_the_occupancy_plot_drops_where_the_rules_say(hidden, course, monkeypatch):

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from factories import ROOT
 
 from grader.suites.runner import run_assignment
 
-ROOT = Path(__file__).resolve().parents[3]
 M9, GF = "m9_roofline", "gpu_fundamentals"
 SEEDS = tuple(f"mutation-seed-{k}" for k in range(1, 6))
 

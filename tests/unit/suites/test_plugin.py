@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import shutil
 import textwrap
-from pathlib import Path
 
 import pytest
+from factories import course_tree
 
 from grader.core import device
 from grader.suites.runner import run_assignment
 
-ROOT = Path(__file__).resolve().parents[3]
 ASSIGNMENT = "gpu_fundamentals"  # any id course.toml defines
 
 NOTEBOOK = """\
@@ -91,12 +89,13 @@ def test_gpu_only(student):
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    root = tmp_path_factory.mktemp("course")
-    shutil.copy(ROOT / "course.toml", root / "course.toml")
-    (root / "solutions" / ASSIGNMENT).mkdir(parents=True)
-    (root / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.py").write_text(NOTEBOOK)
-    (root / "tests" / "public" / ASSIGNMENT).mkdir(parents=True)
-    (root / "tests" / "public" / ASSIGNMENT / "test_probe.py").write_text(textwrap.dedent(SUITE))
+    root = course_tree(
+        tmp_path_factory.mktemp("course"),
+        {
+            f"solutions/{ASSIGNMENT}/{ASSIGNMENT}.py": NOTEBOOK,
+            f"tests/public/{ASSIGNMENT}/test_probe.py": textwrap.dedent(SUITE),
+        },
+    )
     result = run_assignment(root, ASSIGNMENT, root / "solutions", suites=("public",))
     assert result.error is None, result.error
     return {t.name.removeprefix("public/"): t for t in result.tests}, result

@@ -12,17 +12,16 @@ from __future__ import annotations
 import json
 import os
 import runpy
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from factories import ROOT, course_tree
 
 from grader.core.results import validate
 from grader.suites import seeds
 
-ROOT = Path(__file__).resolve().parents[3]
 ASSIGNMENT = "gpu_fundamentals"  # any id course.toml defines
 
 NOTEBOOK = """\
@@ -73,18 +72,13 @@ def test_passes(student, x):
 
 def make_course(root: Path, suite: str = SUITE) -> tuple[Path, Path]:
     """A course with the probe suite, and a fork-shaped submission beside it."""
-    root.mkdir(parents=True)
-    shutil.copy(ROOT / "course.toml", root / "course.toml")
-    shutil.copy(ROOT / "tests" / "hidden" / "conftest.py", root / "tests-hidden-conftest.py")
-    hidden = root / "tests" / "hidden" / ASSIGNMENT
-    hidden.mkdir(parents=True)
-    shutil.move(root / "tests-hidden-conftest.py", root / "tests" / "hidden" / "conftest.py")
-    (hidden / "test_probe.py").write_text(suite)
-    (root / "solutions" / ASSIGNMENT).mkdir(parents=True)
-    (root / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.py").write_text(NOTEBOOK)
+    files = {
+        f"tests/hidden/{ASSIGNMENT}/test_probe.py": suite,
+        f"solutions/{ASSIGNMENT}/{ASSIGNMENT}.py": NOTEBOOK,
+    }
+    course_tree(root, files, copy=("course.toml", "tests/hidden/conftest.py"))
     sub = root.parent / f"{root.name}-submission"
-    (sub / "exercises" / ASSIGNMENT).mkdir(parents=True)
-    (sub / "exercises" / ASSIGNMENT / f"{ASSIGNMENT}.py").write_text(NOTEBOOK)
+    course_tree(sub, {f"exercises/{ASSIGNMENT}/{ASSIGNMENT}.py": NOTEBOOK}, copy=())
     return root, sub
 
 

@@ -11,12 +11,12 @@ import re
 from pathlib import Path
 
 import pytest
+from factories import ROOT
 
 from grader.core.course import load_course
 from grader.sandbox.harness import load_module
 from grader.suites.runner import run_assignment
 
-ROOT = Path(__file__).resolve().parents[3]
 ASSIGNMENTS = ("gpu_fundamentals", "m9_roofline")
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 
