@@ -28,7 +28,9 @@ WORD_JOINER = "\u2060"
 # ESC [ ... final byte (colours, cursor moves), ESC ] ... BEL/ST (titles, hyperlinks), other ESC x.
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
 _BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
-_CONTROL = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI}\u2028\u2029\ufeff]")
+# A lone surrogate (what JSON's "\ud800" escape decodes to) is no character: no UTF-8 file can
+# hold it, so left in, it would make the whole report unwritable.
+_CONTROL = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI}\u2028\u2029\ufeff\ud800-\udfff]")
 # The ASCII punctuation that can start markup anywhere in a line of GitHub markdown (the rest, like
 # , ; ? % ' " ( ) / = . -, is inert there); CommonMark makes a backslash before any of it literal.
 _PUNCT = re.compile(r"""[!#$&*:<>@\[\\\]^_`|~]""")
@@ -48,7 +50,8 @@ def _placeholder(match: re.Match) -> str:
 
 
 def visible(text: object) -> str:
-    """Colour codes removed; other control and bidi characters shown; \\r\\n and \\r made \\n."""
+    """Colour codes removed; other control, bidi and lone surrogate characters shown; \\r\\n and
+    \\r made \\n."""
     text = str(text).replace("\r\n", "\n").replace("\r", "\n")
     text = _ANSI.sub("", text)
     return _CONTROL.sub(_placeholder, text)
