@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from grader.core.errors import UsageError
+from grader.core.files import atomic_write
 
 SCHEMA_VERSION = 2  # 2: AssignmentResult.seed, Environment.bubblewrap
 Outcome = Literal["passed", "failed", "error", "timeout", "skipped"]
@@ -73,7 +74,9 @@ class GradeResult:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True, allow_nan=False)
 
     def write(self, path: Path | str) -> None:
-        Path(path).write_text(self.to_json() + "\n", encoding="utf-8")
+        """result.json, atomically: a reader (a resumed batch, the class report) never sees half
+        of it. The reports write it through this method too (`grader.reports.outputs`)."""
+        atomic_write(path, self.to_json() + "\n")
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GradeResult:

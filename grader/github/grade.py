@@ -30,6 +30,7 @@ from typing import Any
 
 from grader.core.course import find_root, load_course
 from grader.core.errors import InfrastructureError
+from grader.core.files import atomic_write
 from grader.core.jsonread import metrics_or_none
 from grader.core.late import parse_timestamp
 from grader.core.results import GradeResult
@@ -132,10 +133,10 @@ def grade_pr(
         secret = Path(tmp) / "private"
         paths = write_reports(result, course, secret, metrics=metrics)
         scored = secret / "pr.json"
-        scored.write_text(
+        atomic_write(
+            scored,
             json.dumps({**meta, "score": result.score, "max_score": result.max_score}, indent=2)
             + "\n",
-            encoding="utf-8",
         )
         out.mkdir(parents=True, exist_ok=True)
         sealed = seal([paths["json"], paths["markdown"], paths["html"], scored], private,
@@ -144,10 +145,10 @@ def grade_pr(
     body = public_body(pr.head_sha, private.student_can_open)
     comment = f"{MARKER}\n{body.rstrip()}\n\n{trailer}\n"[:MAX_COMMENT_CHARS]
     public = {"sealed": sealed, "comment": out / "comment.md", "summary": out / "summary.md"}
-    public["comment"].write_text(comment, encoding="utf-8")
-    public["summary"].write_text(f"{body.rstrip()}\n\n{trailer}\n", encoding="utf-8")
+    atomic_write(public["comment"], comment)
+    atomic_write(public["summary"], f"{body.rstrip()}\n\n{trailer}\n")
     public["pr"] = out / "pr.json"
-    public["pr"].write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    atomic_write(public["pr"], json.dumps(meta, indent=2) + "\n")
     return public
 
 

@@ -214,10 +214,6 @@ table.tests{table-layout:fixed}table.tests td{overflow-wrap:anywhere}
 HARDEST_SHOWN = 15  # tests in the page's first table; the rest fold away
 
 
-def _e(text: object) -> str:
-    return html_text(str(text))
-
-
 def _rate_table(p: Any, title: str, rows: list[PassRate], label: str) -> None:
     head = (
         "<table class=tests><colgroup><col style='width:11%'><col style='width:24%'>"
@@ -226,20 +222,21 @@ def _rate_table(p: Any, title: str, rows: list[PassRate], label: str) -> None:
         f"<tr><th>assignment<th>{label}<th>pass rate<th>passed<th>wrong<th>not attempted"
         "<th>skipped<th>commonest wrong answer</tr>"
     )
-    p(f"<h2>{_e(title)}</h2>{head}")
+    p(f"<h2>{html_text(title)}</h2>{head}")
     for n, t in enumerate(rows):
         if n == HARDEST_SHOWN:
             p(f"</table><details><summary>all {len(rows)}</summary>{head}")
         width = 0 if t.pass_rate is None else round(60 * t.pass_rate)
         ok = " ok" if (t.pass_rate or 0) >= 0.8 else ""
         common = (
-            f"<code>{_e(t.common_failure)}</code> <small>({t.common_failure_count}&times;)</small>"
+            f"<code>{html_text(t.common_failure)}</code> "
+            f"<small>({t.common_failure_count}&times;)</small>"
             if t.common_failure
             else ""
         )
         p(
-            f"<tr><td>{_e(t.assignment)}<td>{_e(t.name)}<td class=n>"
-            f"<span class='bar{ok}' style='width:{width}px'></span>{_e(_rate(t))}"
+            f"<tr><td>{html_text(t.assignment)}<td>{html_text(t.name)}<td class=n>"
+            f"<span class='bar{ok}' style='width:{width}px'></span>{html_text(_rate(t))}"
             f"<td class=n>{t.passed}<td class=n>{t.failed}<td class=n>{t.not_attempted}"
             f"<td class=n>{t.skipped}<td>{common}</tr>"
         )
@@ -251,14 +248,14 @@ def html(rep: ClassReport) -> str:
     p = rows.append
     p("<!doctype html><html lang=en><head><meta charset=utf-8>")
     p("<meta name=viewport content='width=device-width,initial-scale=1'>")
-    p(f"<title>Class report: {_e(rep.course)}</title><style>{_CSS}</style></head><body>")
-    p(f"<h1>Class report: {_e(rep.course)}</h1>")
+    p(f"<title>Class report: {html_text(rep.course)}</title><style>{_CSS}</style></head><body>")
+    p(f"<h1>Class report: {html_text(rep.course)}</h1>")
     mean = statistics.fmean(rep.scores.values()) if rep.scores else 0.0
     p(
         f"<p class=lead>{rep.students} students graded &middot; mean "
-        f"{_e(fraction(mean, rep.max_score))} &middot; {len(rep.late)} late &middot; "
+        f"{html_text(fraction(mean, rep.max_score))} &middot; {len(rep.late)} late &middot; "
         f"{len(rep.similar)} similar pairs to look at</p>"
-        f"<p><small>generated {_e(rep.generated)}</small></p>"
+        f"<p><small>generated {html_text(rep.generated)}</small></p>"
     )
     p("<img src='scores.png' alt='histogram of total scores' width=640 height=320>")
     p(
@@ -267,19 +264,26 @@ def html(rep: ClassReport) -> str:
     )
     for a in rep.assignments:
         p(
-            f"<tr><td>{_e(a.assignment)}<td class=n>{_e(fraction(a.mean, a.max_score))}"
-            f"<td class=n>{_e(shown(a.median))}<td class=n>{_e(shown(a.minimum))}"
-            f"<td class=n>{_e(shown(a.maximum))}<td class=n>{a.errors}</tr>"
+            f"<tr><td>{html_text(a.assignment)}"
+            f"<td class=n>{html_text(fraction(a.mean, a.max_score))}"
+            f"<td class=n>{html_text(shown(a.median))}<td class=n>{html_text(shown(a.minimum))}"
+            f"<td class=n>{html_text(shown(a.maximum))}<td class=n>{a.errors}</tr>"
         )
     p("</table><h2>Roster</h2><table><tr><th>student")
-    p("".join(f"<th>{_e(a.assignment)}" for a in rep.assignments) + "<th>total<th>report</tr>")
+    p(
+        "".join(f"<th>{html_text(a.assignment)}" for a in rep.assignments)
+        + "<th>total<th>report</tr>"
+    )
     for row in rep.roster:
         cells = "".join(
-            f"<td class='n{' warn' if c.status != 'graded' else ''}'>{_e(_cell(c))}"
+            f"<td class='n{' warn' if c.status != 'graded' else ''}'>{html_text(_cell(c))}"
             for c in row.cells
         )
-        link = f"<a href='{_e(row.report)}'>report</a>" if row.report else "–"
-        p(f"<tr><td>{_e(row.student)}{cells}<td class=n>{_e(_total(row))}<td>{link}</tr>")
+        link = f"<a href='{html_text(row.report)}'>report</a>" if row.report else "–"
+        p(
+            f"<tr><td>{html_text(row.student)}{cells}"
+            f"<td class=n>{html_text(_total(row))}<td>{link}</tr>"
+        )
     p("</table>")
     for title, rates, label in (
         ("Graded functions, hardest first", rep.functions, "function"),
@@ -291,8 +295,8 @@ def html(rep: ClassReport) -> str:
         p("<table><tr><th>student<th>assignment<th>test<th>before<th>after</tr>")
         for c in rep.changes[:MAX_PAIRS_SHOWN]:
             p(
-                f"<tr><td>{_e(c.student)}<td>{_e(c.assignment)}<td>{_e(c.test)}"
-                f"<td>{_e(c.before)}<td>{_e(c.after)}</tr>"
+                f"<tr><td>{html_text(c.student)}<td>{html_text(c.assignment)}<td>{html_text(c.test)}"
+                f"<td>{html_text(c.before)}<td>{html_text(c.after)}</tr>"
             )
         p("</table>")
     else:
@@ -303,14 +307,15 @@ def html(rep: ClassReport) -> str:
         for x in rep.late:
             hours = "–" if x.hours_late is None else f"{x.hours_late:g}"
             p(
-                f"<tr><td>{_e(x.student)}<td>{_e(x.assignment)}<td>{_e(x.submitted or '–')}"
-                f"<td>{_e(x.due)}<td class=n>{_e(hours)}<td class=n>{100 * x.penalty:.0f}%</tr>"
+                f"<tr><td>{html_text(x.student)}<td>{html_text(x.assignment)}"
+                f"<td>{html_text(x.submitted or '–')}<td>{html_text(x.due)}"
+                f"<td class=n>{html_text(hours)}<td class=n>{100 * x.penalty:.0f}%</tr>"
             )
         p("</table>")
     else:
         p("<p>None.</p>")
     p("<h2>Similar graded cells <small>(for you to look at; not a verdict)</small></h2>")
-    p(f"<p class=caveat>{_e(SIMILARITY_CAVEAT)}</p>")
+    p(f"<p class=caveat>{html_text(SIMILARITY_CAVEAT)}</p>")
     if rep.similar:
         p(
             "<table><tr><th>assignment<th>student<th>student<th>share of each one's code"
@@ -318,7 +323,7 @@ def html(rep: ClassReport) -> str:
         )
         for s in rep.similar[:MAX_PAIRS_SHOWN]:
             p(
-                f"<tr><td>{_e(s.assignment)}<td>{_e(s.student_a)}<td>{_e(s.student_b)}"
+                f"<tr><td>{html_text(s.assignment)}<td>{html_text(s.student_a)}<td>{html_text(s.student_b)}"
                 f"<td class=n>{100 * s.similarity_a:.0f}% / {100 * s.similarity_b:.0f}%"
                 f"<td class=n>{s.tokens}</tr>"
             )
@@ -328,7 +333,7 @@ def html(rep: ClassReport) -> str:
     else:
         p(f"<p>No pair above {100 * rep.threshold:.0f}%.</p>")
     if rep.notes:
-        p("<h2>Notes</h2><ul>" + "".join(f"<li>{_e(n)}" for n in rep.notes) + "</ul>")
+        p("<h2>Notes</h2><ul>" + "".join(f"<li>{html_text(n)}" for n in rep.notes) + "</ul>")
     p("</body></html>")
     return "\n".join(rows) + "\n"
 

@@ -5,7 +5,8 @@ feedback, file names in warnings, their login. Each function here is the single 
 is escaped, and each is applied exactly once (escaping twice is how ``'`` became a literal
 ``&#x27;`` on GitHub). Before escaping, `visible` removes terminal colour codes and turns every
 other control or bidirectional-override character into a visible placeholder, so that nothing
-in a report is invisible or rewrites what is around it.
+in a report is invisible or rewrites what is around it. Long text is cut first, by the one
+`grader.core.feedback.clip`.
 
 Inline text (table cells, list items, names) gets a backslash before each ASCII punctuation
 character that can start markup, which CommonMark defines as a literal (``<``, ``>`` and ``&``
@@ -21,11 +22,15 @@ from __future__ import annotations
 
 import re
 
+from grader.core.feedback import clip
+
 WORD_JOINER = "\u2060"
 # ESC [ ... final byte (colours, cursor moves), ESC ] ... BEL/ST (titles, hyperlinks), other ESC x.
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
 _BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
-_CONTROL = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI}\u2028\u2029\ufeff]")
+# A lone surrogate (what JSON's "\ud800" escape decodes to) is no character: no UTF-8 file can
+# hold it, so left in, it would make the whole report unwritable.
+_CONTROL = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI}\u2028\u2029\ufeff\ud800-\udfff]")
 # The ASCII punctuation that can start markup anywhere in a line of GitHub markdown (the rest, like
 # , ; ? % ' " ( ) / = . -, is inert there); CommonMark makes a backslash before any of it literal.
 _PUNCT = re.compile(r"""[!#$&*:<>@\[\\\]^_`|~]""")
@@ -44,19 +49,12 @@ def _placeholder(match: re.Match) -> str:
     return f"<U+{code:04X}>"
 
 
-def visible(text: str) -> str:
-    """Colour codes removed; other control and bidi characters shown; \\r\\n and \\r made \\n."""
+def visible(text: object) -> str:
+    """Colour codes removed; other control, bidi and lone surrogate characters shown; \\r\\n and
+    \\r made \\n."""
     text = str(text).replace("\r\n", "\n").replace("\r", "\n")
     text = _ANSI.sub("", text)
     return _CONTROL.sub(_placeholder, text)
-
-
-def clip(text: str, limit: int) -> str:
-    """At most `limit` characters of `text`, with a visible note of what was cut."""
-    text = str(text)
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f"\n… [truncated: {len(text) - limit:,} more characters]"
 
 
 _ENTITY = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
@@ -83,8 +81,9 @@ def md_inline(text: str, limit: int) -> str:
     return _LINK_TRIGGERS.sub(WORD_JOINER, text)
 
 
-def html_text(text: str) -> str:
-    """Student text for HTML element content or a quoted attribute value."""
+def html_text(text: object) -> str:
+    """Student text (or any value, as its str) for HTML element content or a quoted attribute
+    value: the one HTML escaper of every page the grader writes."""
     text = visible(text)
     return (
         text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")

@@ -10,10 +10,11 @@ from __future__ import annotations
 import base64
 
 from grader.core.course import Course
+from grader.core.feedback import clip
 from grader.core.points import fraction, shown
 from grader.core.results import AssignmentResult, GradeResult
 from grader.reports import common
-from grader.reports.escape import clip, html_text
+from grader.reports.escape import html_text
 from grader.reports.plots import roofline_png
 
 HTML_FEEDBACK_CHARS = 20_000  # per test: the page has room for the whole stored text and more
@@ -43,10 +44,6 @@ _COLUMNS = (
 )
 
 
-def _e(text: object) -> str:
-    return html_text(str(text))
-
-
 def _tests_table(a: AssignmentResult, anchors: list[int]) -> list[str]:
     """The rows of one assignment's tests, identical feedback shown once (see module doc)."""
     tests = common.failing_first(a.tests)
@@ -62,25 +59,29 @@ def _tests_table(a: AssignmentResult, anchors: list[int]) -> list[str]:
             cell = "<td></td>"
         elif t.feedback in where:
             anchor, first = where[t.feedback]
-            cell = f'<td class="same">same feedback as <a href="#{anchor}">{_e(first)}</a></td>'
+            cell = (
+                f'<td class="same">same feedback as <a href="#{anchor}">{html_text(first)}</a></td>'
+            )
         else:
             anchors[0] += 1
             anchor = f"fb{anchors[0]}"
             where[t.feedback] = (anchor, name)
-            cell = f'<td id="{anchor}"><pre>{_e(clip(t.feedback, HTML_FEEDBACK_CHARS))}</pre>'
+            cell = (
+                f'<td id="{anchor}"><pre>{html_text(clip(t.feedback, HTML_FEEDBACK_CHARS))}</pre>'
+            )
             others = also.get(t.feedback, [])
             if others:
-                listed = ", ".join(_e(clip(o.name, common.NAME_CHARS)) for o in others)
+                listed = ", ".join(html_text(clip(o.name, common.NAME_CHARS)) for o in others)
                 cell += (
                     f'<p class="also">The same feedback for {len(others)} more '
                     f"test{'s' if len(others) > 1 else ''}: {listed}</p>"
                 )
             cell += "</td>"
         rows.append(
-            f'<tr class="{_e(t.outcome)}"><td>{common.EMOJI.get(t.outcome, "?")}</td>'
-            f"<td>{_e(name)}<br><small>{_e(t.suite)}</small></td>"
-            f"<td class=n>{_e(fraction(t.score, t.max_score))}</td>"
-            f"<td class=o>{_e(t.outcome)}</td>{cell}</tr>"
+            f'<tr class="{html_text(t.outcome)}"><td>{common.EMOJI.get(t.outcome, "?")}</td>'
+            f"<td>{html_text(name)}<br><small>{html_text(t.suite)}</small></td>"
+            f"<td class=n>{html_text(fraction(t.score, t.max_score))}</td>"
+            f"<td class=o>{html_text(t.outcome)}</td>{cell}</tr>"
         )
     rows.append("</table>")
     return rows
@@ -97,23 +98,23 @@ def html(
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width,initial-scale=1">',
-        f"<title>{_e(course.title)}: {_e(result.student)}</title>",
+        f"<title>{html_text(course.title)}: {html_text(result.student)}</title>",
         f"<style>{_CSS}</style></head><body>",
-        f"<h1>{_e(course.title)}</h1>",
-        f"<p><strong>{_e(result.student)}</strong>: "
-        f"<strong>{_e(fraction(result.score, result.max_score))}</strong> "
-        f"({_e(common.pct(result.score, result.max_score))})</p>",
+        f"<h1>{html_text(course.title)}</h1>",
+        f"<p><strong>{html_text(result.student)}</strong>: "
+        f"<strong>{html_text(fraction(result.score, result.max_score))}</strong> "
+        f"({html_text(common.pct(result.score, result.max_score))})</p>",
     ]
     meta = common.env_line(result) + (
         f" · submitted {result.timestamp}" if result.timestamp else ""
     )
-    parts.append(f'<p class="meta">{_e(meta)}</p>')
+    parts.append(f'<p class="meta">{html_text(meta)}</p>')
     if result.environment.not_authoritative:
-        note = _e(result.environment.not_authoritative)
+        note = html_text(result.environment.not_authoritative)
         parts.append(f'<div class="err"><strong>⚠️ {note}</strong></div>')
     if result.warnings:
         items = "".join(
-            f"<li>{_e(clip(w, common.WARNING_CHARS))}</li>" for w in result.warnings[:200]
+            f"<li>{html_text(clip(w, common.WARNING_CHARS))}</li>" for w in result.warnings[:200]
         )
         parts.append(f'<div class="warn"><strong>Warnings</strong><ul>{items}</ul></div>')
 
@@ -121,26 +122,27 @@ def html(
     for a in result.assignments:
         late = f"{a.late_penalty * 100:.0f}% of {shown(a.raw_score)}" if a.late_penalty else "–"
         parts.append(
-            f"<tr><td>{_e(common.title(course, a.id))}</td>"
-            f"<td class=n>{_e(fraction(a.score, a.max_score))}</td><td class=n>{_e(late)}</td></tr>"
+            f"<tr><td>{html_text(common.title(course, a.id))}</td>"
+            f"<td class=n>{html_text(fraction(a.score, a.max_score))}</td>"
+            f"<td class=n>{html_text(late)}</td></tr>"
         )
     parts.append("</table>")
 
     anchors = [0]
     for a in result.assignments:
         parts.append(
-            f'<h2 id="{_e(a.id)}">{_e(common.title(course, a.id))}: '
-            f"{_e(fraction(a.score, a.max_score))}</h2>"
+            f'<h2 id="{html_text(a.id)}">{html_text(common.title(course, a.id))}: '
+            f"{html_text(fraction(a.score, a.max_score))}</h2>"
         )
         if a.late_penalty:
             parts.append(
                 f"<p>Late penalty: {a.late_penalty * 100:.0f}% of "
-                f"{_e(shown(a.raw_score))} points.</p>"
+                f"{html_text(shown(a.raw_score))} points.</p>"
             )
         if a.error:
             parts.append(
                 f'<div class="err"><strong>Could not be graded:</strong>'
-                f"<pre>{_e(clip(a.error, HTML_FEEDBACK_CHARS))}</pre></div>"
+                f"<pre>{html_text(clip(a.error, HTML_FEEDBACK_CHARS))}</pre></div>"
             )
         if a.tests:
             parts.extend(_tests_table(a, anchors))
@@ -149,10 +151,12 @@ def html(
     try:
         png, notes = roofline_png(course, metrics, reference)
         uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
-        parts.append(f'<img alt="roofline of the {_e(course.gpu.name)}" src="{uri}">')
+        parts.append(f'<img alt="roofline of the {html_text(course.gpu.name)}" src="{uri}">')
         if notes:
-            parts.append("<p>" + "; ".join(_e(n) for n in notes) + "</p>")
+            parts.append("<p>" + "; ".join(html_text(n) for n in notes) + "</p>")
     except Exception as exc:  # noqa: BLE001 - a broken plot must not cost the student the page
-        parts.append(f"<p>The roofline plot could not be drawn: {_e(type(exc).__name__)}</p>")
+        parts.append(
+            f"<p>The roofline plot could not be drawn: {html_text(type(exc).__name__)}</p>"
+        )
     parts.append("</body></html>\n")
     return "\n".join(parts)

@@ -1,4 +1,10 @@
-"""The files `grader grade` writes on request: result JSON, markdown, HTML and any other.
+"""The one report writer: every report file of one result is rendered and written here.
+
+`write_reports` writes the whole set of one result into a folder (grade-all, grade-pr, the demo);
+`report_outputs` writes the ones `grader grade` is asked for, each at its own path. Both write
+through `_write`: `grader.core.files.atomic_write` for the pages, `GradeResult.write` (atomic
+too) for result.json, so the same result gives the same bytes whichever command wrote them, and
+a reader never sees half a file.
 
 Before grading, `unwritable` checks that every requested output can be written (its folder
 exists and is writable, it is not a folder), so a grading that takes minutes is never lost to a
@@ -14,11 +20,53 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from grader.core.course import Course
+from grader.core.files import atomic_write
 from grader.core.results import GradeResult, validate
 from grader.reports.html import html
 from grader.reports.markdown import markdown
 
 Output = tuple[str, str | None, Callable[[], None]]  # (flag, target or None, write)
+# The files of one result in a folder, in the order written: result.json last, as its presence
+# means the whole set is complete (batch resume relies on it).
+REPORT_FILES = {"markdown": "report.md", "html": "report.html", "json": "result.json"}
+
+
+def _write(
+    kind: str,
+    path: Path,
+    result: GradeResult,
+    course: Course,
+    metrics: Callable[[], dict | None],
+    reference: Callable[[], dict | None],
+) -> None:
+    """One report file, atomically; result.json is the result's own `GradeResult.write`."""
+    if kind == "json":
+        result.write(path)
+    elif kind == "markdown":
+        atomic_write(path, markdown(result, course))
+    else:
+        atomic_write(path, html(result, course, metrics(), reference()))
+
+
+def write_reports(
+    result: GradeResult,
+    course: Course,
+    out_dir: Path | str,
+    metrics: dict | None = None,
+    reference: dict | None = None,
+) -> dict[str, Path]:
+    """Write result.json (validated against the schema), report.md and report.html atomically.
+
+    Returns {"json": ..., "markdown": ..., "html": ...}. Raises ValueError if the result does not
+    match the schema (nothing is written then).
+    """
+    validate(result.to_dict())
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {kind: out / name for kind, name in REPORT_FILES.items()}
+    for kind, path in paths.items():
+        _write(kind, path, result, course, lambda: metrics, lambda: reference)
+    return paths
 
 
 def unwritable(targets: Sequence[tuple[str, str | None]]) -> list[str]:
@@ -69,18 +117,16 @@ def report_outputs(
     """The writers for the result's own files; `metrics` and `reference` are read only when
     the HTML page is asked for."""
 
-    def write_json() -> None:
-        validate(result.to_dict())
-        result.write(json)
+    def writer(kind: str, target: str | None) -> Callable[[], None]:
+        def write() -> None:
+            if kind == "json":
+                validate(result.to_dict())
+            _write(kind, Path(target), result, course, metrics, reference)
 
-    def write_markdown() -> None:
-        Path(markdown_path).write_text(markdown(result, course), encoding="utf-8")
-
-    def write_html() -> None:
-        Path(html_path).write_text(html(result, course, metrics(), reference()), "utf-8")
+        return write
 
     return [
-        ("--json", json, write_json),
-        ("--markdown", markdown_path, write_markdown),
-        ("--html", html_path, write_html),
+        ("--json", json, writer("json", json)),
+        ("--markdown", markdown_path, writer("markdown", markdown_path)),
+        ("--html", html_path, writer("html", html_path)),
     ]

@@ -90,7 +90,11 @@ def test_atomic_path_keeps_the_old_file_when_the_writer_fails(tmp_path):
 def test_one_feedback_cap():
     assert clip("short") == "short" and clip("x" * FEEDBACK_CHARS) == "x" * FEEDBACK_CHARS
     cut = clip("x" * 5000)
-    assert len(cut) <= FEEDBACK_CHARS and cut.endswith("(truncated)")
+    assert len(cut) <= FEEDBACK_CHARS and cut.startswith("x" * 1900)
+    kept = cut.index("\n")
+    assert cut.endswith(f"[truncated: {5000 - kept:,} more characters]")  # says what was cut
+    assert clip(cut) == cut  # a stored (clipped) text is never clipped again by a report
+    assert clip("abcdefghij", 5) == "abcde"  # no room for the note: the bare head, still capped
     assert excerpt("a" * 10 + "b" * EXCERPT_CHARS) == "b" * EXCERPT_CHARS  # the tail: the cause
 
 
