@@ -53,12 +53,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from grader.core.course import Course
 from grader.core.files import atomic_path
 from grader.core.late import parse_timestamp
 from grader.core.points import shown, stored, total
 from grader.core.results import GradeResult, TestResult
+
+if TYPE_CHECKING:
+    from nbgrader.api import Gradebook
+    from sqlalchemy.orm import Session
 
 BUSY_TIMEOUT_S = 60.0
 LOCK_TIMEOUT_S = 300.0
@@ -164,7 +169,9 @@ def _create_database(db_path: Path) -> None:
 
 
 @contextmanager
-def open_gradebook(db_path: Path | str, course_id: str | None = None, create: bool = True):
+def open_gradebook(
+    db_path: Path | str, course_id: str | None = None, create: bool = True
+) -> Iterator[Gradebook]:
     """nbgrader's `Gradebook` on `db_path` (created with nbgrader's schema when missing).
 
     Errors of the database or the file system become GradebookError.
@@ -229,7 +236,7 @@ def record(db_path: Path | str, result: GradeResult, course: Course) -> None:
                 raise
 
 
-def _get_or_add(session, model, key: dict, **fields):
+def _get_or_add(session: Session, model: Any, key: dict, **fields: Any) -> Any:
     """The row of `model` matching `key`, or a new one made of `fields`, added and flushed (so
     that it has its id)."""
     row = session.query(model).filter_by(**key).one_or_none()
@@ -240,7 +247,7 @@ def _get_or_add(session, model, key: dict, **fields):
     return row
 
 
-def _write(session, result: GradeResult, course: Course) -> None:
+def _write(session: Session, result: GradeResult, course: Course) -> None:
     from nbgrader.api import (  # lazy: see the module docstring
         Assignment,
         Grade,

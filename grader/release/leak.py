@@ -36,6 +36,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import jupytext
 import numpy as np
@@ -45,6 +46,9 @@ from grader.core.regions import MARKERS, scan
 from grader.release.normalise import NAME, Stream, decoded, same_code, strip_comment, tokens
 from grader.release.tree import JUNK_DIRS, rel_name, tree_files
 from grader.release.validate import cell_ranges, declared_data
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
 MIN_LINE_CHARS = 8
 MIN_CODE_TOKENS = 6  # a solution's line of code this long is matched anywhere in a text
@@ -104,7 +108,7 @@ def _text_lines(path: Path) -> list[str] | None:
         return None
 
 
-def _notebook_cells(path: Path):
+def _notebook_cells(path: Path) -> list[NotebookNode] | None:
     """Cells of a solution notebook (.py percent or .ipynb), or None if unreadable."""
     try:
         text = path.read_text(encoding="utf-8")
@@ -125,7 +129,7 @@ def _split_regions(source: str) -> tuple[list[tuple[int, str]], list[str]]:
     return inside, [line for n, line in enumerate(lines) if n not in marked]
 
 
-def _cell_starts(path: Path, cells) -> list[int]:
+def _cell_starts(path: Path, cells: Sequence[NotebookNode]) -> list[int]:
     """0-based line of each cell's first body line in a percent .py (best effort)."""
     lines = _text_lines(path) or []
     ranges = cell_ranges(lines, len(cells))
@@ -256,8 +260,8 @@ def _all_files(tree: Path) -> Iterator[tuple[str, Path]]:
             yield rel.as_posix(), p
 
 
-def _ipynb_texts(cell) -> list[str]:
-    def join(v) -> str:
+def _ipynb_texts(cell: Any) -> list[str]:
+    def join(v: Any) -> str:
         return "".join(v) if isinstance(v, list) else str(v or "")
 
     out = join(cell.get("source")).split("\n") if isinstance(cell, dict) else []

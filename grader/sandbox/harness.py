@@ -24,6 +24,7 @@ import os
 import sys
 import traceback
 import types
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -359,7 +360,7 @@ class _Recorder:
         self._kernel, self._name, self._log = kernel, name, log
         self._slots, self._timing = slots, timing
 
-    def __getitem__(self, dims: Any):
+    def __getitem__(self, dims: Any) -> Callable[..., None]:
         if not (isinstance(dims, tuple) and len(dims) == 2):
             raise TypeError(f"launch {self._name} as {self._name}[blocks, threads](...)")
 
@@ -452,7 +453,9 @@ class KernelHost:
         if key not in self._built:
             tree = ast.parse(source)
             ns: dict[str, Any] = {"__name__": "graded_kernel"}
-            imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+            imports: list[ast.stmt] = [
+                n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
+            ]
             rest = [n for n in tree.body if not isinstance(n, (ast.Import, ast.ImportFrom))]
             exec(compile(ast.Module(imports, []), "<graded kernel>", "exec"), ns)  # noqa: S102
             # Functions capture their builtins when defined: give them numba's few only.
@@ -504,7 +507,7 @@ class KernelHost:
 
 
 @contextlib.contextmanager
-def _course_device(cc: tuple[int, int]):
+def _course_device(cc: tuple[int, int]) -> Iterator[None]:
     """Device functions called from a kernel compile for the *current* device's compute
     capability (numba-cuda asks the driver), which fails without a GPU and is the wrong target
     on a GPU that is not the course's: during a compile, that device is the course GPU."""

@@ -60,6 +60,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from grader.core.course import Limits
 from grader.sandbox import seccomp
@@ -396,7 +397,9 @@ def incomplete_note(p: Probe) -> str:
     return f"not authoritative: isolation incomplete (missing: {missing})"
 
 
-def sandbox_for(workdir: Path, limits: Limits, allow_incomplete: bool = False, **kw) -> Sandbox:
+def sandbox_for(
+    workdir: Path, limits: Limits, allow_incomplete: bool = False, **kw: Any
+) -> Sandbox:
     """The `Sandbox` a worker gets here; refuses (`IsolationRefused`) when a layer is missing,
     unless `allow_incomplete`, and then without bubblewrap if bwrap cannot run at all."""
     require_isolation(allow_incomplete)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import errno
 import functools
 import os
+from typing import Any
 
 # What Docker's and Podman's default profiles refuse a container without extra capabilities.
 DENIED = (
@@ -122,7 +123,7 @@ class SeccompUnavailable(OSError):
     """The filter cannot be built here (no binding, no libseccomp, not Linux): the reason."""
 
 
-def _binding():
+def _binding() -> Any:  # the pyseccomp module (untyped)
     try:
         import pyseccomp  # noqa: PLC0415 - Linux only, and only where a sandbox is built
     except (ImportError, OSError, AttributeError) as exc:  # OSError: no libseccomp.so
