@@ -139,7 +139,7 @@ def _locked(db_path: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
         os.close(fd)  # closing the descriptor releases the lock
 
 
-def _alembic_head() -> str:
+def _alembic_head() -> str | None:
     """nbgrader's current schema revision, read in-process (nbgrader shells out to `alembic`)."""
     import nbgrader  # lazy: see the module docstring
     from alembic.script import ScriptDirectory
@@ -320,8 +320,8 @@ def _write(session: Session, result: GradeResult, course: Course) -> None:
             if grade is None:
                 grade = Grade(cell=cell, notebook=snb)
                 session.add(grade)
-            t = by_name.get(name)
-            grade.auto_score = stored(t.score) if t is not None else None
+            test = by_name.get(name)
+            grade.auto_score = stored(test.score) if test is not None else None
             # as nbgrader's SaveAutoGrades: a human's manual score stays and is flagged for review
             grade.needs_manual_grade = grade.manual_score is not None or grade.auto_score is None
         # the penalty in points is what the late policy took: raw - score, exact (core.points)

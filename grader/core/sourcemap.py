@@ -56,6 +56,7 @@ def source_map(nb: NotebookNode | None, path: Path | str) -> SourceMap:
     p = Path(path)
     if p.suffix != ".ipynb":
         return SourceMap(p.name, False)
+    assert nb is not None  # an .ipynb's map is made from its notebook (`for_file` reads it)
     spans, graded = [], 1
     for cell in graded_cells(nb):
         n = max(1, len(cell.source.splitlines()))

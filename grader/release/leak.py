@@ -268,7 +268,7 @@ def _ipynb_texts(cell: Any) -> list[str]:
     for o in cell.get("outputs", []) if isinstance(cell, dict) else []:
         if isinstance(o, dict):
             out += join(o.get("text")).split("\n")
-            data = o.get("data") if isinstance(o.get("data"), dict) else {}
+            data: Any = o.get("data") if isinstance(o.get("data"), dict) else {}
             for key in ("text/plain", "text/markdown", "text/html"):
                 out += join(data.get(key)).split("\n")
     return out

@@ -202,6 +202,7 @@ def _preload(module: types.ModuleType) -> None:
     The load runs while the trusted process is still starting pytest, so the second it takes
     to import torch is off the critical path instead of inside the first test that needs it.
     """
+    assert module.__file__ is not None  # the notebook's module, loaded from its file
     path = Path(module.__file__)
     source = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
     for name in PRELOAD:
@@ -241,6 +242,7 @@ class Harness:
                 if self.load_error is None:
                     self.load()
                 if self.module is None:
+                    assert self.load_error is not None  # load() sets one or the other
                     err = self.load_error["error"]
                     message = f"the notebook failed to run: {err['type']}: {err['message']}"
                     return protocol.error(NOTEBOOK_FAILED, message, err["traceback"])

@@ -401,7 +401,7 @@ def spawn(
         return (
             _spawner()
             .submit(
-                subprocess.Popen,
+                subprocess.Popen,  # type: ignore[arg-type]  # Popen's overloads defeat submit's
                 command,
                 env=env,
                 close_fds=True,
@@ -428,7 +428,7 @@ def spawn(
         return (
             _spawner()
             .submit(
-                subprocess.Popen,
+                subprocess.Popen,  # type: ignore[arg-type]  # Popen's overloads defeat submit's
                 argv,
                 env=env,
                 close_fds=True,
