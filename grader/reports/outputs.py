@@ -71,12 +71,15 @@ def report_outputs(
 
     def write_json() -> None:
         validate(result.to_dict())
+        assert json is not None  # each writer runs only when its target is set (above)
         result.write(json)
 
     def write_markdown() -> None:
+        assert markdown_path is not None
         Path(markdown_path).write_text(markdown(result, course), encoding="utf-8")
 
     def write_html() -> None:
+        assert html_path is not None
         Path(html_path).write_text(html(result, course, metrics(), reference()), "utf-8")
 
     return [

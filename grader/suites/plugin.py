@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -21,15 +23,15 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import settings as hypothesis_settings
 
 from grader.core import device, points
-from grader.core.course import CourseError, find_root, load_course
+from grader.core.course import Course, CourseError, find_root, load_course
 from grader.core.feedback import FEEDBACK_CHARS, clip
 from grader.core.jsonread import JsonMissing, JsonReadError, read_metrics
 from grader.core.notebook import choose_notebook
 from grader.core.pairing import pair, release_for
-from grader.core.results import TestResult
+from grader.core.results import Outcome, TestResult
 from grader.sandbox.harness import load_module
 from grader.suites import seeds
-from grader.suites.student import InProcessBackend, Student, StudentError, WorkerTimeout
+from grader.suites.student import Backend, InProcessBackend, Student, StudentError, WorkerTimeout
 
 POINTS_KEY = pytest.StashKey[float]()
 SESSION_KEY = pytest.StashKey["GraderSession"]()
@@ -43,7 +45,7 @@ class GraderSession:
     submission: Path
     metrics: Path | None
     reference: Path
-    backend: Any = None  # a grader.suites.student.Backend; built lazily when None
+    backend: Backend | None = None  # built lazily when None
     results: list[TestResult] = field(default_factory=list)
     # assignment id -> the grading's seed (grader.suites.seeds); the runner sets the one it
     # grades, a plain pytest run derives one with an empty identity
@@ -57,7 +59,7 @@ class GraderSession:
             self.seeds[assignment_id] = seeds.assignment_seed(assignment_id, "", digest)
         return self.seeds[assignment_id]
 
-    def get_backend(self, course) -> Any:
+    def get_backend(self, course: Course) -> Backend:
         if self.backend is None:  # a plain `pytest tests/public`: grading's pairing rule
             release = release_for(self.submission, self.root / "exercises")
             notebooks = {}
@@ -68,7 +70,7 @@ class GraderSession:
             self.backend = InProcessBackend(notebooks)
         return self.backend
 
-    def reference_module(self, assignment_id: str):
+    def reference_module(self, assignment_id: str) -> ModuleType:
         if assignment_id not in self._reference_modules:
             path = choose_notebook(self.reference, assignment_id)
             self._reference_modules[assignment_id] = load_module(path, f"reference_{assignment_id}")
@@ -141,6 +143,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             groups[(item.module.__name__ if item.module else "", item.originalname)].append(item)
     for cases in groups.values():
         marker = cases[0].get_closest_marker("points")
+        assert marker is not None  # grouped above for having one
         try:
             shares = points.split(float(marker.args[0]), len(cases))
         except ValueError as exc:
@@ -219,7 +222,7 @@ def suite_of(path: Path) -> str:
 
 
 @pytest.fixture
-def course(request: pytest.FixtureRequest):
+def course(request: pytest.FixtureRequest) -> Course:
 
     return load_course(session(request.config).root)
 
@@ -230,7 +233,7 @@ def on_gpu() -> bool:
 
 
 @pytest.fixture
-def student(request: pytest.FixtureRequest, course):
+def student(request: pytest.FixtureRequest, course: Course) -> Student:
     """The submission's notebook for this test file's assignment."""
 
     s = session(request.config)
@@ -252,7 +255,7 @@ def rng(request: pytest.FixtureRequest) -> np.random.Generator:
 
 
 @pytest.fixture
-def reference(request: pytest.FixtureRequest):
+def reference(request: pytest.FixtureRequest) -> ModuleType:
     """The reference solution module, loaded in the trusted process (hidden suites only)."""
     return session(request.config).reference_module(assignment_of(request.path))
 
@@ -277,7 +280,9 @@ def metrics(request: pytest.FixtureRequest) -> dict:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo
+) -> Generator[None, Any, None]:
     outcome = yield
     report = outcome.get_result()
     if SESSION_KEY not in item.config.stash:
@@ -309,7 +314,7 @@ def _result(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo)
 
 def classify(
     excinfo: pytest.ExceptionInfo | None, fixtures: tuple[str, ...] = ()
-) -> tuple[str, str]:
+) -> tuple[Outcome, str]:
     """Outcome and student-facing feedback for a failed test (`fixtures`: the test's fixture
     names, left out of a falsifying example)."""
 
