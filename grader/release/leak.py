@@ -56,7 +56,6 @@ MIN_TEST_TOKENS = 12  # a hidden test's line, which shares boilerplate with the 
 MIN_OPERATORS = 2  # ... when it has this many operators outside its strings
 _OPERATORS = frozenset("=+-*/%<>!&|^~@.")
 MAX_SCAN_BYTES = 20 * 1024 * 1024
-PUBLIC_MARK = "# grader: public"
 # The mark, optionally followed by why in parentheses: "# grader: public (stated in the text)".
 _PUBLIC_MARK_RE = re.compile(r"#\s*grader:\s*public(\s*\([^)]*\))?\s*$")
 _GENERIC_WORDS = frozenset(keyword.kwlist) | {"None", "True", "False", "self", "cls"}
