@@ -310,14 +310,9 @@ def bwrap_args(box: Sandbox, bwrap: str, seccomp_fd: int | None = None) -> list[
             args += ["--dev-bind", str(dev), str(dev)]
         args += ["--ro-bind-try", "/sys", "/sys"]
         cuda = [os.environ.get(k, "") for k in ("CUDA_HOME", "CUDA_PATH")]
-        for lib in [*os.environ.get("LD_LIBRARY_PATH", "").split(":"), *cuda]:
-            if (
-                lib
-                and os.path.isabs(lib)
-                and os.path.isdir(lib)
-                and not inside(Path(lib), Path("/usr"))
-            ):
-                args += ["--ro-bind-try", lib, lib]
+        for d in [*os.environ.get("LD_LIBRARY_PATH", "").split(":"), *cuda]:
+            if d and os.path.isabs(d) and os.path.isdir(d) and not inside(Path(d), Path("/usr")):
+                args += ["--ro-bind-try", d, d]
     args += ["--remount-ro", "/dev"]
     binds = [p for p in interpreter_paths(box.course_root, box.hide) if not inside(p, Path("/usr"))]
     binds.append(grader_dir())
