@@ -2,7 +2,7 @@
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint release verify
+.PHONY: setup demo test lint typecheck deadcode release verify
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -19,9 +19,15 @@ demo: setup
 test: setup
 	$(BIN)/pytest -q
 
-lint: setup
+lint: setup typecheck deadcode
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
+
+typecheck: setup  # pyproject.toml [tool.mypy]: grader/, every function annotated
+	$(BIN)/mypy
+
+deadcode: setup  # tools/vulture_whitelist.py says why each name it lists is not dead
+	$(BIN)/vulture
 
 release: setup
 	$(BIN)/grader release

@@ -11,8 +11,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from grader.core.errors import ExitCode, GraderError, InfrastructureError
+
+if TYPE_CHECKING:
+    from grader.core.course import Course
 
 
 def _root(args: argparse.Namespace) -> Path:
@@ -21,7 +25,7 @@ def _root(args: argparse.Namespace) -> Path:
     return find_root(Path(args.root) if args.root else None)
 
 
-def _course(args: argparse.Namespace):
+def _course(args: argparse.Namespace) -> Course:
     from grader.core.course import load_course  # lazy: as above
 
     return load_course(_root(args))

@@ -53,6 +53,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from grader.core.course import Course
 from grader.core.errors import UsageError
@@ -60,6 +61,10 @@ from grader.core.files import atomic_path
 from grader.core.late import parse_timestamp
 from grader.core.points import shown, stored, total
 from grader.core.results import GradeResult, TestResult
+
+if TYPE_CHECKING:
+    from nbgrader.api import Gradebook
+    from sqlalchemy.orm import Session
 
 BUSY_TIMEOUT_S = 60.0
 LOCK_TIMEOUT_S = 300.0
@@ -135,7 +140,7 @@ def _locked(db_path: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
         os.close(fd)  # closing the descriptor releases the lock
 
 
-def _alembic_head() -> str:
+def _alembic_head() -> str | None:
     """nbgrader's current schema revision, read in-process (nbgrader shells out to `alembic`)."""
     import nbgrader  # lazy: see the module docstring
     from alembic.script import ScriptDirectory
@@ -165,7 +170,9 @@ def _create_database(db_path: Path) -> None:
 
 
 @contextmanager
-def open_gradebook(db_path: Path | str, course_id: str | None = None, create: bool = True):
+def open_gradebook(
+    db_path: Path | str, course_id: str | None = None, create: bool = True
+) -> Iterator[Gradebook]:
     """nbgrader's `Gradebook` on `db_path` (created with nbgrader's schema when missing).
 
     Errors of the database or the file system become GradebookError.
@@ -230,7 +237,7 @@ def record(db_path: Path | str, result: GradeResult, course: Course) -> None:
                 raise
 
 
-def _get_or_add(session, model, key: dict, **fields):
+def _get_or_add(session: Session, model: Any, key: dict, **fields: Any) -> Any:
     """The row of `model` matching `key`, or a new one made of `fields`, added and flushed (so
     that it has its id)."""
     row = session.query(model).filter_by(**key).one_or_none()
@@ -241,7 +248,7 @@ def _get_or_add(session, model, key: dict, **fields):
     return row
 
 
-def _write(session, result: GradeResult, course: Course) -> None:
+def _write(session: Session, result: GradeResult, course: Course) -> None:
     from nbgrader.api import (  # lazy: see the module docstring
         Assignment,
         Grade,
@@ -314,8 +321,8 @@ def _write(session, result: GradeResult, course: Course) -> None:
             if grade is None:
                 grade = Grade(cell=cell, notebook=snb)
                 session.add(grade)
-            t = by_name.get(name)
-            grade.auto_score = stored(t.score) if t is not None else None
+            test = by_name.get(name)
+            grade.auto_score = stored(test.score) if test is not None else None
             # as nbgrader's SaveAutoGrades: a human's manual score stays and is flagged for review
             grade.needs_manual_grade = grade.manual_score is not None or grade.auto_score is None
         # the penalty in points is what the late policy took: raw - score, exact (core.points)

@@ -134,7 +134,12 @@ def exit_on_termination() -> Callable[[], None]:
         raise SystemExit(128 + signum)
 
     old = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
-    return lambda: [signal.signal(sig, h) for sig, h in old.items()] and None
+
+    def restore() -> None:
+        for sig, h in old.items():
+            signal.signal(sig, h)
+
+    return restore
 
 
 def collect(

@@ -274,6 +274,7 @@ def kept_times(
         before = time_of(prev)
         if student in times or before is None or drop_times:
             continue
+        assert prev is not None  # time_of(None) is None
         same_files = str(prev.get("digest", "")).split("@")[0] == submission_digest(path)
         if same_files:
             merged[student] = before

@@ -25,6 +25,7 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from pathlib import Path
@@ -231,7 +232,7 @@ def grade_all(
             continue
         scores = {a.id: a.score for a in r.assignments} if r is not None else {}
         if prev is not None and prev.get("status") == "ok" and r is None:
-            r_scores = prev.get("scores") if isinstance(prev.get("scores"), dict) else {}
+            r_scores: Any = prev.get("scores") if isinstance(prev.get("scores"), dict) else {}
             scores = {k: v for k, v in r_scores.items() if isinstance(v, (int, float))}
         regraded[student] = (plan.why, {a: scores.get(a) for a in plan.assignments})
         if plan.partial and r is not None:
@@ -293,7 +294,7 @@ def grade_all(
                 # stale until the child's lands; kept for the class report's "changed" list
                 if (work / "result.json").is_file():
                     os.replace(work / "result.json", work / "result.previous.json")
-                one = grade_one
+                one: Callable[..., Any] = grade_one
                 if student in times:
                     one = functools.partial(one, timestamp=times[student])
                 if student in plans:

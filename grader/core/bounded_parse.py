@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
+from typing import cast
 
 from grader.core.errors import SubmissionError
 
@@ -44,9 +45,9 @@ def parse(source: str, filename: str = "the notebook") -> ast.Module:
     The tree is shared between callers: they must not change it (copy a node first)."""
     kind, value = _parse(source)
     if kind == "tree":
-        return value
+        return cast(ast.Module, value)
     if kind == "syntax":  # a fresh error each time, naming the caller's file
-        e = value
+        e = cast(SyntaxError, value)
         raise SyntaxError(e.msg, (filename, e.lineno, e.offset, e.text, e.end_lineno, e.end_offset))
     raise SourceTooLarge(f"{filename}: {value}; {_ADVICE}")
 

@@ -27,7 +27,7 @@ import math
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -174,7 +174,7 @@ def _dotted(node: ast.expr) -> str:
 
 
 def _import_module(statement: str) -> str:
-    node = ast.parse(statement).body[0]
+    node = cast(ast.Import | ast.ImportFrom, ast.parse(statement).body[0])
     if isinstance(node, ast.ImportFrom):
         return node.module or ""
     return node.names[0].name
@@ -186,7 +186,7 @@ def _qualify(path: str, mod: _Module) -> str:
     stmt = mod.imports.get(root)
     if stmt is None or len(mod.bindings.get(root, [])) != 1:
         return ""
-    node = ast.parse(stmt).body[0]
+    node = cast(ast.Import | ast.ImportFrom, ast.parse(stmt).body[0])
     alias = node.names[0]
     if isinstance(node, ast.ImportFrom):
         base = f"{node.module}.{alias.name}"

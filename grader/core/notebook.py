@@ -19,10 +19,15 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from grader.core import bounded_parse
 from grader.core.errors import SubmissionError
 from grader.core.jsonread import JsonLimits, JsonReadError, loads_bounded
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
 DEMO_TAG = "demo"
 # Bounds on a notebook before jupytext parses it (its cost grows faster than linearly in cells:
@@ -38,7 +43,7 @@ class NotebookError(SubmissionError, ValueError):
     """A notebook that cannot be read; the message names the file and what to fix."""
 
 
-def _jupytext():
+def _jupytext() -> ModuleType:
     """jupytext, imported without its Jupyter contents managers.
 
     jupytext's ``__init__`` imports them (jupyter_server, tornado, prometheus_client: 0.2-0.5 s
@@ -50,7 +55,8 @@ def _jupytext():
         return sys.modules["jupytext"]
     blocked = [m for m in _CONTENTS_MANAGERS if m not in sys.modules]
     for name in blocked:
-        sys.modules[name] = None  # import raises ImportError, which jupytext catches
+        # import raises ImportError, which jupytext catches
+        sys.modules[name] = None  # type: ignore[assignment]
     try:
         import jupytext  # lazy: imported with its contents managers blocked (see above)
     finally:
@@ -100,7 +106,7 @@ def check_bounds(p: Path, text: str, data: bytes) -> None:
         )
 
 
-def read_notebook(path: Path | str):
+def read_notebook(path: Path | str) -> NotebookNode:
     """Read a percent-format .py or an .ipynb with jupytext; NotebookError if unreadable.
 
     Bounded before jupytext runs (`check_bounds`): at MAX_CELLS jupytext takes about 2 s on a
@@ -134,11 +140,11 @@ def read_notebook(path: Path | str):
         ) from exc
 
 
-def is_demo(cell) -> bool:
+def is_demo(cell: Any) -> bool:
     return DEMO_TAG in cell.get("metadata", {}).get("tags", [])
 
 
-def is_test_cell(cell) -> bool:
+def is_test_cell(cell: Any) -> bool:
     nbg = cell.get("metadata", {}).get("nbgrader", {})
     return bool(nbg.get("grade")) and not nbg.get("solution")
 
@@ -154,7 +160,7 @@ def _strip_magics(source: str) -> str:
     return "\n".join(lines)
 
 
-def graded_parts(nb) -> list[tuple[int, str]]:
+def graded_parts(nb: NotebookNode) -> list[tuple[int, str]]:
     """The graded cells: (index among all the notebook's cells, source with magics dropped)."""
     return [
         (i, _strip_magics(cell.source))
@@ -163,7 +169,7 @@ def graded_parts(nb) -> list[tuple[int, str]]:
     ]
 
 
-def graded_source(nb) -> str:
+def graded_source(nb: NotebookNode) -> str:
     """The Python source the grader executes for a notebook (cells separated by blank lines)."""
     return "\n\n".join(text for _, text in graded_parts(nb)) + "\n"
 
@@ -197,7 +203,7 @@ class GradedCell:
         return f"{place} ({tag}, starting `{first}`)"
 
 
-def graded_cells(nb, text: str | None = None) -> list[GradedCell]:
+def graded_cells(nb: NotebookNode, text: str | None = None) -> list[GradedCell]:
     """The graded code cells of `nb` in order; `text`: the .py file it was read from, whose
     line numbers the cells then carry (None for an .ipynb)."""
     lines = text.splitlines() if text is not None else None

@@ -23,7 +23,6 @@ from collections.abc import Iterable
 from fractions import Fraction
 
 PER_POINT = 8  # the unit is 1/PER_POINT of a point
-UNIT = 1 / PER_POINT
 
 
 def units(x: float | Fraction) -> int:

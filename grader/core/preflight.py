@@ -65,7 +65,7 @@ def _probe() -> dict:
         from numba import cuda
 
         @cuda.jit
-        def twice(x, y):
+        def twice(x, y):  # type: ignore[no-untyped-def]  # a CUDA kernel: numba types it
             i = cuda.grid(1)
             if i < x.size:
                 y[i] = 2 * x[i]

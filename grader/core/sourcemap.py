@@ -12,8 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from grader.core.notebook import graded_cells, read_notebook
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
 
 @dataclass(frozen=True)
@@ -47,11 +51,12 @@ def plain(name: str) -> SourceMap:
     return SourceMap(name, False)
 
 
-def source_map(nb, path: Path | str) -> SourceMap:
+def source_map(nb: NotebookNode | None, path: Path | str) -> SourceMap:
     """The map of `nb` (read from `path`) from `graded_text` lines to the student's own."""
     p = Path(path)
     if p.suffix != ".ipynb":
         return SourceMap(p.name, False)
+    assert nb is not None  # an .ipynb's map is made from its notebook (`for_file` reads it)
     spans, graded = [], 1
     for cell in graded_cells(nb):
         n = max(1, len(cell.source.splitlines()))

@@ -35,7 +35,7 @@ def replace_region(source: str, grade_id: str, body: list[str]) -> str:
     begin, end = next(
         (r.begin, r.end) for r in regions(lines, first=0) if r.kind == SOLUTION and r.begin > header
     )
-    indent = re.match(r"\s*", lines[begin]).group(0)
+    indent = re.match(r"\s*", lines[begin]).group(0)  # type: ignore[union-attr]  # \s* matches
     new = [indent + b for b in body]
     return "\n".join(lines[:begin] + new + lines[end + 1 :]) + "\n"
 

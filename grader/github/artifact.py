@@ -28,6 +28,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, BinaryIO
 
 from grader.core.errors import SubmissionError
 from grader.core.jsonread import JsonLimits, JsonReadError, loads_bounded
@@ -165,14 +166,16 @@ def _walk_dir(root: Path, budget: _Budget) -> Iterator[tuple[str, os.stat_result
             yield name, st
 
 
-def _open_new(dest: Path, rel: str):
+def _open_new(dest: Path, rel: str) -> BinaryIO:
     target = dest.joinpath(*rel.split("/"))
     target.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
     return os.fdopen(fd, "wb")
 
 
-def _copy_capped(src, dst, name: str, budget: _Budget, declared: int | None = None) -> None:
+def _copy_capped(
+    src: IO[bytes], dst: BinaryIO | _Sink, name: str, budget: _Budget, declared: int | None = None
+) -> None:
     """Copy a stream, counting the bytes that really arrive against the limits."""
     n = 0
     while chunk := src.read(_CHUNK):

@@ -16,6 +16,7 @@ import time
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from grader import __version__
 from grader.core import compiler, device, points, sourcemap
@@ -28,7 +29,7 @@ from grader.grading.intake import prepare
 from grader.sandbox import WorkerBackend, protocol
 from grader.sandbox.isolation import Decision, decide
 from grader.suites.runner import run_assignment, suite_dirs
-from grader.suites.student import InProcessBackend
+from grader.suites.student import Backend, InProcessBackend
 
 
 class GradingBackend:
@@ -39,7 +40,7 @@ class GradingBackend:
     a timeout for each of them.
     """
 
-    def __init__(self, inner, errors: dict[str, str]):
+    def __init__(self, inner: Backend, errors: dict[str, str]) -> None:
         self.inner, self.errors = inner, errors
         self.isolation = getattr(inner, "isolation", ())
         self.timed_out: dict[tuple[str, str], str] = {}
@@ -86,19 +87,13 @@ class GradingBackend:
         if key in self.timed_out:
             return self._not_run(key)
         reply = self.inner.request(req, timeout)
-        error = reply.get("error") if isinstance(reply, dict) else None
+        error: Any = reply.get("error") if isinstance(reply, dict) else None
         trusted = bool(error) and error.get("origin") == protocol.ORIGIN
         if trusted and error.get("type") == protocol.WORKER_TIMEOUT and key[1]:
             self.timed_out[key] = error.get("message", "it timed out")
         return reply
 
-    def ptx(self, assignment: str, name: str, signature: str, cc, timeout: float) -> dict:
-        self._wait(ptx=True)
-        if assignment in self.errors:
-            return self._error(assignment)
-        return self.inner.ptx(assignment, name, signature, cc, timeout)
-
-    def source_map(self, assignment: str):
+    def source_map(self, assignment: str) -> sourcemap.SourceMap:
         find = getattr(self.inner, "source_map", None)
         return find(assignment) if find else sourcemap.plain(assignment)
 
@@ -116,7 +111,7 @@ class GradingBackend:
 
     def _kernel(self, req: dict, timeout: float, target: str, key: tuple[str, str]) -> dict:
         reply = self.inner.kernel(req, timeout, target)
-        error = reply.get("error") if isinstance(reply, dict) else None
+        error: Any = reply.get("error") if isinstance(reply, dict) else None
         timeout_ = (
             error
             and error.get("origin") == protocol.ORIGIN
@@ -239,6 +234,7 @@ def grade_submission(
     with tempfile.TemporaryDirectory(prefix="grade-") as scratch:
         work = Path(scratch) / "work"
         intake = prepare(Path(submission), work, course, root / "exercises")
+        inner: Backend
         if sandbox:
             inner = WorkerBackend(
                 work,

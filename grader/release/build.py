@@ -21,6 +21,7 @@ import re
 import shutil
 import textwrap
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import jupytext
 from nbgrader.preprocessors import (
@@ -40,6 +41,9 @@ from grader.release.embed import embed_course
 from grader.release.tree import rel_name
 from grader.release.validate import ReleaseError, data_files, read_source, validate_source
 
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
+
 _PLACEHOLDER = "__GRADER_STUB_FUNCTION__"
 CODE_STUB = (
     f'# YOUR CODE HERE\nraise NotImplementedError("{STUB_MESSAGE.format(function=_PLACEHOLDER)}")'
@@ -52,7 +56,7 @@ DEFAULT_KERNELSPEC = {"display_name": "Python 3", "language": "python", "name": 
 CELL_METADATA_KEYS = ("deletable", "editable", "jupyter", "nbgrader", "slideshow", "tags")
 
 
-def _parse_lenient(source: str):
+def _parse_lenient(source: str) -> ast.Module | None:
     """ast of a cell, with IPython magics and shell lines blanked (line numbers kept)."""
     lines = []
     for line in source.split("\n"):
@@ -74,7 +78,7 @@ def _defined_function(region: str) -> str | None:
     return None
 
 
-def _enclosing_function(tree, lineno: int) -> str | None:
+def _enclosing_function(tree: ast.Module | None, lineno: int) -> str | None:
     best, best_start = None, -1
     if tree is None:
         return None
@@ -108,7 +112,9 @@ class StubSolutions(ClearSolutions):
         config=True
     )
 
-    def preprocess_cell(self, cell, resources, cell_index):
+    def preprocess_cell(
+        self, cell: NotebookNode, resources: dict, cell_index: int
+    ) -> tuple[NotebookNode, dict]:
         cleared = []
         if cell.cell_type == "code" and BEGIN_SOLUTION in cell.source:
             lines = cell.source.split("\n")
@@ -135,7 +141,7 @@ PIPELINE = (
 )
 
 
-def run_pipeline(nb):
+def run_pipeline(nb: NotebookNode) -> NotebookNode:
     """`nb` through every preprocessor of `PIPELINE`, in order."""
     resources: dict = {}
     for step in PIPELINE:
@@ -143,7 +149,7 @@ def run_pipeline(nb):
     return nb
 
 
-def _cell_id(index: int, cell, used: set[str]) -> str:
+def _cell_id(index: int, cell: NotebookNode, used: set[str]) -> str:
     gid = str(cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or "")
     cand = re.sub(r"[^A-Za-z0-9_-]", "-", gid)[:64]
     if not cand or cand in used:
@@ -154,7 +160,7 @@ def _cell_id(index: int, cell, used: set[str]) -> str:
     return cand
 
 
-def _normalise(nb, kernelspec: dict | None) -> None:
+def _normalise(nb: NotebookNode, kernelspec: dict | None) -> None:
     """Strip volatile metadata; fixed ids; declare the jupytext pair."""
     nb.nbformat, nb.nbformat_minor = 4, 5
     ks = dict(kernelspec or DEFAULT_KERNELSPEC)
@@ -171,7 +177,7 @@ def _normalise(nb, kernelspec: dict | None) -> None:
             cell.pop("attachments", None)
 
 
-def _check_pair(rel: str, nb, py_text: str) -> None:
+def _check_pair(rel: str, nb: NotebookNode, py_text: str) -> None:
     """The .py must read back as the same cells as the .ipynb (the pairing rule relies on it)."""
     back = jupytext.reads(py_text, fmt="py:percent")
     a = [(c.cell_type, c.source, dict(c.metadata)) for c in nb.cells]

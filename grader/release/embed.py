@@ -17,6 +17,10 @@ import pprint
 import re
 import tomllib
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
 MARKER = "COURSE_HARDWARE = {}"
 _LINE = re.compile(r"(?m)^COURSE_HARDWARE = \{\}(?P<comment>[ \t]*#.*)?$")
@@ -30,7 +34,7 @@ def hardware_literal(root: Path) -> str:
     return "COURSE_HARDWARE = " + body.replace("\n", "\n" + " " * len("COURSE_HARDWARE = "))
 
 
-def embed_course(nb, root: Path) -> int:
+def embed_course(nb: NotebookNode, root: Path) -> int:
     """Replace the placeholder line in `nb`'s code cells; how many were replaced."""
     line = hardware_literal(root)
     count = 0

@@ -36,6 +36,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import jupytext
 import numpy as np
@@ -46,13 +47,15 @@ from grader.release.normalise import NAME, Stream, decoded, same_code, strip_com
 from grader.release.tree import JUNK_DIRS, rel_name, tree_files
 from grader.release.validate import cell_ranges, declared_data
 
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
+
 MIN_LINE_CHARS = 8
 MIN_CODE_TOKENS = 6  # a solution's line of code this long is matched anywhere in a text
 MIN_TEST_TOKENS = 12  # a hidden test's line, which shares boilerplate with the public tests
 MIN_OPERATORS = 2  # ... when it has this many operators outside its strings
 _OPERATORS = frozenset("=+-*/%<>!&|^~@.")
 MAX_SCAN_BYTES = 20 * 1024 * 1024
-PUBLIC_MARK = "# grader: public"
 # The mark, optionally followed by why in parentheses: "# grader: public (stated in the text)".
 _PUBLIC_MARK_RE = re.compile(r"#\s*grader:\s*public(\s*\([^)]*\))?\s*$")
 _GENERIC_WORDS = frozenset(keyword.kwlist) | {"None", "True", "False", "self", "cls"}
@@ -104,7 +107,7 @@ def _text_lines(path: Path) -> list[str] | None:
         return None
 
 
-def _notebook_cells(path: Path):
+def _notebook_cells(path: Path) -> list[NotebookNode] | None:
     """Cells of a solution notebook (.py percent or .ipynb), or None if unreadable."""
     try:
         text = path.read_text(encoding="utf-8")
@@ -125,7 +128,7 @@ def _split_regions(source: str) -> tuple[list[tuple[int, str]], list[str]]:
     return inside, [line for n, line in enumerate(lines) if n not in marked]
 
 
-def _cell_starts(path: Path, cells) -> list[int]:
+def _cell_starts(path: Path, cells: Sequence[NotebookNode]) -> list[int]:
     """0-based line of each cell's first body line in a percent .py (best effort)."""
     lines = _text_lines(path) or []
     ranges = cell_ranges(lines, len(cells))
@@ -256,15 +259,15 @@ def _all_files(tree: Path) -> Iterator[tuple[str, Path]]:
             yield rel.as_posix(), p
 
 
-def _ipynb_texts(cell) -> list[str]:
-    def join(v) -> str:
+def _ipynb_texts(cell: Any) -> list[str]:
+    def join(v: Any) -> str:
         return "".join(v) if isinstance(v, list) else str(v or "")
 
     out = join(cell.get("source")).split("\n") if isinstance(cell, dict) else []
     for o in cell.get("outputs", []) if isinstance(cell, dict) else []:
         if isinstance(o, dict):
             out += join(o.get("text")).split("\n")
-            data = o.get("data") if isinstance(o.get("data"), dict) else {}
+            data: Any = o.get("data") if isinstance(o.get("data"), dict) else {}
             for key in ("text/plain", "text/markdown", "text/html"):
                 out += join(data.get(key)).split("\n")
     return out

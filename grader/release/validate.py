@@ -20,6 +20,7 @@ import copy
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import jupytext
 from nbgrader.nbgraderformat import MetadataValidator
@@ -27,6 +28,9 @@ from nbgrader.nbgraderformat import MetadataValidator
 from grader.core.errors import UsageError
 from grader.core.regions import HIDDEN_TESTS, SOLUTION, scan
 from grader.release.tree import rel_name
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
 RELEASE_MANIFEST = "release-files.txt"
 REQUIRED_NBGRADER_KEYS = ("grade_id", "solution", "grade", "locked")
@@ -64,7 +68,14 @@ def cell_ranges(lines: list[str], ncells: int) -> list[tuple[int, int, int]] | N
     return ranges if len(ranges) == ncells else None
 
 
-def _marker_problems(rel: str, head: str, lines: list[str], ranges, index: int, cell):
+def _marker_problems(
+    rel: str,
+    head: str,
+    lines: list[str],
+    ranges: list[tuple[int, int, int]] | None,
+    index: int,
+    cell: NotebookNode,
+) -> tuple[list[str], dict[str, str]]:
     """(errors naming file and line, {kind: where its first region opens}) for one cell."""
     if ranges is not None:
         _, body, end = ranges[index]
@@ -84,7 +95,9 @@ def _marker_problems(rel: str, head: str, lines: list[str], ranges, index: int, 
     return [f"{loc(p.line)}: {p.message}" for p in problems], opened
 
 
-def _metadata_problems(nbg: dict, opened: dict[str, str], head: str, seen_ids: dict[str, str]):
+def _metadata_problems(
+    nbg: dict, opened: dict[str, str], head: str, seen_ids: dict[str, str]
+) -> list[str]:
     errors = []
     if SOLUTION in opened and not nbg.get("solution"):
         errors.append(
@@ -120,7 +133,7 @@ def _metadata_problems(nbg: dict, opened: dict[str, str], head: str, seen_ids: d
     return errors
 
 
-def validate_source(root: Path, path: Path, text: str, nb) -> list[str]:
+def validate_source(root: Path, path: Path, text: str, nb: NotebookNode) -> list[str]:
     """Every problem of a solution source, each naming file and line; [] when it can be released
     (see the module docstring for what is checked)."""
     rel = rel_name(root, path)
@@ -155,7 +168,7 @@ def validate_source(root: Path, path: Path, text: str, nb) -> list[str]:
     return errors
 
 
-def read_source(root: Path, path: Path) -> tuple[str, object]:
+def read_source(root: Path, path: Path) -> tuple[str, NotebookNode]:
     """(text, jupytext notebook) of a solution source; ReleaseError when it cannot be read."""
     rel = rel_name(root, path)
     try:

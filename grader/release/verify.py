@@ -29,7 +29,7 @@ import jupytext
 from nbgrader.validator import Validator
 
 from grader.core import device
-from grader.core.course import Course, load_course
+from grader.core.course import Assignment, Course, load_course
 from grader.core.kernels import ipc_kernel_config
 from grader.core.notebook import NotebookError, read_notebook
 from grader.core.points import fraction
@@ -175,7 +175,9 @@ def _nbgrader_findings(res: dict, bad: str) -> list[str]:
     ]
 
 
-def _check_notebooks(report: VerifyReport, root: Path, work: Path, a, sol_nb: Path, timeout):
+def _check_notebooks(
+    report: VerifyReport, root: Path, work: Path, a: Assignment, sol_nb: Path, timeout: int
+) -> None:
     # the solution notebook passes nbgrader validate (and, as a student would, writes
     # metrics.json into the scratch course root, which grades the solution afterwards)
     try:
@@ -202,7 +204,7 @@ def _check_notebooks(report: VerifyReport, root: Path, work: Path, a, sol_nb: Pa
 
 
 def _check_scores(
-    report: VerifyReport, course: Course, work: Path, a, empty_metrics: Path
+    report: VerifyReport, course: Course, work: Path, a: Assignment, empty_metrics: Path
 ) -> None:
     root = course.root
     # the solutions score full marks; every test carries points; totals match

@@ -66,7 +66,7 @@ def histogram_png(scores: Iterable[float], max_score: float) -> bytes:
     ax.set_xlabel(f"total score (of {shown(top)})")
     ax.set_ylabel("students")
     ax.set_title(f"Score distribution ({len(values)} students)")
-    ax.yaxis.get_major_locator().set_params(integer=True)
+    ax.yaxis.get_major_locator().set_params(integer=True)  # type: ignore[call-arg]  # MaxNLocator
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
@@ -244,7 +244,7 @@ def _rate_table(p: Any, title: str, rows: list[PassRate], label: str) -> None:
 
 
 def html(rep: ClassReport) -> str:
-    rows = []
+    rows: list[str] = []
     p = rows.append
     p("<!doctype html><html lang=en><head><meta charset=utf-8>")
     p("<meta name=viewport content='width=device-width,initial-scale=1'>")

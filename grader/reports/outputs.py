@@ -119,6 +119,7 @@ def report_outputs(
 
     def writer(kind: str, target: str | None) -> Callable[[], None]:
         def write() -> None:
+            assert target is not None  # a writer runs only when its target is set
             if kind == "json":
                 validate(result.to_dict())
             _write(kind, Path(target), result, course, metrics, reference)

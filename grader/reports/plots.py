@@ -88,7 +88,7 @@ def roofline_png(
     ):
         for key, x in found.items():
             label = f"{who} batch {key.removeprefix('intensity_b')}"
-            ax.plot([x], [attainable(x) / 1e12], markers[key], label=label, **style)
+            ax.plot([x], [attainable(x) / 1e12], markers[key], label=label, **style)  # type: ignore[arg-type]
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("attainable TFLOP/s")
     ax.set_title(f"Decode on the {gpu.name} roofline (M9)")

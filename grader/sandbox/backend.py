@@ -18,6 +18,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -256,7 +257,7 @@ class WorkerBackend:
             reply["wall_s"] = time.monotonic() - t1  # the trusted clock, around one exchange
         return reply
 
-    def warm(self, assignments: list[str], ptx_assignments: list[str] = ()) -> None:
+    def warm(self, assignments: list[str], ptx_assignments: Sequence[str] = ()) -> None:
         """Start the worker and run these notebooks now, and start the kernel workers when an
         assignment in `ptx_assignments` has kernels, exactly as the first request would;
         failures are kept for the requests to report. Not thread-safe: `grader.grading.grade`
@@ -372,6 +373,7 @@ class WorkerBackend:
             raise crashed(f"the worker could not start: {exc}") from exc
         self._proc = proc
         self.starts += 1
+        assert proc.stdin is not None and proc.stderr is not None  # both PIPEs
         os.set_blocking(proc.stdin.fileno(), False)
         threading.Thread(target=self._tail.drain, args=(proc.stderr.fileno(),), daemon=True).start()
         if self._memory_enforcer == "memory-cgroup" and not memlimit.verify_scope(
@@ -405,7 +407,7 @@ class WorkerBackend:
             code = 128 - code  # bwrap reports its command's death by signal N as 128 + N
         for stream in (proc.stdin, proc.stdout, proc.stderr):
             with contextlib.suppress(OSError):
-                stream.close()
+                stream.close()  # type: ignore[union-attr]  # PIPEs, all three
         return code
 
     def _crash_message(self, code: int | None, fallback: str) -> str:

@@ -64,6 +64,7 @@ def _gone(proc: subprocess.Popen) -> Failure:
 
 
 def _send(proc: subprocess.Popen, data: bytes, deadline: float) -> None:
+    assert proc.stdin is not None  # a worker is started with stdin=PIPE
     fd = proc.stdin.fileno()
     view = memoryview(data)
     while view:
@@ -85,6 +86,7 @@ def _send(proc: subprocess.Popen, data: bytes, deadline: float) -> None:
 
 def _recv(proc: subprocess.Popen, n: int, deadline: float) -> bytearray:
     """Exactly n bytes before `deadline`; returned without a copy (replies can be 256 MiB)."""
+    assert proc.stdout is not None  # a worker is started with stdout=PIPE
     fd = proc.stdout.fileno()
     buf = bytearray()
     while len(buf) < n:

@@ -24,6 +24,7 @@ import os
 import sys
 import traceback
 import types
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -202,6 +203,7 @@ def _preload(module: types.ModuleType) -> None:
     The load runs while the trusted process is still starting pytest, so the second it takes
     to import torch is off the critical path instead of inside the first test that needs it.
     """
+    assert module.__file__ is not None  # the notebook's module, loaded from its file
     path = Path(module.__file__)
     source = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
     for name in PRELOAD:
@@ -241,6 +243,7 @@ class Harness:
                 if self.load_error is None:
                     self.load()
                 if self.module is None:
+                    assert self.load_error is not None  # load() sets one or the other
                     err = self.load_error["error"]
                     message = f"the notebook failed to run: {err['type']}: {err['message']}"
                     return protocol.error(NOTEBOOK_FAILED, message, err["traceback"])
@@ -360,7 +363,7 @@ class _Recorder:
         self._kernel, self._name, self._log = kernel, name, log
         self._slots, self._timing = slots, timing
 
-    def __getitem__(self, dims: Any):
+    def __getitem__(self, dims: Any) -> Callable[..., None]:
         if not (isinstance(dims, tuple) and len(dims) == 2):
             raise TypeError(f"launch {self._name} as {self._name}[blocks, threads](...)")
 
@@ -453,7 +456,9 @@ class KernelHost:
         if key not in self._built:
             tree = ast.parse(source)
             ns: dict[str, Any] = {"__name__": "graded_kernel"}
-            imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+            imports: list[ast.stmt] = [
+                n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
+            ]
             rest = [n for n in tree.body if not isinstance(n, (ast.Import, ast.ImportFrom))]
             exec(compile(ast.Module(imports, []), "<graded kernel>", "exec"), ns)  # noqa: S102
             # Functions capture their builtins when defined: give them numba's few only.
@@ -505,7 +510,7 @@ class KernelHost:
 
 
 @contextlib.contextmanager
-def _course_device(cc: tuple[int, int]):
+def _course_device(cc: tuple[int, int]) -> Iterator[None]:
     """Device functions called from a kernel compile for the *current* device's compute
     capability (numba-cuda asks the driver), which fails without a GPU and is the wrong target
     on a GPU that is not the course's: during a compile, that device is the course GPU."""

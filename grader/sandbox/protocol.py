@@ -197,7 +197,7 @@ def frame(data: bytes) -> bytes:
     return FRAME.pack(len(data)) + data
 
 
-def frame_length(head: bytes, limit: int) -> int:
+def frame_length(head: bytes | bytearray, limit: int) -> int:
     """The length a frame's head announces; FrameTooLarge above `limit`."""
     (size,) = FRAME.unpack(head)
     if size > limit:

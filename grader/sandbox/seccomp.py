@@ -23,6 +23,7 @@ from __future__ import annotations
 import errno
 import functools
 import os
+from typing import Any
 
 from grader.core.errors import InfrastructureError
 
@@ -124,7 +125,7 @@ class SeccompUnavailable(InfrastructureError, OSError):
     """The filter cannot be built here (no binding, no libseccomp, not Linux): the reason."""
 
 
-def _binding():
+def _binding() -> Any:  # the pyseccomp module (untyped)
     try:
         import pyseccomp  # noqa: PLC0415 - Linux only, and only where a sandbox is built
     except (ImportError, OSError, AttributeError) as exc:  # OSError: no libseccomp.so

@@ -24,6 +24,7 @@ import sysconfig
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import grader
 from grader.core.course import CourseError, Limits, find_root
@@ -267,8 +268,8 @@ def _dirs_for(dests: list[Path]) -> list[str]:
             if a != Path("/"):
                 made[str(a)] = None
     out: list[str] = []
-    for a in sorted(made, key=lambda s: s.count("/")):
-        out += ["--perms", "0755", "--dir", a]
+    for name in sorted(made, key=lambda s: s.count("/")):
+        out += ["--perms", "0755", "--dir", name]
     return out
 
 
@@ -309,9 +310,9 @@ def bwrap_args(box: Sandbox, bwrap: str, seccomp_fd: int | None = None) -> list[
             args += ["--dev-bind", str(dev), str(dev)]
         args += ["--ro-bind-try", "/sys", "/sys"]
         cuda = [os.environ.get(k, "") for k in ("CUDA_HOME", "CUDA_PATH")]
-        for p in [*os.environ.get("LD_LIBRARY_PATH", "").split(":"), *cuda]:
-            if p and os.path.isabs(p) and os.path.isdir(p) and not inside(Path(p), Path("/usr")):
-                args += ["--ro-bind-try", p, p]
+        for d in [*os.environ.get("LD_LIBRARY_PATH", "").split(":"), *cuda]:
+            if d and os.path.isabs(d) and os.path.isdir(d) and not inside(Path(d), Path("/usr")):
+                args += ["--ro-bind-try", d, d]
     args += ["--remount-ro", "/dev"]
     binds = [p for p in interpreter_paths(box.course_root, box.hide) if not inside(p, Path("/usr"))]
     binds.append(grader_dir())
@@ -383,7 +384,7 @@ def spawn(
     box: Sandbox,
     env: dict[str, str],
     address_space: bool,
-    **popen: object,
+    **popen: Any,
 ) -> subprocess.Popen:
     """Start `command` in a sandbox: the one way every sandboxed process kind is started.
 
@@ -395,7 +396,7 @@ def spawn(
         return (
             _spawner()
             .submit(
-                subprocess.Popen,
+                subprocess.Popen,  # type: ignore[arg-type]  # Popen's overloads defeat submit's
                 command,
                 env=env,
                 close_fds=True,
@@ -422,7 +423,7 @@ def spawn(
         return (
             _spawner()
             .submit(
-                subprocess.Popen,
+                subprocess.Popen,  # type: ignore[arg-type]  # Popen's overloads defeat submit's
                 argv,
                 env=env,
                 close_fds=True,

@@ -173,7 +173,7 @@ def _in_time(deadline: float | None) -> None:
         raise TimeoutError("decoding the message ran past its deadline")
 
 
-def decode(data: bytes, deadline: float | None = None) -> Any:
+def decode(data: bytes | bytearray, deadline: float | None = None) -> Any:
     """Parse a message from `encode`; raises NotPlainData on anything malformed or over the
     bounds (bytes, values), whatever the part of decoding that fails (json, numpy building an
     array), and TimeoutError once time.monotonic() passes `deadline`."""

@@ -97,9 +97,9 @@ def _become_namespace_init() -> None:
             os.kill(os.getpid(), signal.SIGKILL)  # the child follows through PDEATHSIG
         time.sleep(0.2)
     if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        signal.signal(sig, signal.SIG_DFL)
-        os.kill(os.getpid(), sig)
+        signum = os.WTERMSIG(status)
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
     os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 70)
 
 

@@ -79,6 +79,7 @@ class ChildWorker:
             start_new_session=True,  # its own process group: a timeout kills what it started
         )
         self.starts += 1
+        assert self.proc.stdin is not None  # stdin=PIPE
         os.set_blocking(self.proc.stdin.fileno(), False)
 
     def _exchange(self, req: dict, timeout: float, what: str) -> dict:
@@ -105,7 +106,7 @@ class ChildWorker:
             code = None
         for stream in (proc.stdin, proc.stdout):
             with contextlib.suppress(OSError):
-                stream.close()
+                stream.close()  # type: ignore[union-attr]  # both PIPEs
         return code
 
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -26,10 +28,10 @@ from grader.core.feedback import FEEDBACK_CHARS, clip
 from grader.core.jsonread import JsonMissing, JsonReadError, read_metrics
 from grader.core.notebook import choose_notebook
 from grader.core.pairing import pair, release_for
-from grader.core.results import TestResult
+from grader.core.results import Outcome, TestResult
 from grader.sandbox.harness import load_module
 from grader.suites import seeds
-from grader.suites.student import InProcessBackend, Student, StudentError, WorkerTimeout
+from grader.suites.student import Backend, InProcessBackend, Student, StudentError, WorkerTimeout
 
 POINTS_KEY = pytest.StashKey[float]()
 SESSION_KEY = pytest.StashKey["GraderSession"]()
@@ -43,7 +45,7 @@ class GraderSession:
     submission: Path
     metrics: Path | None
     reference: Path
-    backend: Any = None  # a grader.suites.student.Backend; built lazily when None
+    backend: Backend | None = None  # built lazily when None
     course: Course | None = None  # the course at root: the grading's own, else loaded once
     results: list[TestResult] = field(default_factory=list)
     # assignment id -> the grading's seed (grader.suites.seeds); the runner sets the one it
@@ -64,7 +66,7 @@ class GraderSession:
             self.course = load_course(self.root)
         return self.course
 
-    def get_backend(self, course: Course) -> Any:
+    def get_backend(self, course: Course) -> Backend:
         if self.backend is None:  # a plain `pytest tests/public`: grading's pairing rule
             release = release_for(self.submission, self.root / "exercises")
             notebooks = {}
@@ -75,7 +77,7 @@ class GraderSession:
             self.backend = InProcessBackend(notebooks)
         return self.backend
 
-    def reference_module(self, assignment_id: str):
+    def reference_module(self, assignment_id: str) -> ModuleType:
         if assignment_id not in self._reference_modules:
             path = choose_notebook(self.reference, assignment_id)
             self._reference_modules[assignment_id] = load_module(path, f"reference_{assignment_id}")
@@ -148,6 +150,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             groups[(item.module.__name__ if item.module else "", item.originalname)].append(item)
     for cases in groups.values():
         marker = cases[0].get_closest_marker("points")
+        assert marker is not None  # grouped above for having one
         try:
             shares = points.split(float(marker.args[0]), len(cases))
         except ValueError as exc:
@@ -237,7 +240,7 @@ def on_gpu() -> bool:
 
 
 @pytest.fixture
-def student(request: pytest.FixtureRequest, course):
+def student(request: pytest.FixtureRequest, course: Course) -> Student:
     """The submission's notebook for this test file's assignment."""
 
     s = session(request.config)
@@ -259,7 +262,7 @@ def rng(request: pytest.FixtureRequest) -> np.random.Generator:
 
 
 @pytest.fixture
-def reference(request: pytest.FixtureRequest):
+def reference(request: pytest.FixtureRequest) -> ModuleType:
     """The reference solution module, loaded in the trusted process (hidden suites only)."""
     return session(request.config).reference_module(assignment_of(request.path))
 
@@ -284,7 +287,9 @@ def metrics(request: pytest.FixtureRequest) -> dict:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo
+) -> Generator[None, Any, None]:
     outcome = yield
     report = outcome.get_result()
     if SESSION_KEY not in item.config.stash:
@@ -316,7 +321,7 @@ def _result(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo)
 
 def classify(
     excinfo: pytest.ExceptionInfo | None, fixtures: tuple[str, ...] = ()
-) -> tuple[str, str]:
+) -> tuple[Outcome, str]:
     """Outcome and student-facing feedback for a failed test (`fixtures`: the test's fixture
     names, left out of a falsifying example)."""
 

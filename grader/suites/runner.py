@@ -12,13 +12,16 @@ import sys
 from collections.abc import Sequence
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from grader.core import points
 from grader.core.course import Course, load_course
 from grader.core.feedback import excerpt
 from grader.core.results import AssignmentResult
 from grader.suites.seeds import assignment_seed, suite_digest
+
+if TYPE_CHECKING:
+    from grader.suites.student import Backend
 
 SUITES = ("public", "hidden")
 
@@ -37,7 +40,7 @@ def run_assignment(
     submission: Path,
     metrics: Path | None = None,
     suites: Sequence[str] = SUITES,
-    backend: Any = None,
+    backend: Backend | None = None,
     reference: Path | None = None,
     quiet: bool = True,
     identity: str = "",

@@ -19,6 +19,7 @@ and suites have always imported them.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import pytest
@@ -190,7 +191,7 @@ class Student:
     def _kernel_req(self, op: str, name: str, **extra: Any) -> dict:
         return protocol.kernel_request(op, self._source(name), **extra)
 
-    def _ptx(self, name: str, signature: str, cc: tuple[int, int]) -> str | None:
+    def _ptx(self, name: str, signature: str, cc: tuple[int, ...]) -> str | None:
         """PTX for the course GPU, compiled once per signature; a failure is cached too. None:
         the in-process backend has no compiler, so the check waits for grading (`PTX_DEFERRED`)."""
         key = (name, f"{signature}@{cc[0]}.{cc[1]}")
@@ -266,7 +267,7 @@ class Function:
             pytest.skip(compiler.DEFERRED)
         return ptx
 
-    def launching(self, *kernels: str):
+    def launching(self, *kernels: str) -> Callable[..., Any]:
         """This host wrapper, credited only for a result its launches of `kernels` produced.
 
         The wrapper must launch them in its own body (``kernel[grid, block](...)``, checked in
@@ -306,7 +307,7 @@ class Function:
 
         return call
 
-    def timing(self, *kernels: str):
+    def timing(self, *kernels: str) -> Callable[..., Any]:
         """This timing function, credited only when the trusted side's launch record shows it
         launched each of the student's `kernels` (a constant earns nothing).
 
@@ -388,7 +389,9 @@ class Function:
             where = f"launch {n} ({self._shown(entry)}) made by {self.name}"
             try:
                 replay.launched(
-                    entry, n, lambda a, e=entry: s._launch(e["kernel"], e["grid"], e["block"], a)
+                    entry,
+                    n,
+                    lambda a, e=entry: s._launch(e["kernel"], e["grid"], e["block"], a),  # type: ignore[misc]
                 )
             except RecordRefused as exc:
                 raise grader_error(
