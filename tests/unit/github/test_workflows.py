@@ -259,15 +259,22 @@ def test_student_check_has_no_secrets_and_reads_only():
 
 def test_student_check_pip_cache_is_saved_on_main_whatever_the_outcome():
     """setup-python's cache saves only on success and, on a PR, only for its merge ref: the
-    check restores a cache that main pushes save, keyed on the student profile's pins."""
+    check restores a cache that main pushes save, keyed on the student profile's lock and the
+    runner image, saved last (after the check, whatever its outcome)."""
     job = load(GH / "student-workflows" / "student-check.yml")["jobs"]["check"]
     by_name = {s.get("uses", "").split("@")[0]: s for s in job["steps"]}
     assert "cache" not in by_name["actions/setup-python"].get("with", {})
     restore, save = by_name["actions/cache/restore"], by_name["actions/cache/save"]
-    assert restore["with"]["key"] == save["with"]["key"]
-    assert "hashFiles('pyproject.toml')" in save["with"]["key"]
+    assert save["with"]["key"] == "${{ steps.pip-cache.outputs.cache-primary-key }}"
+    assert restore["id"] == "pip-cache"
+    for part in ("hashFiles('locks/student-py3.12-linux.txt')", "env.ImageOS", "env.ImageVersion"):
+        assert part in restore["with"]["key"], part
     assert restore["with"]["path"] == save["with"]["path"] == "~/.cache/pip"
-    assert save["if"] == "${{ always() && github.event_name == 'push' }}"
+    assert save["if"] == (
+        "${{ always() && github.event_name == 'push' && "
+        "steps.pip-cache.outputs.cache-hit != 'true' }}"
+    )
+    assert job["steps"][-1] is save  # after the check: saved whatever its outcome
     order = [s.get("uses", "").split("@")[0] or s.get("run", "") for s in job["steps"]]
     install = next(i for i, r in enumerate(order) if "pip install" in r)
     assert order.index("actions/cache/restore") < install < order.index("actions/cache/save")
@@ -455,6 +462,13 @@ def test_exported_student_workflows_lint_clean(tmp_path, actionlint, zizmor):
     assert isinstance(record["suites_uncommitted"], bool)
     for f in flows:
         assert f.read_bytes() == (GH / "student-workflows" / f.name).read_bytes()
+    # the locks the student workflows install with ship beside them
+    for name in (
+        "student-py3.12-linux.txt",
+        "gpu-cu13-py3.11-linux.txt",
+        "gpu-cu12-py3.11-linux.txt",
+    ):
+        assert (Path(dest) / "locks" / name).read_bytes() == (ROOT / "locks" / name).read_bytes()
     assert (Path(dest) / "grader" / "github" / "__main__.py").is_file()
     proc = run_actionlint(actionlint, flows)
     assert proc.returncode == 0, proc.stdout
@@ -470,7 +484,7 @@ def test_install_profiles_caches_and_the_comment_on_failure():
     assert ci["jobs"]["test"]["strategy"]["matrix"]["python"] == ["3.11", "3.12", "3.13"]
     setup = next(s for _, _, s in steps(grade_wf()) if "setup-python" in s.get("uses", ""))
     assert setup["with"]["cache"] == "pip"
-    assert setup["with"]["cache-dependency-path"] == "pyproject.toml"
+    assert setup["with"]["cache-dependency-path"] == "locks/gpu-*-py3.11-linux.txt"
     check_runs = "\n".join(
         s.get("run", "") for _, _, s in steps(load(GH / "student-workflows" / "student-check.yml"))
     )
@@ -486,7 +500,8 @@ def test_install_profiles_caches_and_the_comment_on_failure():
     restore = next(s for s in job["steps"] if s.get("id") == "venv")
     key = restore["with"]["key"]
     for part in ("steps.profile.outputs.profile", "env.ImageOS", "env.ImageVersion",
-                 "hashFiles('pyproject.toml')"):  # fmt: skip
+                 "hashFiles(format('locks/{0}-py3.11-linux.txt', "
+                 "steps.profile.outputs.profile))"):  # fmt: skip
         assert part in key, part
     save = next(s for s in job["steps"] if "cache/save" in s.get("uses", ""))
     assert save["with"]["key"] == "${{ steps.venv.outputs.cache-primary-key }}"
