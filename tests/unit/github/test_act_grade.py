@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 from factories import EVENT, ROOT, make_artifact
-from test_act import act  # noqa: F401  (the fixture)
 
 from grader import github as gha
 
