@@ -532,3 +532,32 @@ def test_grade_prepares_bubblewrap_before_grading_without_student_code():
     assert "apt-get install -y -q bubblewrap" in runs[prep]
     assert "userns," in runs[prep] and "/usr/bin/bwrap" in runs[prep]
     assert "grader" not in runs[prep] and "submission" not in runs[prep]  # no student code
+
+
+def test_the_sweep_grades_conflicting_heads_as_data_on_the_gpu_runner():
+    """GitHub runs no check on a conflicting PR: the sweep's plan names the heads, the GPU job
+    fetches each as data (never a checkout of it) with no write token, and the last job posts
+    the comment only while the head is still that commit."""
+    wf = load(GH / "student-workflows" / "sweep.yml")
+    assert "pull_request_target" not in wf["on"]
+    plan, grade, comment = (wf["jobs"][j] for j in ("sweep", "grade-head", "comment-head"))
+    assert plan["outputs"]["heads"] == "${{ steps.sweep.outputs.heads }}"
+    assert grade["needs"] == "sweep" and grade["runs-on"] == "${{ vars.GPU_RUNNER_LABEL }}"
+    assert "needs.sweep.outputs.heads != '[]'" in grade["if"]
+    assert grade["strategy"]["matrix"]["head"] == "${{ fromJSON(needs.sweep.outputs.heads) }}"
+    assert grade["permissions"] == {"contents": "read"} and grade["environment"] == "grading"
+    assert grade["steps"][0]["run"].startswith("nvidia-smi")
+    for step in grade["steps"]:
+        if "actions/checkout" in step.get("uses", ""):
+            assert "ref" not in step["with"] or "head" not in step["with"]["ref"]
+    lay = next(s for s in grade["steps"] if "head-submission" in s.get("run", ""))
+    assert "git init -q --bare" in lay["run"] and lay["env"]["HEAD_SHA"] == (
+        "${{ matrix.head.head_sha }}"
+    )
+    run = next(s for s in grade["steps"] if "grade-pr" in s.get("run", ""))
+    assert '--event "$RUNNER_TEMP/head-event.json"' in run["run"]
+    assert run["env"]["GRADER_DEVICE"] == "gpu"
+    post = next(s for s in comment["steps"] if "post-comment" in s.get("run", ""))
+    assert '--head-sha "$HEAD_SHA"' in post["run"]
+    assert post["env"]["HEAD_SHA"] == "${{ matrix.head.head_sha }}"
+    assert comment["permissions"]["pull-requests"] == "write"
