@@ -113,7 +113,9 @@ def test_a_forged_artifact_is_refused_by_the_grading_job_and_the_student_is_told
     proc, log, comments = run_grade(act, tmp_path, remote, sha, art)
     assert "artifact accepted: 4 files" in log, log[-4000:]  # validate passed: the forgery is in
     assert "m9_roofline.py: differs from its version in commit" in log, log[-4000:]
-    assert "grade-pr" not in _ran_steps(log) and "Install the grader" not in _ran_steps(log)
+    ran = _ran_steps(log)
+    assert "Hold the artifact against the head commit" in ran  # the step that refused it
+    assert "Grade in the sandbox" not in ran and "Install the grader" not in ran
     [posted] = comments
     assert posted["pr"] == PR_NUMBER and posted["body"].startswith(gha.MARKER)
     assert "refused" in posted["body"] and f"commit {sha[:12]}" in posted["body"]
@@ -139,3 +141,21 @@ def _expose(remote: Path, repo: Path) -> None:
 def _ran_steps(log: str) -> str:
     """The lines act prints as it starts a step ('⭐ Run Main ...')."""
     return "\n".join(ln for ln in log.splitlines() if "⭐ Run" in ln)
+
+
+def test_the_heads_own_files_pass_the_tree_check_and_the_run_stops_where_github_is_needed(
+    act, tmp_path, student_head
+):
+    """The honest artifact is accepted file by file; the run then needs what only GitHub has
+    (this is the instructor repository, with no course-release.json: the record a student
+    repository holds, read before the deploy-key checkout), and the student is told."""
+    remote, repo, sha = student_head
+    _expose(remote, repo)
+    art = make_artifact(tmp_path / "honest", head_sha=sha)
+    proc, log, comments = run_grade(act, tmp_path, remote, sha, art)
+    assert f"artifact matches commit {sha}: 3 files compared" in log, log[-4000:]
+    assert "cannot read the release record" in log, log[-4000:]
+    assert "Grade in the sandbox" not in _ran_steps(log)
+    [posted] = comments
+    assert posted["body"].startswith(gha.MARKER) and f"{sha[:12]}" in posted["body"]
+    assert proc.returncode != 0
