@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from grader.core.infra import INFRA_EXIT, InfrastructureError
+from grader.core.errors import ExitCode, GraderError, InfrastructureError
 
 
 def _root(args: argparse.Namespace) -> Path:
@@ -35,7 +35,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     submission = Path(args.submission) if args.submission else None
     checked = check(_root(args), args.assignment, submission)
     print(check_report(checked, args.verbose))
-    return 0 if all_passed(checked) else 1
+    return ExitCode.OK if all_passed(checked) else ExitCode.FAILED
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
@@ -45,7 +45,6 @@ def cmd_grade(args: argparse.Namespace) -> int:
     from grader.grading.reference import reference_m9_record  # lazy: as above
     from grader.reports.outputs import report_outputs, unwritable, write_each  # lazy: matplotlib
     from grader.reports.terminal import grade_summary  # lazy: as above
-    from grader.sandbox.isolation import IsolationRefused  # lazy: numpy, the sandbox
 
     requested = [
         ("--json", args.json),
@@ -57,22 +56,18 @@ def cmd_grade(args: argparse.Namespace) -> int:
     for what in blocked:
         print(f"error: cannot write {what}; nothing was graded", file=sys.stderr)
     if blocked:
-        return 2
+        return ExitCode.USAGE
     course = _course(args)
     timestamp = parse_timestamp(args.timestamp) if args.timestamp else None
-    try:
-        result = grade_submission(
-            Path(args.submission),
-            student=args.student,
-            assignments=args.assignment,
-            timestamp=timestamp,
-            sandbox=not args.no_sandbox,
-            course=course,
-            allow_incomplete_isolation=args.allow_incomplete_isolation,
-        )
-    except IsolationRefused as exc:
-        print(exc, file=sys.stderr)
-        return 3
+    result = grade_submission(
+        Path(args.submission),
+        student=args.student,
+        assignments=args.assignment,
+        timestamp=timestamp,
+        sandbox=not args.no_sandbox,
+        course=course,
+        allow_incomplete_isolation=args.allow_incomplete_isolation,
+    )
     outputs = report_outputs(
         result,
         course,
@@ -94,27 +89,22 @@ def cmd_grade(args: argparse.Namespace) -> int:
         print(f"warning: {w}")
     for what in failed:
         print(f"error: could not write {what}", file=sys.stderr)
-    return 2 if failed else 0
+    return ExitCode.USAGE if failed else ExitCode.OK
 
 
 def cmd_grade_all(args: argparse.Namespace) -> int:
     from grader.batch import run_class  # lazy: instructor-only, not in the student repo
-    from grader.sandbox.isolation import IsolationRefused  # lazy: numpy, the sandbox
 
-    try:
-        return run_class(
-            Path(args.dir),
-            Path(args.out),
-            jobs=args.jobs,
-            shard=args.shard,
-            root=_root(args),
-            allow_incomplete_isolation=args.allow_incomplete_isolation,
-            force=args.force,
-            drop_times=args.drop_times,
-        )
-    except IsolationRefused as exc:
-        print(exc, file=sys.stderr)
-        return 3
+    return run_class(
+        Path(args.dir),
+        Path(args.out),
+        jobs=args.jobs,
+        shard=args.shard,
+        root=_root(args),
+        allow_incomplete_isolation=args.allow_incomplete_isolation,
+        force=args.force,
+        drop_times=args.drop_times,
+    )
 
 
 def cmd_class_report(args: argparse.Namespace) -> int:
@@ -135,7 +125,7 @@ def cmd_class_report(args: argparse.Namespace) -> int:
     print(terminal_summary(report), end="\n\n")
     for kind, path in paths.items():
         print(f"{kind:9} {path}")
-    return 0
+    return ExitCode.OK
 
 
 def cmd_release(args: argparse.Namespace) -> int:
@@ -143,7 +133,7 @@ def cmd_release(args: argparse.Namespace) -> int:
 
     report = release(_root(args), args.assignment or None, check=args.check)
     print(report.table())
-    return 0 if report.ok else 1
+    return ExitCode.OK if report.ok else ExitCode.FAILED
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -151,7 +141,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     report = verify(_root(args))
     print(report.table())
-    return 0 if report.ok else 1
+    return ExitCode.OK if report.ok else ExitCode.FAILED
 
 
 def cmd_export_student(args: argparse.Namespace) -> int:
@@ -159,7 +149,7 @@ def cmd_export_student(args: argparse.Namespace) -> int:
 
     dest = export_student(_root(args), Path(args.dest))
     print(f"student repository written to {dest}")
-    return 0
+    return ExitCode.OK
 
 
 def cmd_open_report(args: argparse.Namespace) -> int:
@@ -170,7 +160,7 @@ def cmd_open_report(args: argparse.Namespace) -> int:
     for f in files:
         print(f)
     print(f"open {Path(args.out) / 'report.html'} in a browser for the full report")
-    return 0
+    return ExitCode.OK
 
 
 def cmd_merge_shards(args: argparse.Namespace) -> int:
@@ -180,18 +170,13 @@ def cmd_merge_shards(args: argparse.Namespace) -> int:
     merged = merge_shards([Path(s) for s in args.shards], Path(args.out), _course(args),
                           expect=Path(args.expect) if args.expect else None)  # fmt: skip
     print(f"merged {len(merged.students)} students from {len(args.shards)} shards into {args.out}")
-    return 0
+    return ExitCode.OK
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from grader.demo import run_demo  # lazy: instructor-only, not in the student repo
-    from grader.sandbox.isolation import IsolationRefused  # lazy: numpy, the sandbox
 
-    try:
-        return run_demo(_root(args), Path(args.out), execute=not args.no_execute, jobs=args.jobs)
-    except IsolationRefused as exc:
-        print(exc, file=sys.stderr)
-        return 3
+    return run_demo(_root(args), Path(args.out), execute=not args.no_execute, jobs=args.jobs)
 
 
 def _isolation_override(p: argparse.ArgumentParser) -> None:
@@ -318,9 +303,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; the one place an error becomes an exit code (`ExitCode`).
+
+    A `GraderError` is the grader saying what is wrong: its message, once, and its branch's exit
+    code (`ExitCode.USAGE` for input to change, `INFRASTRUCTURE` when the machine cannot grade).
+    Anything else is a bug and keeps its traceback.
+    """
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        return int(args.func(args))
+    except GraderError as exc:
+        said = "not graded, nothing recorded" if isinstance(exc, InfrastructureError) else "error"
+        print(f"grader: {said}: {exc}", file=sys.stderr)
+        return exc.exit_code
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.startswith("grader."):
             print(
@@ -328,17 +323,11 @@ def main(argv: list[str] | None = None) -> int:
                 "student repository",
                 file=sys.stderr,
             )
-            return 2
+            return ExitCode.USAGE
         raise
-    except InfrastructureError as exc:
-        print(f"grader: not graded, nothing recorded: {exc}", file=sys.stderr)
-        return INFRA_EXIT
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
-    except (ValueError, OSError) as exc:
-        print(f"grader: error: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.INTERRUPTED
 
 
 if __name__ == "__main__":

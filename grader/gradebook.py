@@ -55,6 +55,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from grader.core.course import Course
+from grader.core.errors import UsageError
 from grader.core.files import atomic_path
 from grader.core.late import parse_timestamp
 from grader.core.points import shown, stored, total
@@ -64,7 +65,7 @@ BUSY_TIMEOUT_S = 60.0
 LOCK_TIMEOUT_S = 300.0
 
 
-class GradebookError(OSError):
+class GradebookError(UsageError, OSError):
     """The gradebook could not be written (read-only directory, full disk, locked, corrupt)."""
 
     def __init__(self, path: Path | str, reason: str):

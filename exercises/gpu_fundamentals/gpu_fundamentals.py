@@ -123,7 +123,7 @@ def _colab_install(numba_cuda="0.30.4"):
 
 _colab_install()
 
-# %% deletable=false editable=false nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false, "checksum": "3b1dd1c869bb27f8470c8123726b1e65", "cell_type": "code"}
+# %% deletable=false editable=false nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false, "checksum": "026c9322fdb177d8e4065d52f89b6550", "cell_type": "code"}
 # Setup. Decide GPU or simulator BEFORE numba is imported: Numba reads NUMBA_ENABLE_CUDASIM once,
 # at import time. GRADER_DEVICE=cpu|gpu overrides the detection.
 import math
@@ -225,7 +225,8 @@ COURSE_HARDWARE = {'A100_80GB': {'bandwidth_gbs': 2039.0,
                                  'reserved_shared_memory_per_block': 0,
                                  'shared_memory_granularity': 256,
                                  'shared_memory_kib': 64},
-                          'sm_count': 40}}
+                          'sm_count': 40,
+                          'sustained_fp16_tflops': 24.0}}
 
 
 def _gpu_present() -> bool:

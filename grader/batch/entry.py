@@ -16,6 +16,7 @@ from grader.batch.inputs import parse_shard
 from grader.batch.schedule import grade_all
 from grader.core import device
 from grader.core.course import load_course
+from grader.core.errors import ExitCode
 from grader.core.late import parse_timestamp
 from grader.core.preflight import gpu_preflight
 from grader.core.results import GradeResult
@@ -62,9 +63,9 @@ def run_class(
     allow_incomplete_isolation: bool = False,
     drop_times: bool = False,
 ) -> int:
-    """`grader grade-all`: 0 when every submission was graded and the points audit holds, 1
-    otherwise. Before grading anyone it proves the GPU works where there is one
-    (`InfrastructureError` otherwise: no error rows, no zero scores) and refuses
+    """`grader grade-all`: `ExitCode.OK` when every submission was graded and the points audit
+    holds, `ExitCode.FAILED` otherwise. Before grading anyone it proves the GPU works where there
+    is one (`InfrastructureError` otherwise: no error rows, no zero scores) and refuses
     (`IsolationRefused`) when a sandbox layer is missing."""
     if device.has_gpu():
         gpu_preflight()  # once for the class; the children inherit the passing check
@@ -88,4 +89,4 @@ def run_class(
         force=force,
         drop_times=drop_times,
     )
-    return 1 if outcome.failed or outcome.audit else 0
+    return ExitCode.FAILED if outcome.failed or outcome.audit else ExitCode.OK

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from grader import __version__
+from grader.core.errors import UsageError
 from grader.core.late import parse_timestamp
 from grader.grading.intake import submission_digest
 
@@ -157,14 +158,14 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
         return None
     m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
     if not m:
-        raise ValueError(f"--shard {text!r}: expected i/N such as 2/4")
+        raise UsageError(f"--shard {text!r}: expected i/N such as 2/4")
     return _check_shard((int(m.group(1)), int(m.group(2))))
 
 
 def _check_shard(shard: tuple[int, int]) -> tuple[int, int]:
     i, n = shard
     if n < 1 or not 1 <= i <= n:
-        raise ValueError(f"shard {i}/{n}: need 1 <= i <= N (shards are 1-based)")
+        raise UsageError(f"shard {i}/{n}: need 1 <= i <= N (shards are 1-based)")
     return shard
 
 
@@ -182,20 +183,19 @@ def discover(submissions: Path, exclude: Path | None = None) -> dict[str, Path]:
     src = Path(submissions)
     found: dict[str, Path] = {}
     if src.is_file():
-        with src.open(newline="", encoding="utf-8") as fh:
-            for lineno, row in enumerate(csv.reader(fh), 1):
-                if not row or not "".join(row).strip() or row[0].lstrip().startswith("#"):
-                    continue
-                if lineno == 1 and [c.strip().lower() for c in row[:2]] == ["student_id", "path"]:
-                    continue
-                if len(row) < 2:
-                    raise ValueError(f"{src}:{lineno}: expected student_id,path")
-                student, raw = row[0].strip(), row[1].strip()
-                _check_student(student, f"{src}:{lineno}")
-                if student in found:
-                    raise ValueError(f"{src}:{lineno}: student {student!r} listed twice")
-                p = Path(raw)
-                found[student] = p if p.is_absolute() else src.parent / p
+        for lineno, row in enumerate(_csv_rows(src), 1):
+            if not row or not "".join(row).strip() or row[0].lstrip().startswith("#"):
+                continue
+            if lineno == 1 and [c.strip().lower() for c in row[:2]] == ["student_id", "path"]:
+                continue
+            if len(row) < 2:
+                raise UsageError(f"{src}:{lineno}: expected student_id,path")
+            student, raw = row[0].strip(), row[1].strip()
+            _check_student(student, f"{src}:{lineno}")
+            if student in found:
+                raise UsageError(f"{src}:{lineno}: student {student!r} listed twice")
+            p = Path(raw)
+            found[student] = p if p.is_absolute() else src.parent / p
     elif src.is_dir():
         skip = exclude.resolve() if exclude is not None else None
         for p in sorted(src.iterdir()):
@@ -204,10 +204,10 @@ def discover(submissions: Path, exclude: Path | None = None) -> dict[str, Path]:
             _check_student(p.name, str(p))
             found[p.name] = p
     else:
-        raise ValueError(f"{src}: neither a folder of submissions nor a CSV file")
+        raise UsageError(f"{src}: neither a folder of submissions nor a CSV file")
     for student, p in found.items():
         if not p.is_dir():
-            raise ValueError(f"submission of {student}: {p} is not a folder")
+            raise UsageError(f"submission of {student}: {p} is not a folder")
     return dict(sorted(found.items()))
 
 
@@ -218,20 +218,29 @@ def submission_times(submissions: Path) -> dict[str, str]:
     if not src.is_file():
         return {}
     times: dict[str, str] = {}
-    with src.open(newline="", encoding="utf-8") as fh:
-        for lineno, row in enumerate(csv.reader(fh), 1):
-            if len(row) < 3 or row[0].lstrip().startswith("#") or not row[2].strip():
-                continue
-            if lineno == 1 and row[2].strip().lower() == "submitted_at":
-                continue
-            try:
-                times[row[0].strip()] = parse_timestamp(row[2].strip()).isoformat()
-            except ValueError as exc:
-                raise ValueError(f"{src}:{lineno}: submitted_at: {exc}") from exc
+    for lineno, row in enumerate(_csv_rows(src), 1):
+        if len(row) < 3 or row[0].lstrip().startswith("#") or not row[2].strip():
+            continue
+        if lineno == 1 and row[2].strip().lower() == "submitted_at":
+            continue
+        try:
+            times[row[0].strip()] = parse_timestamp(row[2].strip()).isoformat()
+        except ValueError as exc:
+            raise UsageError(f"{src}:{lineno}: submitted_at: {exc}") from exc
     return times
 
 
-class DroppedTimes(ValueError):
+def _csv_rows(src: Path) -> list[list[str]]:
+    """The rows of a class listing; a listing that cannot be read is the user's to fix."""
+    try:
+        with src.open(newline="", encoding="utf-8") as fh:
+            return list(csv.reader(fh))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        why = f"{src}: cannot read the class listing ({exc}); save it as UTF-8 CSV"
+        raise UsageError(why) from None
+
+
+class DroppedTimes(UsageError):
     """A listing without the submission times an earlier grading of changed work used."""
 
 
@@ -283,7 +292,7 @@ def kept_times(
 
 def _check_student(student: str, where: str) -> None:
     if not STUDENT_ID.fullmatch(student):
-        raise ValueError(
+        raise UsageError(
             f"{where}: student id {student!r} must be letters, digits, '.', '_' or '-' "
             "(it names a folder and a gradebook row)"
         )

@@ -20,12 +20,13 @@ from typing import Any
 from grader.batch.inputs import discover
 from grader.batch.state import STATE, StateFile
 from grader.core.course import Course
+from grader.core.errors import UsageError
 from grader.core.results import GradeResult
 from grader.gradebook import export_csv, record
 from grader.reports.class_report import write_class_report
 
 
-class MergeError(ValueError):
+class MergeError(UsageError):
     """The shards cannot be merged; `problems` lists every reason, each naming its shard."""
 
     def __init__(self, problems: list[str]):

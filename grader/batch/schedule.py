@@ -53,6 +53,7 @@ from grader.batch.inputs import (
 from grader.batch.state import STATE, StateFile
 from grader.core import points as pts
 from grader.core.course import Course, load_course
+from grader.core.errors import UsageError
 from grader.core.jsonread import metrics_or_none
 from grader.core.results import GradeResult, validate
 from grader.core.tables import format_table, points, score
@@ -168,7 +169,7 @@ def grade_all(
     if grade_one is None:
         raise ValueError("grade_one is required (e.g. functools.partial(grade_entry, root=...))")
     if jobs < 1:
-        raise ValueError("jobs must be >= 1")
+        raise UsageError(f"--jobs {jobs}: must be 1 or more")
     course = course or load_course()
     progress = progress if progress is not None else sys.stderr
     summary = summary if summary is not None else sys.stdout

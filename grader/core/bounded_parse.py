@@ -20,6 +20,8 @@ import ast
 import functools
 import re
 
+from grader.core.errors import SubmissionError
+
 MAX_CHARS = 1_000_000
 MAX_TOKENS = 100_000  # the course's reference notebooks: about 5,000 each
 MAX_NODES = 200_000
@@ -32,7 +34,7 @@ _ADVICE = (
 )
 
 
-class SourceTooLarge(Exception):
+class SourceTooLarge(SubmissionError):
     """The source is over one of this module's bounds; the message says which and what to do."""
 
 

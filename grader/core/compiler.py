@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from grader.core.infra import InfrastructureError
+from grader.core.errors import InfrastructureError
 from grader.core.kernel_source import KernelSource, extract
 
 DEFERRED = "the compile check for the course GPU runs when your PR is graded"

@@ -11,12 +11,14 @@ import tomllib
 from dataclasses import dataclass, fields
 from datetime import datetime
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any, get_args, get_type_hints
+
+from grader.core.errors import UsageError
 
 MANIFEST = "course.toml"
 
 
-class CourseError(ValueError):
+class CourseError(UsageError):
     """course.toml is missing, unreadable or invalid; the message names the key."""
 
 
@@ -66,6 +68,9 @@ class Hardware:
     sm_count: int
     pcie_gbs: float  # the host link, one direction
     sm: SMLimits
+    # What the card holds on long fp16 GEMMs under its power cap, where the course quotes one
+    # (M9's practical roof); optional, so a GPU without a measured figure leaves it out.
+    sustained_fp16_tflops: float | None = None
 
     @property
     def memory_bytes(self) -> float:
@@ -176,9 +181,14 @@ def _typed(section: str, table: Any, cls: type, extra: dict[str, Any] | None = N
     if unknown:
         raise CourseError(f"[{section}] unknown key {unknown[0]!r}; allowed: {', '.join(wanted)}")
     values: dict[str, Any] = dict(extra)
+    optional = {f.name for f in fields(cls) if f.default is None}
     for name, kind in wanted.items():
+        if name not in table and name in optional:
+            continue
         if name not in table:
             raise CourseError(f"[{section}] missing key {name!r}")
+        if name in optional:
+            kind = next(k for k in get_args(kind) if k is not type(None))
         values[name] = _convert(f"{section}.{name}", table[name], kind)
     return cls(**values)
 
@@ -266,6 +276,13 @@ def load_course(path: Path | str | None = None) -> Course:
         for name in (*positive, "pcie_gbs"):
             if getattr(hw, name) <= 0:
                 raise CourseError(f"{p}: hardware.{hw.key}.{name} must be positive")
+        if hw.sustained_fp16_tflops is not None and not (
+            0 < hw.sustained_fp16_tflops <= hw.fp16_tensor_tflops
+        ):
+            raise CourseError(
+                f"{p}: hardware.{hw.key}.sustained_fp16_tflops must be positive and at most "
+                "fp16_tensor_tflops (a sustained rate cannot pass the peak)"
+            )
         for f in fields(SMLimits):
             least = 0 if f.name == "reserved_shared_memory_per_block" else 1
             if getattr(hw.sm, f.name) < least:

@@ -18,6 +18,8 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from grader.core.errors import ExitCode
+
 PTX_ENV = "GRADER_PTX_ONLY"
 SMI_TIMEOUT_S = 20
 # The install profile (pyproject.toml extras) for each CUDA major version a driver can speak. A
@@ -139,9 +141,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     chosen, why = profile_for(driver)
     print(f"{why_not or why}", file=sys.stderr)
     if chosen is None and args.default is None:
-        return 1
+        return ExitCode.FAILED
     print(chosen or args.default)
-    return 0
+    return ExitCode.OK
 
 
 if __name__ == "__main__":

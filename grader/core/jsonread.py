@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grader.core.errors import SubmissionError
+
 
 @dataclass(frozen=True)
 class JsonLimits:
@@ -34,7 +36,7 @@ METRICS_LIMITS = JsonLimits(max_bytes=1 << 20, max_depth=32, max_items=100_000)
 METRICS_HINT = "delete it and rerun the M9 notebook's last cell (it calls save_metric)"
 
 
-class JsonReadError(ValueError):
+class JsonReadError(SubmissionError, ValueError):
     """A submission's JSON file could not be taken; the message is student-facing feedback."""
 
 

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from grader.core import bounded_parse
+from grader.core.errors import SubmissionError
 from grader.core.stubs import is_stub_body, still_stub
 
 VERSION = 1
@@ -68,7 +69,7 @@ _BINOPS = {
 MAX_CONSTANT_INT = 1 << 62
 
 
-class KernelSourceError(Exception):
+class KernelSourceError(SubmissionError):
     """The graded kernel is not something the grader can take from the source (why and what to
     change). Deliberately not a ValueError: a test's ``pytest.raises(ValueError)`` must not pass
     on the grader's refusal."""

@@ -16,11 +16,12 @@ import math
 from datetime import datetime, timedelta
 
 from grader.core.course import LatePolicy
+from grader.core.errors import UsageError
 
 DAY = timedelta(days=1)
 
 
-class TimestampError(ValueError):
+class TimestampError(UsageError):
     """A submission time that is not an ISO 8601 date-time with a time zone."""
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.core import bounded_parse
+from grader.core.errors import SubmissionError
 from grader.core.jsonread import JsonLimits, JsonReadError, loads_bounded
 
 DEMO_TAG = "demo"
@@ -33,7 +34,7 @@ MAX_NOTEBOOK_BYTES = 20 * 1024 * 1024  # the file, outputs included
 IPYNB_LIMITS = JsonLimits(max_bytes=MAX_NOTEBOOK_BYTES, max_depth=64, max_items=500_000)
 
 
-class NotebookError(ValueError):
+class NotebookError(SubmissionError, ValueError):
     """A notebook that cannot be read; the message names the file and what to fix."""
 
 

@@ -21,7 +21,7 @@ import sys
 from dataclasses import asdict, dataclass, fields
 
 from grader.core.device import read_driver
-from grader.core.infra import InfrastructureError
+from grader.core.errors import InfrastructureError
 
 PASSED_ENV = "GRADER_GPU_PREFLIGHT"  # set by a process whose preflight passed, for its children
 PREFLIGHT_TIMEOUT_S = 300  # a cold torch import and first CUDA context can take a minute

@@ -13,13 +13,15 @@ import os
 import stat
 from pathlib import Path, PurePosixPath
 
+from grader.core.errors import SubmissionError
+
 READ_MAX_BYTES = 1 << 20
 LIST_MAX_NAMES = 10_000
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
-class ReadBackError(Exception):
+class ReadBackError(SubmissionError):
     """A path the student's code named cannot be read back safely (why, for feedback)."""
 
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from grader.core.errors import UsageError
+
 SOLUTION = "SOLUTION"
 HIDDEN_TESTS = "HIDDEN TESTS"
 KINDS = (SOLUTION, HIDDEN_TESTS)
@@ -64,7 +66,7 @@ class MarkerProblem:
         return f"line {self.line}: {self.message}"
 
 
-class RegionError(ValueError):
+class RegionError(UsageError):
     """Markers that do not pair up; `problems` all of them in scan order, `line` the first's."""
 
     def __init__(self, problems: Sequence[MarkerProblem]):

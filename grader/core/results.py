@@ -7,6 +7,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from grader.core.errors import UsageError
+
 SCHEMA_VERSION = 2  # 2: AssignmentResult.seed, Environment.bubblewrap
 Outcome = Literal["passed", "failed", "error", "timeout", "skipped"]
 OUTCOMES: tuple[str, ...] = ("passed", "failed", "error", "timeout", "skipped")
@@ -76,7 +78,7 @@ class GradeResult:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GradeResult:
         if data.get("schema_version") != SCHEMA_VERSION:
-            raise ValueError(
+            raise UsageError(
                 f"result schema_version {data.get('schema_version')!r} is not {SCHEMA_VERSION}"
             )
         d = dict(data)
@@ -119,4 +121,4 @@ def validate(data: dict[str, Any]) -> None:
     first = min(errors, key=lambda e: [str(p) for p in e.absolute_path])
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     message = first.message if len(first.message) <= 300 else first.message[:300] + "..."
-    raise ValueError(f"result invalid at {first.json_path}: {message}{more}")
+    raise UsageError(f"result invalid at {first.json_path}: {message}{more}")

@@ -17,6 +17,7 @@ from pathlib import Path
 from grader.batch import STATE, StateFile, run_class
 from grader.core import device
 from grader.core.course import Course, load_course
+from grader.core.errors import ExitCode
 from grader.core.kernels import ipc_kernel_config
 from grader.core.tables import format_table, points
 from grader.demo.samples import build_sample_class
@@ -104,7 +105,7 @@ def run_demo(root: Path, out: Path, execute: bool = True, jobs: int = 2) -> int:
     report, paths = write_class_report(grades, course, StateFile(grades / STATE).read())
     print(terminal_summary(report))
     print(f"\nClass report: {paths['html']} (and {paths['markdown'].name}, {paths['png'].name})")
-    return 0 if ok and code == 0 else 1
+    return ExitCode.OK if ok and code == ExitCode.OK else ExitCode.FAILED
 
 
 def _class_listing(course: Course, class_dir: Path, students: list[str]) -> Path:

@@ -55,7 +55,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from grader.core.infra import INFRA_EXIT, InfrastructureError
+from grader.core.errors import ExitCode, GraderError, InfrastructureError, UsageError
 from grader.core.student_repo import RELEASE_RECORD
 from grader.github.artifact import (
     EXERCISES,
@@ -133,15 +133,15 @@ def release_commit(root: Path | str) -> str:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise ValueError(f"{path}: cannot read the release record ({exc}); re-export") from None
+        raise UsageError(f"{path}: cannot read the release record ({exc}); re-export") from None
     commit = data.get("instructor_commit") if isinstance(data, dict) else None
     if not isinstance(commit, str) or not re.fullmatch(r"[0-9a-f]{40}", commit):
-        raise ValueError(
+        raise UsageError(
             f"{path}: 'instructor_commit' is not a full commit sha; export again from a git "
             "checkout of the instructor repository"
         )
     if data.get("suites_uncommitted") is not False:
-        raise ValueError(
+        raise UsageError(
             f"{path}: exported while the suites had uncommitted changes, so commit {commit} "
             "does not hold them; commit them and export again"
         )
@@ -168,12 +168,13 @@ def _write_outputs(path: str | None, values: dict[str, str]) -> None:
     with open(path, "a", encoding="utf-8") as fh:
         for k, v in values.items():
             if "\n" in v or "\r" in v:
-                raise ValueError(f"output {k} holds a newline")
+                raise UsageError(f"output {k} holds a newline")
             fh.write(f"{k}={v}\n")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m grader.github <verb>`: 0 done, 1 rejected or failed, 3 not graded (machine)."""
+    """`python -m grader.github <verb>`: `ExitCode` OK (0) done, FAILED (1) rejected or failed,
+    INFRASTRUCTURE (3) not graded (the machine)."""
     p = argparse.ArgumentParser(prog="python -m grader.github", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
 
@@ -332,11 +333,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"packed {len(art.files)} files ({art.total_bytes:,} bytes) into {args.out}")
     except InfrastructureError as exc:
         print(f"not graded, nothing recorded: {exc}", file=sys.stderr)
-        return INFRA_EXIT
+        return ExitCode.INFRASTRUCTURE
     except (ArtifactError, EventError, TreeMismatch) as exc:
         print(f"rejected: {exc}", file=sys.stderr)
-        return 1
-    except (ValueError, RuntimeError, OSError) as exc:
+        return ExitCode.FAILED
+    # A step's contract is 0, 1 or 3 (the comment job tells 3 apart), and its log is public: one
+    # line, no traceback. The builtins stay because `gh` and git fail with RuntimeError and
+    # OSError, and GitHub's own JSON with ValueError; a usage error of a step is a failure too.
+    except (GraderError, ValueError, RuntimeError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
-    return 0
+        return ExitCode.FAILED
+    return ExitCode.OK

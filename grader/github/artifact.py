@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.core.errors import SubmissionError
 from grader.core.jsonread import JsonLimits, JsonReadError, loads_bounded
 from grader.grading.limits import LIMITS
 
@@ -43,7 +44,7 @@ _CHUNK = 1 << 20
 PACK_SKIP = frozenset({"__pycache__", ".ipynb_checkpoints", ".pytest_cache"})  # never packed
 
 
-class ArtifactError(ValueError):
+class ArtifactError(SubmissionError, ValueError):
     """The submission artifact was rejected; the message names the offending file."""
 
 

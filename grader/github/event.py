@@ -23,6 +23,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from grader.core.errors import SubmissionError
 from grader.github.artifact import PullRequest
 
 _LOGIN_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\[\]-]{0,99}$")
@@ -33,7 +34,7 @@ SWEEP_KEY = "sweep_head"
 REPO_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")
 
 
-class EventError(ValueError):
+class EventError(SubmissionError, ValueError):
     """The workflow event does not describe a gradable pull request run."""
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.core.course import find_root, load_course
-from grader.core.infra import InfrastructureError
+from grader.core.errors import InfrastructureError
 from grader.core.jsonread import metrics_or_none
 from grader.core.late import parse_timestamp
 from grader.core.results import GradeResult

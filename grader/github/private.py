@@ -23,13 +23,15 @@ from pathlib import Path
 import pyrage
 from pyrage import ssh, x25519
 
+from grader.core.errors import UsageError
+
 SEALED_NAME = "report.age"
 SSH_KINDS = ("ssh-ed25519", "ssh-rsa")
 MAX_KEYS = 20  # GitHub lists every key of an account; a handful is plenty
 MAX_OPEN_BYTES = 64 * 2**20
 
 
-class PrivateReportError(ValueError):
+class PrivateReportError(UsageError):
     """A report could not be sealed or opened; the message says what to fix."""
 
 

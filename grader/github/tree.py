@@ -20,6 +20,7 @@ import re
 import subprocess
 from pathlib import Path
 
+from grader.core.errors import SubmissionError
 from grader.github.artifact import (
     EXERCISES,
     PACK_SKIP,
@@ -34,7 +35,7 @@ _SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 _REGULAR = ("100644", "100755")
 
 
-class TreeMismatch(ValueError):
+class TreeMismatch(SubmissionError, ValueError):
     """The artifact is not the head commit's files; the message names the first difference."""
 
 

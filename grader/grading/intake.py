@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.core.course import Course
+from grader.core.errors import UsageError
 from grader.core.jsonread import METRICS_LIMITS
 from grader.core.notebook import MAX_NOTEBOOK_BYTES
 from grader.core.pairing import NOTEBOOK_SUFFIXES, pair, release_for
@@ -263,7 +264,7 @@ def prepare(
     """Copy the graded files of `submission` into `scratch` and choose each assignment's file."""
     submission, scratch = Path(submission), Path(scratch)
     if not submission.is_dir() or submission.is_symlink():
-        raise ValueError(f"{submission}: not a directory")
+        raise UsageError(f"{submission}: not a directory; give the folder of a submission")
     scratch.mkdir(parents=True, exist_ok=True)
     if any(scratch.iterdir()):
         raise ValueError(f"{scratch}: the scratch directory must be empty")

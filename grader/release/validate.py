@@ -24,6 +24,7 @@ from pathlib import Path
 import jupytext
 from nbgrader.nbgraderformat import MetadataValidator
 
+from grader.core.errors import UsageError
 from grader.core.regions import HIDDEN_TESTS, SOLUTION, scan
 from grader.release.tree import rel_name
 
@@ -32,7 +33,7 @@ REQUIRED_NBGRADER_KEYS = ("grade_id", "solution", "grade", "locked")
 _CELL_MARKER_RE = re.compile(r"^\s*#\s*(%%|<codecell>|In\[[0-9 ]*\]:?)")
 
 
-class ReleaseError(ValueError):
+class ReleaseError(UsageError):
     """Release refused; `findings` name each problem (file and line where there is one)."""
 
     def __init__(self, findings: Sequence[str]):

@@ -30,6 +30,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from grader.core.course import Course
+from grader.core.errors import UsageError
 from grader.core.files import atomic_write
 from grader.core.points import fraction, shown
 from grader.core.tables import format_table
@@ -390,7 +391,7 @@ def write_class_report(
     """
     graded = Path(graded)
     if not graded.is_dir():
-        raise ValueError(f"{graded}: not a folder; give the --out folder of `grader grade-all`")
+        raise UsageError(f"{graded}: not a folder; give the --out folder of `grader grade-all`")
     folders = submissions if submissions is not None else submission_paths(state or {})
     folder = Path(out) if out is not None else graded / REPORT_DIR
     rep = build(
@@ -402,7 +403,7 @@ def write_class_report(
         report_dir=folder,
     )
     if rep.students == 0:
-        raise ValueError(f"{graded}: no <student>/result.json found; run `grader grade-all` first")
+        raise UsageError(f"{graded}: no <student>/result.json found; run `grader grade-all` first")
     folder.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     png = histogram_png(rep.scores.values(), rep.max_score)

@@ -16,10 +16,11 @@ import select
 import subprocess
 import time
 
+from grader.core.errors import SubmissionError
 from grader.sandbox import protocol, wire
 
 
-class Failure(Exception):
+class Failure(SubmissionError):
     """The worker broke the protocol or went away: `kind` is the error the caller reports."""
 
     def __init__(self, kind: str, message: str, exited: bool = False):

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from grader.core import device
+from grader.core.errors import SubmissionError
 from grader.core.kernel_source import ALLOWED_BUILTINS
 from grader.core.notebook import GradedCell, graded_cells, read_notebook
 from grader.sandbox import protocol
@@ -77,7 +78,7 @@ def cell_filename(path: Path | str, cell: GradedCell) -> str:
     return str(path) if cell.in_file else f"{path} cell {cell.index + 1}"
 
 
-class CellFailure(Exception):
+class CellFailure(SubmissionError):
     """A graded cell that did not compile or raised while the notebook loaded."""
 
     def __init__(self, cell: GradedCell, where: str, error: dict, names: tuple[str, ...]):
@@ -382,15 +383,15 @@ class _Recorder:
         return getattr(self._kernel, name)
 
 
-class KernelCompileError(Exception):
+class KernelCompileError(SubmissionError):
     """Numba's CUDA compiler rejected the kernel (its message says why)."""
 
 
-class CellFailed(Exception):
+class CellFailed(SubmissionError):
     """A graded name whose cell failed to run (message, the cell's traceback)."""
 
 
-class MissingName(AttributeError):
+class MissingName(SubmissionError, AttributeError):
     """The notebook does not define a graded name."""
 
 

@@ -62,6 +62,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.core.course import Limits
+from grader.core.errors import InfrastructureError
 from grader.sandbox import seccomp
 from grader.sandbox.spawn import (
     BWRAP_ENV,
@@ -129,8 +130,13 @@ OVERRIDE_HINT = (
 )
 
 
-class IsolationRefused(RuntimeError):
-    """Authoritative grading refused: a required layer is missing. The message says which."""
+class IsolationRefused(InfrastructureError):
+    """Authoritative grading refused: a required layer is missing. The message says which; its
+    first line is the headline, the rest the evidence and the fix."""
+
+    def __init__(self, message: str):
+        headline, _, detail = message.partition("\n")
+        super().__init__(headline, detail)
 
 
 # --------------------------------------------------------------------------- the probe

@@ -24,6 +24,7 @@ import struct
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from grader.core.errors import SubmissionError
 from grader.sandbox import wire
 from grader.sandbox.wire import MAX_DEPTH, MAX_HEADER_BYTES, MAX_MESSAGE_BYTES, MAX_VALUES
 
@@ -184,7 +185,7 @@ def compile_request(ks: KernelSource, signature: str, cc: Sequence[int]) -> dict
 # ---- framing
 
 
-class FrameTooLarge(Exception):
+class FrameTooLarge(SubmissionError):
     """A frame announced more bytes than its side accepts."""
 
     def __init__(self, size: int, limit: int):

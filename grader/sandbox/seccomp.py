@@ -24,6 +24,8 @@ import errno
 import functools
 import os
 
+from grader.core.errors import InfrastructureError
+
 # What Docker's and Podman's default profiles refuse a container without extra capabilities.
 DENIED = (
     # kernel keyrings are not namespaced: another worker's keys, or the grader's
@@ -118,7 +120,7 @@ INSTALL_HINT = (
 )
 
 
-class SeccompUnavailable(OSError):
+class SeccompUnavailable(InfrastructureError, OSError):
     """The filter cannot be built here (no binding, no libseccomp, not Linux): the reason."""
 
 

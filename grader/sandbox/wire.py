@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from grader.core.errors import SubmissionError
 from grader.core.jsonread import count_values
 
 MAGIC = b"GW1\n"
@@ -32,7 +33,7 @@ MAX_VALUES = 2_000_000
 _ALLOWED_KINDS = set("biufc")  # bool, int, uint, float, complex: no objects, strings or records
 
 
-class NotPlainData(TypeError):
+class NotPlainData(SubmissionError, TypeError):
     """A value that is not plain data (or a malformed message) tried to cross the boundary."""
 
 

@@ -25,13 +25,15 @@ from typing import Any
 
 import numpy as np
 
+from grader.core.errors import SubmissionError
+
 MAX_SLOTS = 64  # distinct arrays one call's launches may name
 MAX_REPLAY_BYTES = 64 << 20  # fresh buffers and inputs the trusted side builds for one call
 POISON_BYTE = 0xA5
 _SCALARS = (bool, int, float, np.bool_, np.integer, np.floating)
 
 
-class RecordRefused(Exception):
+class RecordRefused(SubmissionError):
     """The launch record names something that is not the test's input or a fresh output."""
 
 

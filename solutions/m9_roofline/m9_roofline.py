@@ -45,19 +45,18 @@
 #
 # Everything here is arithmetic on a config dict: **no GPU is needed**.
 #
-# ### Before you start: open the notebook inside the course repository
+# ### Before you start: where the GPU figures come from
 #
-# The GPU figures (peak FLOP/s, bandwidth) are not typed into this notebook. They live in one
-# place, `course.toml` at the root of the course repository, and the notebook reads them from
-# there. `metrics.json` is written next to it. So run this notebook from a checkout of your fork.
-# On Colab, run these in a cell first (replace the URL with your fork's):
+# The GPU figures (peak FLOP/s, bandwidth, memory) live in one place, `course.toml` at the root
+# of the course repository. When the course is released, a copy of its `[hardware]` tables is
+# written into the first code cell below (`COURSE_HARDWARE`), generated from `course.toml`, so
+# this notebook also runs opened on its own: on Colab, *File > Open notebook > GitHub*, no clone
+# needed. When a `course.toml` is found in the working folder or a folder above it (your own
+# clone, on your machine or cloned on Colab), that file is read instead of the copy.
 #
-# ```
-# !git clone https://github.com/<your-user>/<your-fork>.git
-# %cd <your-fork>/exercises/m9_roofline
-# ```
-#
-# On your own machine, open the notebook from `exercises/m9_roofline/` inside your clone.
+# The last cell writes `metrics.json` next to `course.toml`, or into the working folder when
+# there is no `course.toml` (on Colab opened from GitHub, that is `/content`: download it from
+# the file browser and commit it at the root of your fork, beside `course.toml`).
 # Nothing needs installing: the graded code uses only the standard library, and the plot uses
 # numpy and matplotlib, which Colab already has.
 
@@ -75,6 +74,11 @@ try:
     import tomllib  # Python 3.11+
 except ModuleNotFoundError:  # pragma: no cover - older Pythons
     import tomli as tomllib
+
+# The [hardware] tables of course.toml, written into this cell by `grader release`, so that the
+# notebook works opened on its own (Colab straight from GitHub, no clone). A course.toml found
+# at or above the working directory is read instead.
+COURSE_HARDWARE = {}
 
 # %% [markdown]
 # ## The two models we will compare
@@ -134,8 +138,10 @@ OPTIONAL_CONFIG_KEYS = ("name",)
 # A few helpers are provided so you can concentrate on the ideas. Each follows the notebook's
 # error convention (`TypeError` for a wrong type, `ValueError` for a value out of range):
 # `check_int` checks an integer argument, `check_bytes` a size in bytes per number (an int or a
-# float, so that 0.5 can stand for a 4-bit weight), `check_gpu` a GPU dict, and
-# `find_course_root` walks up from the current directory to the folder that holds `course.toml`.
+# float, so that 0.5 can stand for a 4-bit weight), `check_gpu` a GPU dict,
+# `find_course_root` walks up from the current directory to the folder that holds `course.toml`,
+# and `hardware_tables` returns course.toml's `[hardware]` tables (from the file when there is
+# one, else from the copy in the first cell; section 6 uses it).
 # `says_bandwidth_bound` is the rule section 7's conclusion is graded by.
 
 
@@ -172,6 +178,40 @@ def find_course_root(start=None):
         if (folder / "course.toml").is_file():
             return folder
     return None
+
+
+def hardware_tables(path=None):
+    """course.toml's [hardware] tables as tomllib reads them, and where they came from.
+
+    `path` is course.toml or the folder holding it. By default course.toml is looked for at and
+    above the cwd, and when there is none the release's copy in the first cell (COURSE_HARDWARE)
+    is used, so the notebook also works opened alone (Colab straight from GitHub). Returns
+    (tables, source), `source` naming the file or the copy for error messages. Raises
+    FileNotFoundError when the file is missing and there is no copy to use instead.
+    """
+    if path is None:
+        root = find_course_root()
+        if root is None and COURSE_HARDWARE:
+            copied = json.loads(json.dumps(COURSE_HARDWARE))  # a fresh copy the caller may edit
+            return copied, "the copy of course.toml's [hardware] in this notebook's first cell"
+        if root is None:
+            raise FileNotFoundError(
+                f"course.toml not found in {os.getcwd()} or any folder above it, and this "
+                "notebook has no copy of its [hardware] tables (COURSE_HARDWARE is empty). Open "
+                "the released notebook, exercises/m9_roofline, or a checkout of the course "
+                "repository."
+            )
+        path = root / "course.toml"
+    toml_file = Path(path)
+    if toml_file.is_dir():
+        toml_file = toml_file / "course.toml"
+    if not toml_file.is_file():
+        raise FileNotFoundError(
+            f"{toml_file} does not exist: give load_hardware the path of course.toml (or its "
+            "folder), or no path at all to use the one found from the working folder"
+        )
+    with toml_file.open("rb") as fh:
+        return tomllib.load(fh).get("hardware"), str(toml_file)
 
 
 def default_metrics_path():
@@ -567,7 +607,8 @@ print("decode_intensity: self-checks passed")
 # of the time, and no kernel tuning can change that, because the bytes have to be read.
 #
 # **The datasheet ridge is not the one you meet.** The 65 TFLOP/s are a peak the T4 cannot hold
-# under its 70 W power cap: on long fp16 GEMMs it sustains about 24 TFLOP/s, and its GDDR6 about
+# under its 70 W power cap: on long fp16 GEMMs it sustains about 24 TFLOP/s (course.toml keeps
+# that figure as `sustained_fp16_tflops`, for the plot of section 12), and its GDDR6 about
 # 240 GB/s (three quarters of 320). The *practical* ridge is then about
 # $24 \times 10^{12} / 240 \times 10^{9} = 100$ FLOP/byte (75 against the datasheet bandwidth):
 # half the datasheet's. Everything graded here uses the datasheet ridge, as `course.toml` gives
@@ -663,19 +704,25 @@ print("crossover_batch: self-checks passed")
 #
 # The peak figures of the course GPUs are kept in exactly one place, the `[hardware.<name>]` tables
 # of `course.toml` at the repository root, in the units vendors quote: `fp16_tensor_tflops`
-# (TFLOP/s), `bandwidth_gbs` (GB/s) and `memory_gb` (GB of device memory, 1 GB = 1e9 bytes). Copying them into a notebook is how two numbers that should
-# agree end up disagreeing, so read them instead, and convert to plain SI units (FLOP/s and
-# byte/s) once, at the boundary.
+# (TFLOP/s), `bandwidth_gbs` (GB/s) and `memory_gb` (GB of device memory, 1 GB = 1e9 bytes).
+# Typing them into a notebook by hand is how two numbers that should agree end up disagreeing,
+# so read them instead (the copy in the first cell is generated from `course.toml` by the
+# release, never typed), and convert to plain SI units (FLOP/s and byte/s) once, at the boundary.
 #
-# `load_hardware(path=None)` finds `course.toml` by walking up from the current directory
-# (`find_course_root` does that) unless you give it a path, parses it with the standard library's
-# `tomllib`, and returns one dict per GPU with exactly four keys: `{"name": <short name>,
-# "peak_flops": ..., "peak_bandwidth": ..., "memory_bytes": ...}` (FLOP/s, byte/s, bytes; the
-# short name is the table's key, such as `"T4"`). When there is no `course.toml`, raise
-# `FileNotFoundError` with a message that tells the student what to do (open the notebook from a
-# checkout; on Colab, clone the fork); when a table lacks one of the three figures or has one that
-# is not a positive number, raise `ValueError` naming the table and the key (what a file holds is
-# data, not an argument, so a figure of the wrong type there is a `ValueError` too).
+# Where the tables come from is settled for you: the first line of `load_hardware` calls the
+# provided `hardware_tables(path)`, which reads `course.toml` (found by walking up from the
+# current directory unless you give a path; `FileNotFoundError` when the file you name does not
+# exist) or, in a notebook opened on its own, the copy the release wrote into the first cell from
+# that same file. It returns the tables as `tomllib` parses them, a dict such as
+# `{"T4": {"fp16_tensor_tflops": 65.0, ...}, ...}`, and a `source` string naming where they came
+# from, for your error messages.
+#
+# Your part is the boundary: turn those tables into one dict per GPU with exactly four keys:
+# `{"name": <short name>, "peak_flops": ..., "peak_bandwidth": ..., "memory_bytes": ...}`
+# (FLOP/s, byte/s, bytes; the short name is the table's key, such as `"T4"`). When there are no
+# tables, or a table lacks one of the three figures or has one that is not a positive number,
+# raise `ValueError` naming the table and the key (what a file holds is data, not an argument, so
+# a figure of the wrong type there is a `ValueError` too).
 
 
 # %% nbgrader={"grade": false, "grade_id": "load_hardware", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -684,32 +731,14 @@ def load_hardware(path=None):
 
     Each gpu dict is {"name": short_name, "peak_flops": FLOP/s (fp16 tensor), "peak_bandwidth":
     byte/s, "memory_bytes": bytes}. `path` is course.toml or the folder holding it; by default it
-    is found by walking up from the current directory. Raises FileNotFoundError when there is no course.toml, ValueError
-    when an entry lacks a figure or has a non-positive one.
+    is found by walking up from the current directory (see hardware_tables). Raises
+    FileNotFoundError when there is no course.toml, ValueError when there are no tables or an
+    entry lacks a figure or has a non-positive one.
     """
+    table, source = hardware_tables(path)  # course.toml's [hardware], or the notebook's copy
     ### BEGIN SOLUTION
-    if path is None:
-        root = find_course_root()  # grader: public
-        if root is None:
-            raise FileNotFoundError(
-                f"course.toml not found in {os.getcwd()} or any folder above it. Open this notebook "
-                "from a checkout of the course repository (on Colab: clone your fork first, then "
-                "%cd into exercises/m9_roofline; see the top of the notebook)."
-            )
-        path = root / "course.toml"
-    path = Path(path)  # grader: public
-    if path.is_dir():  # grader: public
-        path = path / "course.toml"
-    if not path.is_file():  # grader: public
-        raise FileNotFoundError(
-            f"{path} does not exist. Open this notebook from a checkout of the course repository "
-            "(on Colab: clone your fork first)."
-        )
-    with path.open("rb") as fh:
-        document = tomllib.load(fh)
-    table = document.get("hardware")
     if not isinstance(table, dict) or not table:
-        raise ValueError(f"{path} has no [hardware.<name>] tables")
+        raise ValueError(f"{source} has no [hardware.<name>] tables")
     hardware = {}
     for short_name, entry in table.items():
         figures = {}
@@ -717,7 +746,7 @@ def load_hardware(path=None):
             value = entry.get(key) if isinstance(entry, dict) else None
             if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0:
                 raise ValueError(
-                    f"[hardware.{short_name}] in {path} needs a positive number for {key!r}, "
+                    f"[hardware.{short_name}] in {source} needs a positive number for {key!r}, "
                     f"got {value!r}"
                 )
             figures[key] = float(value)
@@ -1105,7 +1134,7 @@ def save_metric(path, key, value):
     ### BEGIN SOLUTION
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or a pathlib.Path, got {type(path).__name__}")
-    path = Path(path)
+    path = Path(path)  # grader: public
     if not isinstance(key, str):
         raise TypeError(f"the metrics key must be a str, got {key!r}")
     if not key:
@@ -1461,7 +1490,8 @@ print("prefill_time, ttft_and_tpot: self-checks passed")
 # ## 12. Look at the numbers
 #
 # Everything below is a demonstration: it is not graded and the autograder does not run it. Each
-# cell reads what it needs from `course.toml` itself, so any one of them can be rerun on its own.
+# cell reads what it needs from `course.toml` (or its copy in the first cell) itself, so any one
+# of them can be rerun on its own.
 # First, both models side by side, at the milestone's context of 512 tokens and at a long
 # 8192-token one, with the tokens/s ceiling at batch 32 and whether that batch fits on the T4.
 
@@ -1539,7 +1569,8 @@ for ctx in (0, 8, 12, 13, 16, 128, 256, 512, 563, 564, 700, 1024, 8192):
 # ceiling, $2P / (\text{context\_len} \cdot \text{KV bytes per token})$, the intensity no batch
 # can pass. The course model's ceiling sits far left of the T4's ridge, which is the picture of
 # `crossover_batch` returning `None`; Llama-3-8B's sits left of the H100's ridge too (224 against
-# 295). The T4 panel also draws the practical roof of section 5 (about 24 TFLOP/s sustained).
+# 295). The T4 panel also draws the practical roof of section 5 (about 24 TFLOP/s sustained,
+# `sustained_fp16_tflops` in course.toml).
 #
 # The roofline is an upper bound that assumes every byte comes from DRAM, and it is pessimistic
 # for the course model: a batch-1 step touches $2.62 + 0.52 = 3.15$ MB (weights plus one
@@ -1552,7 +1583,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 HW = load_hardware()
-SUSTAINED_FLOPS = 24e12  # a T4 on long fp16 GEMMs under its 70 W cap (section 5)
+# course.toml's sustained_fp16_tflops: a T4 on long fp16 GEMMs under its 70 W cap (section 5)
+_sustained = hardware_tables()[0][COURSE_GPU].get("sustained_fp16_tflops")
+SUSTAINED_FLOPS = None if _sustained is None else _sustained * 1e12
 
 
 def draw_roof(ax, gpu, label):
@@ -1573,9 +1606,9 @@ for ax, (cfg, gpu_name, color) in zip(
 ):
     gpu = HW[gpu_name]
     draw_roof(ax, gpu, gpu_name)
-    if gpu_name == COURSE_GPU:
+    if gpu_name == COURSE_GPU and SUSTAINED_FLOPS is not None:
         ax.axhline(SUSTAINED_FLOPS / 1e12, color="tab:red", linestyle="-.", linewidth=1,
-                   label="practical roof, ~24 TFLOP/s sustained")
+                   label=f"practical roof, ~{SUSTAINED_FLOPS / 1e12:.0f} TFLOP/s sustained")
     batches = (1, 8, 32)
     xs = np.array([decode_intensity(cfg, b, CONTEXT_LEN) for b in batches])
     ys = np.minimum(xs * gpu["peak_bandwidth"], gpu["peak_flops"]) / 1e12
@@ -1745,7 +1778,9 @@ for cfg in (COURSE_MODEL, LLAMA3_8B):
 #
 # The last cell computes the record for `COURSE_MODEL` (or your own model, if you changed it) at
 # `CONTEXT_LEN` on the course GPU and stores it as `metrics.json["m9_roofline"]` at the repository
-# root, next to `course.toml`. Commit `metrics.json` with your notebook. You are done when:
+# root, next to `course.toml` (opened on its own, with no `course.toml` above it, the notebook
+# writes `metrics.json` into the working folder: put it at the root of your fork). Commit
+# `metrics.json` with your notebook. You are done when:
 #
 # * `metrics.json["m9_roofline"]` holds `intensity_b1`, `intensity_b8`, `intensity_b32`,
 #   `crossover_batch` (a number, or `null` when no batch reaches the ridge) and a one-line

@@ -17,6 +17,7 @@ from grader.batch import (
     select_shard,
     submission_digest,
 )
+from grader.core.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -198,6 +199,9 @@ def test_discover_folder_and_csv(tmp_path):
         discover(listing)
     listing.write_text("amy,subs/alice\namy,subs/bob\n")
     with pytest.raises(ValueError, match="twice"):
+        discover(listing)
+    listing.write_bytes(b"\xffamy,subs/alice\n")  # saved as UTF-16 or Latin-1
+    with pytest.raises(UsageError, match=f"{listing}: cannot read the class listing"):
         discover(listing)
 
 

@@ -47,6 +47,15 @@ def test_real_manifest_loads_with_the_design_figures():
     assert c.hardware["A100_80GB"].sm.shared_memory_kib == 164
 
 
+def test_sustained_rate_is_optional(tmp_path):
+    """M9's practical roof: the T4 quotes a sustained fp16 rate, the other GPUs leave it out."""
+    c = load_course(ROOT)
+    assert c.gpu.sustained_fp16_tflops == 24.0
+    assert c.hardware["H100_SXM"].sustained_fp16_tflops is None
+    gone = load_course(_write(tmp_path, "sustained_fp16_tflops = 24.0", ""))
+    assert gone.gpu.sustained_fp16_tflops is None
+
+
 def test_find_root_walks_up(tmp_path):
     shutil.copy(ROOT / "course.toml", tmp_path)
     deep = tmp_path / "a" / "b"
@@ -91,6 +100,16 @@ def _write(tmp_path: Path, old: str, new: str) -> Path:
             "max_shared_memory_per_block = 65536",
             "max_shared_memory_per_block = 65537",
             "max_shared_memory_per_block must not exceed",
+        ),
+        (
+            "sustained_fp16_tflops = 24.0",
+            'sustained_fp16_tflops = "24"',
+            "hardware.T4.sustained_fp16_tflops: expected float",
+        ),
+        (
+            "sustained_fp16_tflops = 24.0",
+            "sustained_fp16_tflops = 70.0",
+            "sustained_fp16_tflops must be positive and at most fp16_tensor_tflops",
         ),
     ],
 )

@@ -21,7 +21,7 @@ from factories import DRIVERS, fake_smi, grade_pr, make_artifact
 from grader import cli
 from grader import github as gha
 from grader.core import device, preflight
-from grader.core.infra import INFRA_EXIT
+from grader.core.errors import ExitCode
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -119,7 +119,7 @@ def test_grade_with_gpu_and_no_driver_records_nothing(fresh_device, tmp_path, ca
         ]
     )
     err = capsys.readouterr().err
-    assert rc == INFRA_EXIT, err
+    assert rc == ExitCode.INFRASTRUCTURE == 3, err
     assert "not graded, nothing recorded" in err and preflight.HEADLINE in err
     assert [p.name for p in outputs if p.exists()] == []
 
@@ -131,7 +131,7 @@ def test_grade_pr_with_gpu_and_no_driver_writes_the_infrastructure_comment(
     art = make_artifact(tmp_path)
     out = tmp_path / "report"
     rc = grade_pr(art, out, "--timestamp", "2026-01-01T00:00:00Z")
-    assert rc == INFRA_EXIT, capsys.readouterr().err
+    assert rc == ExitCode.INFRASTRUCTURE == 3, capsys.readouterr().err
     assert sorted(p.name for p in out.iterdir()) == ["comment.md", "summary.md"]  # no score
     comment = (out / "comment.md").read_text(encoding="utf-8")
     assert comment.startswith(gha.MARKER)
@@ -146,7 +146,7 @@ def test_grade_all_with_gpu_and_no_driver_grades_no_one(fresh_device, tmp_path, 
     (tmp_path / "class" / "alice").mkdir(parents=True)
     out = tmp_path / "grading-output"
     rc = cli.main(["--root", str(ROOT), "grade-all", str(tmp_path / "class"), "--out", str(out)])
-    assert rc == INFRA_EXIT and preflight.HEADLINE in capsys.readouterr().err
+    assert rc == ExitCode.INFRASTRUCTURE == 3 and preflight.HEADLINE in capsys.readouterr().err
     assert not out.exists()  # no error rows, no zero scores
 
 
