@@ -2,7 +2,7 @@
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint typecheck deadcode release verify
+.PHONY: setup demo test lint typecheck deadcode release verify lock
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -34,3 +34,8 @@ release: setup
 
 verify: setup
 	$(BIN)/grader verify
+
+# One lock per install profile (locks/*.txt): rerun after any change to pyproject.toml's
+# dependencies; tests/unit/test_locks.py fails until then. The workflows key their caches on them.
+lock: setup
+	$(BIN)/python locks/lock.py

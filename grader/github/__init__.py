@@ -26,8 +26,13 @@
     python -m grader.github release-commit [--root DIR] [--github-output FILE]
         the instructor commit the student repository was exported from (course-release.json):
         the hidden suites are fetched at it, never at the instructor repository's HEAD.
-    python -m grader.github sweep --repo R --minutes N
-        comment on every open PR whose head no grading answered for N minutes (`sweep`).
+    python -m grader.github sweep --repo R --minutes N [--github-output FILE]
+        comment on every open PR whose head no grading answered for N minutes (`sweep`); a PR
+        with merge conflicts is named in the `heads` output (JSON) for grading instead.
+    python -m grader.github head-submission --git-dir GIT --head JSON --out DIR --event-out F
+        the sweep's grading of a conflicting PR, trusted: lay out commit SHA's tree (fetched as
+        data into GIT) as the submission in DIR (`tree.submission_from_tree`) and write the
+        sweep_head payload grade-pr reads in place of a workflow_run event (`event.sweep_event`).
     python -m grader.github failure-comment --out OUT --job-result RESULT
         the comment job, when grading wrote no comment (the job failed or was cancelled): a short
         OUT/comment.md saying what failed and that no score was recorded (`comment`).
@@ -73,9 +78,18 @@ from grader.github.comment import (
     post_comment,
     rejected_comment,
 )
-from grader.github.event import EventError, cross_check, load_event, student_of, submitted_at
+from grader.github.event import (
+    EventError,
+    cross_check,
+    head_of,
+    load_event,
+    student_of,
+    submitted_at,
+    sweep_event,
+)
+from grader.github.sweep import plan as sweep_plan
 from grader.github.sweep import sweep as sweep_ungraded
-from grader.github.tree import TreeMismatch, verify_tree
+from grader.github.tree import TreeMismatch, submission_from_tree, verify_tree
 
 __all__ = [
     "BOT_LOGIN",
@@ -137,10 +151,14 @@ def release_commit(root: Path | str) -> str:
 def _event_head(path: str | None) -> str:
     """The head commit GitHub names in the event at `path`, or "" (for a refusal's trailer)."""
     try:
-        sha = load_event(path)["workflow_run"].get("head_sha") if path else ""
+        sha = head_of(load_event(path)) if path else ""
     except (OSError, ValueError):
         return ""
     return sha if isinstance(sha, str) and re.fullmatch(r"[0-9a-f]{40}", sha) else ""
+
+
+def _is_sha(value: str) -> bool:
+    return bool(re.fullmatch(r"[0-9a-f]{40}", value))
 
 
 def _write_outputs(path: str | None, values: dict[str, str]) -> None:
@@ -206,6 +224,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     sw = sub.add_parser("sweep", help="comment on open PRs whose head was never graded")
     sw.add_argument("--repo", required=True)
     sw.add_argument("--minutes", type=int, default=60)
+    sw.add_argument("--github-output", help="append heads=JSON (the conflicting PRs) here")
+
+    hs = sub.add_parser("head-submission", help="a swept head's tree as its submission")
+    hs.add_argument("--git-dir", required=True)
+    hs.add_argument("--head", required=True, help="one entry of the sweep's heads (JSON)")
+    hs.add_argument("--out", required=True)
+    hs.add_argument("--event-out", required=True)
+    hs.add_argument("--comment-to", help="on a refusal, write the refusal's comment.md here")
 
     f = sub.add_parser("failure-comment", help="comment for a grading job that wrote none")
     f.add_argument("--out", required=True)
@@ -272,8 +298,31 @@ def main(argv: Sequence[str] | None = None) -> int:
             _write_outputs(args.github_output, {"commit": commit})
             print(f"exported from instructor commit {commit}")
         elif args.cmd == "sweep":
-            for s in sweep_ungraded(args.repo, args.minutes):
+            swept = sweep_ungraded(args.repo, args.minutes)
+            for s in swept:
                 print(f"PR #{s.number} at {s.head_sha[:12]}: {s.action}")
+            _write_outputs(args.github_output, {"heads": json.dumps(sweep_plan(swept))})
+        elif args.cmd == "head-submission":
+            sha = ""
+            try:
+                head = json.loads(args.head)
+                if not isinstance(head, dict):
+                    raise EventError("--head: not a JSON object")
+                sha = str(head.get("head_sha", ""))
+                pr_no = head.get("number")
+                if not isinstance(pr_no, int) or isinstance(pr_no, bool):
+                    raise EventError(f"--head: PR number {pr_no!r}: not an integer")
+                event = sweep_event(
+                    pr_no, sha, str(head.get("student", "")),
+                    str(head.get("updated_at", "")),
+                )  # fmt: skip
+                art = submission_from_tree(args.git_dir, sha, args.out, pr_no)
+            except (ArtifactError, EventError, TreeMismatch, ValueError) as exc:
+                if args.comment_to:
+                    rejected_comment(args.comment_to, str(exc), sha if _is_sha(sha) else "")
+                raise
+            Path(args.event_out).write_text(json.dumps(event) + "\n", encoding="utf-8")
+            print(f"PR #{art.pr.number} at {sha}: {len(art.files)} files from its tree")
         elif args.cmd == "post-comment":
             body = Path(args.body).read_text(encoding="utf-8")
             what = post_comment(args.repo, args.pr, body, head_sha=args.head_sha)

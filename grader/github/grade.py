@@ -37,12 +37,13 @@ from grader.core.results import GradeResult
 from grader.github.artifact import EXERCISES, validate_artifact
 from grader.github.comment import MARKER, MAX_COMMENT_CHARS, not_graded_body, write_not_graded
 from grader.github.event import (
-    TIME_SOURCE,
     cross_check,
+    head_of,
     load_event,
     run_link,
     student_of,
     submitted_at,
+    time_source,
 )
 from grader.github.private import SEALED_NAME, PrivateReportError, Recipients, recipients, seal
 from grader.grading.grade import grade_submission
@@ -108,7 +109,7 @@ def grade_pr(
         cross_check(pr, event)
         student = student_of(event)
         when = parse_timestamp(timestamp or submitted_at(event))
-        source = "--timestamp" if timestamp else TIME_SOURCE
+        source = "--timestamp" if timestamp else time_source(event)
         submission = Path(tmp) / "submission"
         submission.mkdir()
         _copy_submission(clean, submission)
@@ -184,8 +185,8 @@ def grade_pr_command(
         require_isolation()
     except (IsolationRefused, PrivateReportError) as exc:
         headline, _, detail = str(exc).partition("\n")
-        head = load_event(event)["workflow_run"].get("head_sha")
-        trailer = f"<sub>commit {str(head)[:12]}</sub>" if isinstance(head, str) else ""
+        head = head_of(load_event(event))
+        trailer = f"<sub>commit {head[:12]}</sub>" if head else ""
         write_not_graded(
             Path(out),
             not_graded_body(f"the grading machine is not set up ({headline})", detail),

@@ -6,18 +6,30 @@ repository (data: never checked out, nothing in it runs) and `verify_tree` requi
 file of the artifact is the blob at that path of the commit's tree, and that every regular file
 the tree holds under `exercises/` (and `metrics.json`) is in the artifact; what `pack-submission`
 leaves out (links, caches, checkpoints) is left out here too. A mismatch is a `TreeMismatch`
-naming the file. Standard library and `git` only: it runs before anything is installed.
+naming the file. `submission_from_tree` lays out the same files, read from the commit as data
+(blob by blob, sizes bounded before any is read), as the submission of a PR that no check ran on
+(the sweep grades a conflicting PR this way). Standard library and `git` only: it runs before
+anything is installed.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import subprocess
 from pathlib import Path
 
 from grader.core.errors import SubmissionError
-from grader.github.artifact import EXERCISES, PACK_SKIP, show
+from grader.github.artifact import (
+    EXERCISES,
+    PACK_SKIP,
+    Artifact,
+    ArtifactError,
+    show,
+    validate_artifact,
+)
+from grader.grading.limits import LIMITS
 
 _SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 _REGULAR = ("100644", "100755")
@@ -34,10 +46,15 @@ def blob_id(data: bytes) -> str:
 
 def tree_files(git_dir: Path | str, sha: str) -> dict[str, str]:
     """{path: blob id} of the regular files a commit holds under exercises/ and metrics.json."""
+    return {name: oid for name, (oid, _) in _tree_entries(git_dir, sha).items()}
+
+
+def _tree_entries(git_dir: Path | str, sha: str) -> dict[str, tuple[str, int]]:
+    """{path: (blob id, size)} of the files `tree_files` names."""
     if not _SHA_RE.match(sha):
         raise TreeMismatch(f"{show(sha)}: not a full commit sha")
     proc = subprocess.run(
-        ["git", "--git-dir", str(git_dir), "ls-tree", "-r", "-z", "--full-tree", sha, "--",
+        ["git", "--git-dir", str(git_dir), "ls-tree", "-r", "-l", "-z", "--full-tree", sha, "--",
          EXERCISES, "metrics.json"],
         capture_output=True, check=False, timeout=120,
     )  # fmt: skip
@@ -50,13 +67,13 @@ def tree_files(git_dir: Path | str, sha: str) -> dict[str, str]:
         if not entry:
             continue
         meta, _, path = entry.partition(b"\t")
-        mode, kind, oid = meta.decode().split()
+        mode, kind, oid, size = meta.decode().split()
         name = path.decode("utf-8", errors="surrogateescape")
         if kind != "blob" or mode not in _REGULAR:
             continue  # links and submodules: pack-submission leaves them out
         if any(part in PACK_SKIP for part in name.split("/")):
             continue
-        files[name] = oid
+        files[name] = (oid, int(size))
     return files
 
 
@@ -79,3 +96,40 @@ def verify_tree(artifact: Path | str, git_dir: Path | str, sha: str) -> int:
     if missing:
         raise TreeMismatch(f"{show(missing[0])}: in commit {sha} but not in the artifact")
     return len(seen)
+
+
+def submission_from_tree(
+    git_dir: Path | str, sha: str, out: Path | str, pr_number: int
+) -> Artifact:
+    """The submission of PR `pr_number` at commit `sha`, read from its tree as data into `out`
+    (exercises/**, metrics.json, pr.json) and validated as an artifact is; ArtifactError when
+    the commit's files break the artifact's limits (checked on the sizes before reading)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    if any(out.iterdir()):
+        raise ArtifactError(f"{show(str(out))}: output folder is not empty")
+    entries = _tree_entries(git_dir, sha)
+    if len(entries) > LIMITS.max_files:
+        raise ArtifactError(f"commit {sha}: more than {LIMITS.max_files} files under exercises/")
+    total = 0
+    for name, (_, size) in sorted(entries.items()):
+        total += size
+        if size > LIMITS.max_file_bytes or total > LIMITS.max_total_bytes:
+            raise ArtifactError(f"{show(name)}: over the submission's size limits in commit {sha}")
+    for name, (oid, _) in sorted(entries.items()):
+        parts = name.split("/")
+        if any(part in ("", ".", "..") for part in parts):
+            raise ArtifactError(f"{show(name)}: not a plain path")
+        blob = subprocess.run(
+            ["git", "--git-dir", str(git_dir), "cat-file", "blob", oid],
+            capture_output=True, check=False, timeout=120,
+        )  # fmt: skip
+        if blob.returncode != 0 or blob_id(blob.stdout) != oid:
+            raise TreeMismatch(f"{show(name)}: cannot read blob {oid} of commit {sha}")
+        target = out.joinpath(*parts)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(blob.stdout)
+    (out / "pr.json").write_text(
+        json.dumps({"number": pr_number, "head_sha": sha}) + "\n", encoding="utf-8"
+    )
+    return validate_artifact(out)

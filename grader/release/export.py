@@ -1,8 +1,9 @@
 """The student export: the repository students fork, written only from a proven release.
 
 `export_student` writes `exercises/`, `tests/public/`, the grader package's student part,
-`course.toml`, `pyproject.toml`, `README.md` (from `STUDENT_README.md`), `.github/workflows/`
-(from `.github/student-workflows/`) and a `.gitignore`; never `solutions/`, `tests/hidden/` or
+`course.toml`, `pyproject.toml`, the lock files the workflows install with (`locks/*.txt`),
+`README.md` (from `STUDENT_README.md`), `.github/workflows/` (from `.github/student-workflows/`)
+and a `.gitignore`; never `solutions/`, `tests/hidden/` or
 `tests/unit/`. The grader package holds no secrets (hidden tests live in `tests/hidden/`, never in
 the package), but the instructor's tooling is left out. The package is classified by its
 top-level entries, which follow the phase packages: `STUDENT_MODULES` ship (what `grader check`,
@@ -113,6 +114,8 @@ def export_student(root: Path, dest: Path) -> Path:
             copy_path(p, out / "grader" / p.name)
         for name in ("course.toml", "pyproject.toml"):
             copy_path(root / name, out / name)
+        for lock in sorted((root / "locks").glob("*.txt")):  # the workflows install with them
+            copy_path(lock, out / "locks" / lock.name)
         (out / RELEASE_RECORD).write_bytes(release_record(root))
         copy_path(readme, out / "README.md")
         (out / ".gitignore").write_text(STUDENT_GITIGNORE, encoding="utf-8")

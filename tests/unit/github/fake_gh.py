@@ -3,7 +3,7 @@
 answered from a JSON state file ($FAKE_GH_STATE) that also records every comment posted.
 
     gh api [--paginate] [-X GET] repos/R/pulls -f state=open [-f head=OWNER:BRANCH] --jq Q
-    gh api repos/R/pulls/N --jq .head.sha
+    gh api repos/R/pulls/N --jq .head.sha        (or the sweep's [.mergeable, owner, updated_at])
     gh api --paginate repos/R/issues/N/comments --jq Q
     gh api -X POST repos/R/issues/N/comments --input -       (body on stdin)
     gh api -X PATCH repos/R/issues/comments/ID --input -
@@ -40,7 +40,12 @@ def main(argv: list[str]) -> int:
                 cols.append(pr["updated_at"])
             out += "\t".join(cols) + "\n"
     elif parts[3] == "pulls":
-        out = next(p["sha"] for p in state["pulls"] if str(p["number"]) == parts[4]) + "\n"
+        pr = next(p for p in state["pulls"] if str(p["number"]) == parts[4])
+        if "mergeable" in args[-1]:
+            merge = {True: "true", False: "false", None: ""}[pr.get("mergeable", True)]
+            out = f"{merge}\t{pr['head'].split(':')[0]}\t{pr['updated_at']}\n"
+        else:
+            out = pr["sha"] + "\n"
     elif parts[3] == "issues" and parts[-1] == "comments" and method == "GET":
         for c in state["comments"]:
             if str(c["pr"]) == parts[4]:

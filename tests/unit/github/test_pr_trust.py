@@ -4,6 +4,7 @@ the exported instructor commit, and a comment for every outcome (refusals, the s
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import subprocess
 from datetime import UTC, datetime
@@ -179,6 +180,10 @@ class FakeGitHub:
             if "@tsv" in args[-1] and "updated_at" in args[-1]:
                 return "".join(f"{p['number']}\t{p['sha']}\t{p['updated']}\n" for p in rows)
             return "".join(f"{p['number']}\t{p['sha']}\n" for p in rows)
+        if "/pulls/" in path and "mergeable" in args[-1]:
+            pr = next(p for p in self.prs if str(p["number"]) == path.split("/")[-1])
+            merge = {True: "true", False: "false", None: ""}[pr.get("mergeable", True)]
+            return f"{merge}\t{pr['head'].split(':')[0]}\t{pr['updated']}\n"
         if path.endswith("/comments") and "-X" not in args:
             number = int(path.split("/")[-2])
             return "".join(
@@ -221,3 +226,101 @@ def test_the_sweep_comments_once_on_heads_left_ungraded():
         "graded", "graded", "recent"
     ]  # fmt: skip
     assert gh.posted == []
+
+
+def test_the_sweep_names_a_conflicting_head_for_grading_at_githubs_time_and_no_comment():
+    """GitHub runs no check on a conflicting PR: the sweep hands its head to the GPU job at
+    once (no waiting), with the fork owner and updated_at; `mergeable` unknown is not a
+    conflict (GitHub is still computing it)."""
+    now = datetime(2026, 12, 15, 12, 0, tzinfo=UTC)
+    gh = FakeGitHub(
+        [
+            {"number": 4, "sha": "4" * 40, "head": "ada:x", "updated": "2026-12-15T11:55:00Z",
+             "mergeable": False},
+            {"number": 5, "sha": "5" * 40, "head": "bo:x", "updated": "2026-12-15T09:00:00Z",
+             "mergeable": None},
+            {"number": 6, "sha": "6" * 40, "head": "cy:x", "updated": "2026-12-15T09:00:00Z",
+             "mergeable": False},
+        ],
+        {6: [{"login": gha.BOT_LOGIN, "body": f"{gha.MARKER}\nok\n<sub>commit {'6' * 12}</sub>"}]},
+    )  # fmt: skip
+    done = sweep.sweep("gpu-course/repo", 60, now=now, gh=gh)
+    assert [(s.number, s.action) for s in done] == [(4, "conflicting"), (5, "commented"),
+                                                    (6, "graded")]  # fmt: skip
+    assert [path for path, _ in gh.posted] == ["repos/gpu-course/repo/issues/5/comments"]
+    assert sweep.plan(done) == [
+        {"number": 4, "head_sha": "4" * 40, "student": "ada", "updated_at": "2026-12-15T11:55:00Z"}
+    ]
+
+
+def test_a_conflicting_head_with_an_unusable_login_is_not_planned():
+    now = datetime(2026, 12, 15, 12, 0, tzinfo=UTC)
+    gh = FakeGitHub([{"number": 4, "sha": "4" * 40, "head": "-bad login:x",
+                      "updated": "2026-12-15T11:55:00Z", "mergeable": False}], {})  # fmt: skip
+    done = sweep.sweep("gpu-course/repo", 60, now=now, gh=gh)
+    assert [s.action for s in done] == ["recent"] and sweep.plan(done) == []
+
+
+def test_the_sweep_verb_writes_the_heads_output(tmp_path, monkeypatch):
+    planned = [
+        sweep.Swept(
+            4, "4" * 40, "conflicting", gha.sweep_event(4, "4" * 40, "ada", "2026-12-15T11:55:00Z")
+        )
+    ]
+    monkeypatch.setattr(gha, "sweep_ungraded", lambda repo, minutes: planned)
+    out = tmp_path / "out"
+    assert gha.main(["sweep", "--repo", "a/b", "--github-output", str(out)]) == 0
+    key, _, value = out.read_text().strip().partition("=")
+    assert key == "heads" and json.loads(value) == [planned[0].head["sweep_head"]]
+
+
+def test_a_swept_heads_tree_is_laid_out_and_graded_at_the_recorded_time(head, tmp_path):
+    """head-submission: the commit's own files (no link, no cache), a pr.json naming it, and a
+    sweep_head event that grade-pr's checks, student and time read from."""
+    git_dir, sha, art = head
+    entry = {"number": 9, "head_sha": sha, "student": "ada", "updated_at": "2026-12-15T11:55:00Z"}
+    sub, ev = tmp_path / "sub", tmp_path / "event.json"
+    rc = gha.main(["head-submission", "--git-dir", str(git_dir), "--head", json.dumps(entry),
+                   "--out", str(sub), "--event-out", str(ev)])  # fmt: skip
+    assert rc == 0
+    assert tree.verify_tree(sub, git_dir, sha) == 3  # exactly the head's files
+    assert not (sub / "exercises" / "link.py").exists()
+    assert not (sub / "exercises" / "m9_roofline" / "__pycache__").exists()
+    pr = gha.validate_artifact(sub).pr
+    assert (pr.number, pr.head_sha) == (9, sha)
+    event = gha.load_event(ev)
+    gha.cross_check(pr, event)
+    assert gha.student_of(event) == "ada" and gha.submitted_at(event) == entry["updated_at"]
+    from grader.github.event import SWEEP_TIME_SOURCE, time_source
+
+    assert time_source(event) == SWEEP_TIME_SOURCE
+    other = gha.PullRequest(number=9, head_sha="f" * 40)
+    with pytest.raises(gha.EventError, match="not the swept head"):
+        gha.cross_check(other, event)
+
+
+def test_a_swept_head_that_is_not_fetched_or_forged_is_refused_with_a_comment(head, tmp_path):
+    git_dir, sha, _ = head
+    out = tmp_path / "report"
+    missing = {"number": 9, "head_sha": "e" * 40, "student": "ada",
+               "updated_at": "2026-12-15T11:55:00Z"}  # fmt: skip
+    rc = gha.main(["head-submission", "--git-dir", str(git_dir), "--head", json.dumps(missing),
+                   "--out", str(tmp_path / "s1"), "--event-out", str(tmp_path / "e1"),
+                   "--comment-to", str(out)])  # fmt: skip
+    assert rc == 1 and not (tmp_path / "e1").exists()
+    body = (out / "comment.md").read_text()
+    assert body.startswith(gha.MARKER) and f"commit {'e' * 12}" in body
+    bads = [{**missing, "head_sha": sha, "student": "no such/login"},
+            {**missing, "head_sha": sha, "updated_at": "yesterday"}, ["not", "a dict"]]  # fmt: skip
+    for bad in bads:
+        args = ["--out", str(tmp_path / "s2"), "--event-out", str(tmp_path / "e2")]
+        rc = gha.main(["head-submission", "--git-dir", str(git_dir), "--head", json.dumps(bad),
+                       *args])  # fmt: skip
+        assert rc == 1 and not (tmp_path / "e2").exists()
+
+
+def test_a_swept_head_over_the_size_limits_is_refused_before_reading(head, tmp_path, monkeypatch):
+    git_dir, sha, _ = head
+    monkeypatch.setattr(tree, "LIMITS", dataclasses.replace(tree.LIMITS, max_file_bytes=10))
+    with pytest.raises(gha.ArtifactError, match="size limits"):
+        tree.submission_from_tree(git_dir, sha, tmp_path / "s", 9)

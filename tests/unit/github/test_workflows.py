@@ -197,8 +197,17 @@ def test_actions_are_pinned_to_release_commits(path):
 def test_least_privilege_timeouts_and_concurrency(path):
     wf = load(path)
     assert wf["permissions"] == {}, "top-level permissions must be {}"
-    conc = wf["concurrency"]
-    assert conc["cancel-in-progress"] is True and "${{" in conc["group"]
+    if path.name == "sweep.yml":
+        # per job: a grading queued for a GPU runner neither blocks the next sweep nor is
+        # cancelled by it
+        assert "concurrency" not in wf
+        jobs = wf["jobs"]
+        assert jobs["sweep"]["concurrency"]["cancel-in-progress"] is True
+        grade = jobs["grade-head"]["concurrency"]
+        assert grade["cancel-in-progress"] is False and "matrix.head.number" in grade["group"]
+    else:
+        conc = wf["concurrency"]
+        assert conc["cancel-in-progress"] is True and "${{" in conc["group"]
     for job_id, job in wf["jobs"].items():
         assert isinstance(job.get("permissions"), dict), f"{job_id}: no permissions"
         assert 0 < job["timeout-minutes"] <= 60, f"{job_id}: timeout-minutes"
@@ -208,6 +217,7 @@ def test_least_privilege_timeouts_and_concurrency(path):
                 assert (path.name, job_id, scope) in {
                     ("grade.yml", "comment", "pull-requests"),
                     ("sweep.yml", "sweep", "pull-requests"),
+                    ("sweep.yml", "comment-head", "pull-requests"),
                 }
 
 
@@ -259,15 +269,22 @@ def test_student_check_has_no_secrets_and_reads_only():
 
 def test_student_check_pip_cache_is_saved_on_main_whatever_the_outcome():
     """setup-python's cache saves only on success and, on a PR, only for its merge ref: the
-    check restores a cache that main pushes save, keyed on the student profile's pins."""
+    check restores a cache that main pushes save, keyed on the student profile's lock and the
+    runner image, saved last (after the check, whatever its outcome)."""
     job = load(GH / "student-workflows" / "student-check.yml")["jobs"]["check"]
     by_name = {s.get("uses", "").split("@")[0]: s for s in job["steps"]}
     assert "cache" not in by_name["actions/setup-python"].get("with", {})
     restore, save = by_name["actions/cache/restore"], by_name["actions/cache/save"]
-    assert restore["with"]["key"] == save["with"]["key"]
-    assert "hashFiles('pyproject.toml')" in save["with"]["key"]
+    assert save["with"]["key"] == "${{ steps.pip-cache.outputs.cache-primary-key }}"
+    assert restore["id"] == "pip-cache"
+    for part in ("hashFiles('locks/student-py3.12-linux.txt')", "env.ImageOS", "env.ImageVersion"):
+        assert part in restore["with"]["key"], part
     assert restore["with"]["path"] == save["with"]["path"] == "~/.cache/pip"
-    assert save["if"] == "${{ always() && github.event_name == 'push' }}"
+    assert save["if"] == (
+        "${{ always() && github.event_name == 'push' && "
+        "steps.pip-cache.outputs.cache-hit != 'true' }}"
+    )
+    assert job["steps"][-1] is save  # after the check: saved whatever its outcome
     order = [s.get("uses", "").split("@")[0] or s.get("run", "") for s in job["steps"]]
     install = next(i for i, r in enumerate(order) if "pip install" in r)
     assert order.index("actions/cache/restore") < install < order.index("actions/cache/save")
@@ -455,6 +472,13 @@ def test_exported_student_workflows_lint_clean(tmp_path, actionlint, zizmor):
     assert isinstance(record["suites_uncommitted"], bool)
     for f in flows:
         assert f.read_bytes() == (GH / "student-workflows" / f.name).read_bytes()
+    # the locks the student workflows install with ship beside them
+    for name in (
+        "student-py3.12-linux.txt",
+        "gpu-cu13-py3.11-linux.txt",
+        "gpu-cu12-py3.11-linux.txt",
+    ):
+        assert (Path(dest) / "locks" / name).read_bytes() == (ROOT / "locks" / name).read_bytes()
     assert (Path(dest) / "grader" / "github" / "__main__.py").is_file()
     proc = run_actionlint(actionlint, flows)
     assert proc.returncode == 0, proc.stdout
@@ -470,7 +494,7 @@ def test_install_profiles_caches_and_the_comment_on_failure():
     assert ci["jobs"]["test"]["strategy"]["matrix"]["python"] == ["3.11", "3.12", "3.13"]
     setup = next(s for _, _, s in steps(grade_wf()) if "setup-python" in s.get("uses", ""))
     assert setup["with"]["cache"] == "pip"
-    assert setup["with"]["cache-dependency-path"] == "pyproject.toml"
+    assert setup["with"]["cache-dependency-path"] == "locks/gpu-*-py3.11-linux.txt"
     check_runs = "\n".join(
         s.get("run", "") for _, _, s in steps(load(GH / "student-workflows" / "student-check.yml"))
     )
@@ -486,7 +510,8 @@ def test_install_profiles_caches_and_the_comment_on_failure():
     restore = next(s for s in job["steps"] if s.get("id") == "venv")
     key = restore["with"]["key"]
     for part in ("steps.profile.outputs.profile", "env.ImageOS", "env.ImageVersion",
-                 "hashFiles('pyproject.toml')"):  # fmt: skip
+                 "hashFiles(format('locks/{0}-py3.11-linux.txt', "
+                 "steps.profile.outputs.profile))"):  # fmt: skip
         assert part in key, part
     save = next(s for s in job["steps"] if "cache/save" in s.get("uses", ""))
     assert save["with"]["key"] == "${{ steps.venv.outputs.cache-primary-key }}"
@@ -515,3 +540,32 @@ def test_grade_prepares_bubblewrap_before_grading_without_student_code():
     assert "apt-get install -y -q bubblewrap" in runs[prep]
     assert "userns," in runs[prep] and "/usr/bin/bwrap" in runs[prep]
     assert "grader" not in runs[prep] and "submission" not in runs[prep]  # no student code
+
+
+def test_the_sweep_grades_conflicting_heads_as_data_on_the_gpu_runner():
+    """GitHub runs no check on a conflicting PR: the sweep's plan names the heads, the GPU job
+    fetches each as data (never a checkout of it) with no write token, and the last job posts
+    the comment only while the head is still that commit."""
+    wf = load(GH / "student-workflows" / "sweep.yml")
+    assert "pull_request_target" not in wf["on"]
+    plan, grade, comment = (wf["jobs"][j] for j in ("sweep", "grade-head", "comment-head"))
+    assert plan["outputs"]["heads"] == "${{ steps.sweep.outputs.heads }}"
+    assert grade["needs"] == "sweep" and grade["runs-on"] == "${{ vars.GPU_RUNNER_LABEL }}"
+    assert "needs.sweep.outputs.heads != '[]'" in grade["if"]
+    assert grade["strategy"]["matrix"]["head"] == "${{ fromJSON(needs.sweep.outputs.heads) }}"
+    assert grade["permissions"] == {"contents": "read"} and grade["environment"] == "grading"
+    assert grade["steps"][0]["run"].startswith("nvidia-smi")
+    for step in grade["steps"]:
+        if "actions/checkout" in step.get("uses", ""):
+            assert "ref" not in step["with"] or "head" not in step["with"]["ref"]
+    lay = next(s for s in grade["steps"] if "head-submission" in s.get("run", ""))
+    assert "git init -q --bare" in lay["run"] and lay["env"]["HEAD_SHA"] == (
+        "${{ matrix.head.head_sha }}"
+    )
+    run = next(s for s in grade["steps"] if "grade-pr" in s.get("run", ""))
+    assert '--event "$RUNNER_TEMP/head-event.json"' in run["run"]
+    assert run["env"]["GRADER_DEVICE"] == "gpu"
+    post = next(s for s in comment["steps"] if "post-comment" in s.get("run", ""))
+    assert '--head-sha "$HEAD_SHA"' in post["run"]
+    assert post["env"]["HEAD_SHA"] == "${{ matrix.head.head_sha }}"
+    assert comment["permissions"]["pull-requests"] == "write"
