@@ -28,7 +28,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from grader.core.course import find_root, load_course
+from grader.core.course import Course, find_root, load_course
 from grader.core.errors import InfrastructureError
 from grader.core.files import atomic_write
 from grader.core.jsonread import metrics_or_none
@@ -48,7 +48,7 @@ from grader.github.event import (
 from grader.github.private import SEALED_NAME, PrivateReportError, Recipients, recipients, seal
 from grader.grading.grade import grade_submission
 from grader.reports import write_reports
-from grader.sandbox.isolation import IsolationRefused, require_isolation
+from grader.sandbox.isolation import Decision, IsolationRefused, decide
 
 OPEN_HOWTO = (
     "Your score and feedback are private: only you and the course staff can read them. "
@@ -63,9 +63,24 @@ NO_KEY = (
 )
 
 
-def _grade(submission: Path, root: Path, student: str, timestamp: datetime) -> GradeResult:
-    """Grade with the sandboxed grader (tests replace this with a stand-in)."""
-    return grade_submission(submission, root=root, student=student, timestamp=timestamp)
+def _grade(
+    submission: Path,
+    root: Path,
+    student: str,
+    timestamp: datetime,
+    course: Course | None = None,
+    decision: Decision | None = None,
+) -> GradeResult:
+    """Grade with the sandboxed grader, with grade-pr's one course read and one isolation
+    decision (tests replace this with a stand-in)."""
+    return grade_submission(
+        submission,
+        root=root,
+        student=student,
+        timestamp=timestamp,
+        course=course,
+        decision=decision,
+    )
 
 
 def _copy_submission(artifact_dir: Path, dest: Path) -> None:
@@ -95,8 +110,12 @@ def grade_pr(
     root: Path | str | None = None,
     timestamp: str | None = None,
     grade: Callable[..., Any] | None = None,
+    decision: Decision | None = None,
 ) -> dict[str, Path]:
-    """Grade the validated submission of one PR; seal its reports, write the public comment."""
+    """Grade the validated submission of one PR; seal its reports, write the public comment.
+
+    The course is read here once and, with the caller's isolation `decision`, handed to the
+    grading, so that the reports and the grading cannot see two different courses."""
     artifact = Path(artifact)
     out = Path(out)
     root = Path(root) if root is not None else find_root()
@@ -118,7 +137,9 @@ def grade_pr(
             f" · [grading run]({link})</sub>" if link else "</sub>"
         )
         try:
-            result = (grade or _grade)(submission, root, student, when)
+            result = (grade or _grade)(
+                submission, root, student, when, course=course, decision=decision
+            )
         except InfrastructureError as exc:
             write_not_graded(out, not_graded_body(exc.headline, exc.detail), trailer)
             raise
@@ -182,7 +203,7 @@ def grade_pr_command(
     the runner's workflow commands stopped."""
     try:
         private = recipients(student_keys, staff_recipient)
-        require_isolation()
+        decision = decide()  # the grading's one decision, handed down to every worker
     except (IsolationRefused, PrivateReportError) as exc:
         headline, _, detail = str(exc).partition("\n")
         head = head_of(load_event(event))
@@ -195,6 +216,6 @@ def grade_pr_command(
         raise InfrastructureError(headline, detail) from None
     token = stop_commands()
     try:
-        return grade_pr(artifact, event, out, private, root, timestamp)
+        return grade_pr(artifact, event, out, private, root, timestamp, decision=decision)
     finally:
         resume_commands(token)

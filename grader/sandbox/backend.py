@@ -113,7 +113,7 @@ class WorkerBackend:
         self._load_failed: dict[str, dict] = {}
         self._spent = 0.0
         self._tail = OutputTail(OUTPUT_TAIL_BYTES)
-        self._memory_killed = False
+        self._cgroup: Path | None = None  # the started worker's scope, when the cgroup enforces
         self._init_pids: list[int] = []  # the PID-namespace init, killed even if it left
         self.starts = 0
 
@@ -351,7 +351,6 @@ class WorkerBackend:
         return reply if "error" in reply else None
 
     def _start(self) -> None:
-        self._memory_killed = False
         self._loaded.clear()
         self._init_pids = []
         box = self._box
@@ -376,17 +375,32 @@ class WorkerBackend:
         assert proc.stdin is not None and proc.stderr is not None  # both PIPEs
         os.set_blocking(proc.stdin.fileno(), False)
         threading.Thread(target=self._tail.drain, args=(proc.stderr.fileno(),), daemon=True).start()
-        if self._memory_enforcer == "memory-cgroup" and not memlimit.verify_scope(
-            proc.pid, self.limits.memory_mb
-        ):
-            self._memory_enforcer = "memory-watchdog"
+        self._cgroup = None
+        if self._memory_enforcer == "memory-cgroup":
+            if memlimit.verify_scope(proc.pid, self.limits.memory_mb):
+                self._cgroup = memlimit.cgroup_dir(proc.pid)
+            else:
+                self._memory_enforcer = "memory-watchdog"
         self._watchdog = memlimit.Watchdog(
             proc, self.limits.memory_mb, lambda pids: self._memory_kill(proc, pids)
         )
 
     def _memory_kill(self, proc: subprocess.Popen, pids: list[int]) -> None:
-        self._memory_killed = True
-        self._signal_all(proc, pids)
+        if proc is self._proc:
+            self._signal_all(proc, pids)
+        else:  # a watchdog outliving its worker: never this worker's init pids
+            kill_tree(proc, pids)
+
+    def _memory_stopped(self) -> bool:
+        """Whether the current worker was stopped for its memory: its own watchdog killed its
+        tree, or the kernel killed in its cgroup scope. Decided here, never from a reply; read
+        before `_kill`, while the scope still exists."""
+        proc, dog = self._proc, self._watchdog
+        if proc is None:
+            return False
+        if dog is not None and dog.proc is proc and dog.killed:
+            return True
+        return memlimit.oom_killed(self._cgroup)
 
     def _signal_all(self, proc: subprocess.Popen, pids: list[int]) -> None:
         kill_tree(proc, [*self._init_pids, *children(proc.pid), *pids])
@@ -411,8 +425,6 @@ class WorkerBackend:
         return code
 
     def _crash_message(self, code: int | None, fallback: str) -> str:
-        if self._memory_killed:
-            return f"the worker was killed for using more than {self.limits.memory_mb} MB of memory"
         if code is None:
             return fallback
         if code == -signal.SIGKILL and self._memory_enforcer == "memory-cgroup":
@@ -429,6 +441,9 @@ class WorkerBackend:
         try:
             return self._exchange(req, deadline)
         except TimeoutError:
+            if self._memory_stopped():  # the deadline came as the memory kill did
+                self._kill()
+                return trusted_error(WORKER_CRASHED, memlimit.kill_message(self.limits.memory_mb))
             self._kill()
             if limit < timeout:
                 return trusted_error(
@@ -438,9 +453,12 @@ class WorkerBackend:
                 )
             return trusted_error(WORKER_TIMEOUT, protocol.timeout_message(what, timeout))
         except Failure as exc:
+            if self._memory_stopped():  # whatever the reply or its absence looked like
+                self._kill()
+                return trusted_error(WORKER_CRASHED, memlimit.kill_message(self.limits.memory_mb))
             if exc.kind == WORKER_CRASHED:
                 code = self._kill()
-                if not exc.exited and not self._memory_killed:
+                if not exc.exited:
                     code = None  # a protocol violation: say what it was, not how it ended
                 return trusted_error(WORKER_CRASHED, self._crash_message(code, exc.message))
             self._kill()

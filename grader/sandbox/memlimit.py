@@ -89,6 +89,41 @@ def _memory_max(proc_cgroup: str) -> int | None:
     return None
 
 
+def cgroup_dir(pid: int) -> Path | None:
+    """The cgroup v2 directory process `pid` sits in (None when unreadable)."""
+    try:
+        text = Path(f"/proc/{pid}/cgroup").read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("0::"):
+            return CGROUP_ROOT / line[3:].strip().lstrip("/")
+    return None
+
+
+def oom_killed(cgroup: Path | None) -> bool:
+    """Whether the kernel killed a process of this cgroup for its memory.max (its
+    memory.events ``oom_kill`` count): read by the trusted side, never from the worker."""
+    if cgroup is None:
+        return False
+    try:
+        text = (cgroup / "memory.events").read_text()
+    except OSError:
+        return False  # gone with its scope, or no memory controller: not known
+    for line in text.splitlines():
+        key, _, value = line.partition(" ")
+        if key in ("oom_kill", "oom_group_kill") and value.strip().isdigit():
+            if int(value) > 0:
+                return True
+    return False
+
+
+def kill_message(memory_mb: int) -> str:
+    """What a test's feedback says of a worker stopped for its memory (one wording, both
+    enforcers)."""
+    return f"stopped: the worker and its processes used more than {memory_mb} MB (memory_mb)"
+
+
 def verify_scope(pid: int, memory_mb: int) -> bool:
     """Whether process `pid` sits in a cgroup whose memory.max is `memory_mb`."""
     try:
@@ -131,7 +166,8 @@ def tree_memory_mb(pids: list[int]) -> float:
 
 class Watchdog:
     """Kills a worker's process tree once it holds more than `limit_mb` together (`kill` gets
-    the pids it saw); `killed` then tells the backend to report a memory kill."""
+    the pids it saw); `killed`, set before the kill, tells the backend that the worker's end
+    was this memory kill, whatever the worker did or sent meanwhile."""
 
     def __init__(self, proc: subprocess.Popen, limit_mb: int, kill: Callable[[list[int]], None]):
         self.proc, self.limit_mb, self._kill = proc, limit_mb, kill

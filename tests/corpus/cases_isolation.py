@@ -513,7 +513,8 @@ raise ValueError(f"HELD-25 dev: /dev read-only, /dev/shm full at {shm >> 20} MB 
 '''
 
 # Three children, each far under the per-process address-space limit, together past the
-# worker's one memory limit (1,536 MB here): the whole tree is killed, reported as memory.
+# worker's one memory limit (1,536 MB here): the whole tree is killed, and the trusted side
+# (its watchdog, or the scope's OOM count) names the limit in every affected test's feedback.
 FORKED_MEMORY = '''
 import os, time
 kids = []
@@ -550,6 +551,8 @@ CASES += [
          "the per-process limit, together past the worker's 1,536 MB",
          patched(M9, "m9_record", FORKED_MEMORY),
          Expect(M9, [Rule(r"\[m9_record\(", OK + BROKEN, (), required=False),
-                     Rule(_fn("m9_record"), BROKEN, ("memory",))],
+                     Rule(_fn("m9_record"), BROKEN,
+                          ("stopped: the worker and its processes used more than 1536 MB "
+                           "(memory_mb)",))],
                 limits={"memory_mb": 1536}, max_s=120)),
 ]

@@ -298,7 +298,7 @@ def test_student_and_time_come_from_the_event_not_the_commit():
 def sandboxed(monkeypatch):
     """The grading itself is a stand-in in these tests: let grade-pr pass its sandbox check on a
     machine without bubblewrap (test_grade_pr_fails_closed_without_the_sandbox keeps it real)."""
-    monkeypatch.setattr(gha_grade, "require_isolation", lambda: "stand-in")
+    monkeypatch.setattr(gha_grade, "decide", lambda: None)
 
 
 def canned_result(student: str, timestamp: datetime):
@@ -343,7 +343,7 @@ def test_grade_pr_writes_comment_summary_and_reports_offline(tmp_path, monkeypat
     pytest.importorskip("grader.reports")
     calls = []
 
-    def fake_grade(submission, root, student, timestamp):
+    def fake_grade(submission, root, student, timestamp, **kw):
         names = sorted(p.relative_to(submission).as_posix() for p in submission.rglob("*"))
         calls.append((names, root, student, timestamp))
         return canned_result(student, timestamp)
@@ -395,7 +395,7 @@ def test_grade_pr_writes_comment_summary_and_reports_offline(tmp_path, monkeypat
 def test_the_student_opens_the_report_with_their_key_and_no_one_else_can(
     tmp_path, monkeypatch, sandboxed
 ):
-    monkeypatch.setattr(gha_grade, "_grade", lambda sub, root, st, ts: canned_result(st, ts))
+    monkeypatch.setattr(gha_grade, "_grade", lambda sub, root, st, ts, **kw: canned_result(st, ts))
     keys = []
     for name in ("student", "other"):
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / name)],
@@ -420,7 +420,9 @@ def test_the_student_opens_the_report_with_their_key_and_no_one_else_can(
 
 
 def test_grade_pr_without_the_staff_key_is_not_graded_and_says_so(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(gha_grade, "_grade", lambda *a: pytest.fail("graded with no staff key"))
+    monkeypatch.setattr(
+        gha_grade, "_grade", lambda *a, **kw: pytest.fail("graded with no staff key")
+    )
     out = tmp_path / "report"
     rc = gha.main(["grade-pr", "--artifact", str(make_artifact(tmp_path)), "--event", str(EVENT),
                    "--out", str(out), "--root", str(ROOT), "--staff-recipient", ""])  # fmt: skip
@@ -432,7 +434,9 @@ def test_grade_pr_without_the_staff_key_is_not_graded_and_says_so(tmp_path, monk
 
 
 def test_grade_pr_refuses_a_pr_json_for_another_commit(tmp_path, monkeypatch, sandboxed):
-    monkeypatch.setattr(gha_grade, "_grade", lambda *a: pytest.fail("graded a spoofed submission"))
+    monkeypatch.setattr(
+        gha_grade, "_grade", lambda *a, **kw: pytest.fail("graded a spoofed submission")
+    )
     art = make_artifact(tmp_path, head_sha="b" * 40)
     rc = grade_pr(art, tmp_path / "o")
     assert rc == 1
@@ -443,7 +447,7 @@ def test_grade_pr_stops_workflow_commands_while_grading(tmp_path, monkeypatch, s
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     seen = []
 
-    def fake_grade(submission, root, student, timestamp):
+    def fake_grade(submission, root, student, timestamp, **kw):
         seen.append(capsys.readouterr().out)
         print("::add-mask::nothing")  # what student output may try
         return canned_result(student, timestamp)
@@ -580,7 +584,9 @@ def test_grade_pr_end_to_end_with_the_real_grader(tmp_path):
 def test_grade_pr_fails_closed_without_the_sandbox(tmp_path, monkeypatch, capsys):
     from grader.sandbox import isolation
 
-    monkeypatch.setattr(gha_grade, "_grade", lambda *a: pytest.fail("graded without a sandbox"))
+    monkeypatch.setattr(
+        gha_grade, "_grade", lambda *a, **kw: pytest.fail("graded without a sandbox")
+    )
     monkeypatch.setenv(isolation.BWRAP_ENV, "")
     isolation.probe.cache_clear()
     try:

@@ -19,12 +19,14 @@ from grader.github import private
 STUDENTS = ("cy_partial", "dan_hardcoded", "bob_untouched")
 
 
-def _in_process(submission, root, student, timestamp):
+def _in_process(submission, root, student, timestamp, course=None, decision=None):
     from grader.grading.grade import grade_submission  # lazy: the suites, numpy
 
     # the real suites and feedback; in this process, as the sandbox cannot start on every
     # machine that runs the unit tests (what is checked is what reaches the public outputs)
-    return grade_submission(submission, root, student, timestamp=timestamp, sandbox=False)
+    return grade_submission(
+        submission, root, student, timestamp=timestamp, sandbox=False, course=course
+    )
 
 
 def secrets_of(opened):
@@ -47,7 +49,7 @@ def test_the_demo_classs_public_outputs_show_no_score_feedback_or_hidden_test(
 ):
     from grader.demo.samples import build_sample_class
 
-    monkeypatch.setattr(gha_grade, "require_isolation", lambda: "in-process stand-in")
+    monkeypatch.setattr(gha_grade, "decide", lambda: None)
     monkeypatch.setattr(gha_grade, "_grade", _in_process)
     staff = staff_identity()
     key = tmp_path / "staff.key"

@@ -120,3 +120,37 @@ def test_a_callers_decision_is_the_one_grading_uses(counted, tmp_path):
     )
     assert result.environment.bubblewrap == decision.probe.binary
     assert counted["decisions"] == 1  # the caller's; grading made none of its own
+
+
+def test_grade_pr_reads_the_course_once_and_decides_isolation_once(counted, tmp_path):
+    """grade-pr reads the course for its reports and decides isolation for its refusal: the
+    grading gets both, and makes neither again."""
+    from factories import EVENT, PR, make_artifact, staff_identity
+
+    from grader import github
+    from grader.github import private
+
+    root = course_tree(
+        tmp_path / "course",
+        {
+            f"solutions/{ASSIGNMENT}/{ASSIGNMENT}.py": NOTEBOOK,
+            f"tests/public/{ASSIGNMENT}/test_once_public.py": SUITE,
+        },
+    )
+    art = make_artifact(tmp_path)
+    (art / "exercises" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").unlink()
+    (art / "exercises" / ASSIGNMENT / f"{ASSIGNMENT}.py").write_text(NOTEBOOK)
+    staff = staff_identity()
+    out = tmp_path / "out"
+    argv = ["grade-pr", "--artifact", str(art), "--event", str(EVENT), "--out", str(out)]
+    argv += ["--root", str(root), "--staff-recipient", str(staff.to_public())]
+    assert github.main(argv) == 0
+    key = tmp_path / "staff.key"
+    key.write_text(f"{staff}\n")
+    private.open_report(out / "report.age", key, tmp_path / "opened")
+    result = json.loads((tmp_path / "opened" / "result.json").read_text())
+    assert json.loads((tmp_path / "opened" / "pr.json").read_text())["number"] == PR
+    (graded,) = [a for a in result["assignments"] if a["id"] == ASSIGNMENT]
+    outcomes = [t["outcome"] for t in graded["tests"]]
+    assert outcomes.count("passed") == 3 and outcomes.count("failed") == 1, outcomes
+    assert counted == {"course reads": 1, "decisions": 1}

@@ -8,6 +8,7 @@ import functools
 import html as html_lib
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -601,7 +602,7 @@ def test_rss_watchdog_kills_for_memory(world):
     ) as b:
         assert "memory-watchdog" in b.isolation or "memory-cgroup" in b.isolation
         student = Student(b, "a", call_timeout=30)
-        with pytest.raises(WorkerCrashed, match="more than 400 MB of memory"):
+        with pytest.raises(WorkerCrashed, match=re.escape(memlimit.kill_message(400))):
             student.eat_slowly(50, 60)
         assert student.add(1, 2) == 3
 
@@ -617,10 +618,27 @@ def test_one_memory_limit_covers_forked_children(world):
     ) as b:
         student = Student(b, "a", call_timeout=30)
         t0 = time.monotonic()
-        with pytest.raises(WorkerCrashed, match="memory"):
+        with pytest.raises(WorkerCrashed) as info:
             student.eat_in_children(3, 200)
         assert time.monotonic() - t0 < 15  # killed, not waited out
+        # the trusted side's word, from its own watchdog or the scope's OOM count
+        assert memlimit.kill_message(400) in str(info.value), str(info.value)
+        assert b._watchdog is not None and (b._watchdog.killed or b._cgroup is not None)
         assert student.add(1, 2) == 3
+
+
+def test_a_scope_counts_as_memory_killed_only_by_its_oom_kill_count(tmp_path):
+    """The cgroup's own memory.events decides, read by the trusted side; hitting memory.max
+    without a kill, or a scope already gone, is not claimed as a memory kill."""
+    events = tmp_path / "memory.events"
+    events.write_text("low 0\nhigh 0\nmax 12\noom 1\noom_kill 0\noom_group_kill 0\n")
+    assert not memlimit.oom_killed(tmp_path)
+    events.write_text("low 0\nhigh 0\nmax 12\noom 1\noom_kill 2\noom_group_kill 0\n")
+    assert memlimit.oom_killed(tmp_path)
+    assert not memlimit.oom_killed(tmp_path / "collected") and not memlimit.oom_killed(None)
+    assert memlimit.kill_message(1536) == (
+        "stopped: the worker and its processes used more than 1536 MB (memory_mb)"
+    )
 
 
 def test_tree_memory_counts_shared_pages_once():
