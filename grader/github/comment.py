@@ -18,6 +18,7 @@ import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from grader.core.files import atomic_write
 from grader.github.artifact import show
 from grader.github.event import REPO_RE, run_link
 
@@ -46,11 +47,12 @@ def not_graded_body(headline: str, detail: str = "") -> str:
 
 
 def write_not_graded(out: Path, body: str, trailer: str = "") -> None:
-    """OUT/comment.md (with the marker) and summary.md for a submission that was not graded."""
+    """OUT/comment.md (with the marker) and summary.md for a submission that was not graded,
+    each written whole or not at all (a killed run leaves no half comment for the poster)."""
     out.mkdir(parents=True, exist_ok=True)
     tail = f"\n{trailer}\n" if trailer else ""
-    (out / "comment.md").write_text(f"{MARKER}\n{body.rstrip()}\n{tail}", encoding="utf-8")
-    (out / "summary.md").write_text(f"{body.rstrip()}\n{tail}", encoding="utf-8")
+    atomic_write(out / "comment.md", f"{MARKER}\n{body.rstrip()}\n{tail}")
+    atomic_write(out / "summary.md", f"{body.rstrip()}\n{tail}")
 
 
 def rejected_comment(out: Path | str, reason: str, head_sha: str = "") -> Path:

@@ -1,7 +1,10 @@
 """What the CLI prints: plain-text tables of results, for a terminal (and a CI log).
 
 Feedback in `grader check`'s table is one line per test (a long first line is cut at
-`CHECK_FEEDBACK_CHARS`); `-v` shows whole messages. Scores use the one points format.
+`CHECK_FEEDBACK_CHARS`); `-v` shows whole messages. Scores use the one points format. Student
+text (feedback, errors, warnings, file names) goes through `grader.reports.escape.visible`
+first: a colour code, a bidi override or a lone surrogate can neither spoof the table nor stop
+the print.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from collections.abc import Sequence
 from grader.core.results import AssignmentResult, GradeResult
 from grader.core.tables import format_table, points
 from grader.grading.check import Checked
+from grader.reports.escape import visible
 
 CHECK_FEEDBACK_CHARS = 100
 OUTCOMES = ("passed", "failed", "error", "timeout", "skipped")
@@ -21,7 +25,7 @@ def assignment_table(results: Sequence[AssignmentResult]) -> str:
     rows = []
     for r in results:
         counts = [sum(t.outcome == o for t in r.tests) for o in OUTCOMES]
-        rows.append([r.id, points(r.score, r.max_score), *counts, r.error or ""])
+        rows.append([r.id, points(r.score, r.max_score), *counts, visible(r.error or "")])
     return format_table(["assignment", "score", *OUTCOMES, "note"], rows)
 
 
@@ -38,14 +42,15 @@ def check_report(checked: Sequence[Checked], verbose: bool) -> str:
     """Each assignment's tests, then the assignment table, then a hint when feedback was cut."""
     out, cut = [], False
     for c in checked:
-        out.append(f"\n{c.result.id} (checked {c.notebook})")
+        out.append(f"\n{c.result.id} (checked {visible(c.notebook)})")
         rows = []
         for t in c.result.tests:
-            fb = one_line(t.feedback, verbose)
-            cut |= fb != (t.feedback or "")
-            rows.append([t.name, points(t.score, t.max_score), t.outcome, fb])
+            shown = visible(t.feedback or "")
+            fb = one_line(shown, verbose)
+            cut |= fb != shown
+            rows.append([visible(t.name), points(t.score, t.max_score), t.outcome, fb])
         out.append(format_table(["test", "points", "outcome", "feedback"], rows))
-        out += [f"warning: {w}" for w in c.warnings]
+        out += [f"warning: {visible(w)}" for w in c.warnings]
     out += ["", assignment_table([c.result for c in checked])]
     notes = dict.fromkeys(n for c in checked for n in c.notes)  # each said once, in order
     out += [f"\nnote: {n}" for n in notes]

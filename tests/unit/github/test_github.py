@@ -18,6 +18,7 @@ from factories import EVENT, HEAD, PR, ROOT, grade_pr, make_artifact
 
 from grader import cli
 from grader import github as gha
+from grader.github import comment as comment_module
 from grader.github import grade as gha_grade
 from grader.github import private
 from grader.grading.limits import LIMITS
@@ -623,3 +624,19 @@ def test_the_bare_python_verbs_import_no_third_party_module():
         [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True
     )
     assert proc.stdout.strip() == "[]", proc.stdout
+
+
+def test_the_not_graded_comment_is_written_whole_beside_what_was_there(tmp_path):
+    """write_not_graded replaces comment.md and summary.md (atomic_write): a link left in OUT
+    is replaced, not written through, and no temporary file stays behind."""
+    out = tmp_path / "out"
+    out.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep\n")
+    (out / "comment.md").symlink_to(victim)
+    comment_module.write_not_graded(out, "## Not graded\n\nwhy", "<sub>commit abc</sub>")
+    assert victim.read_text() == "keep\n"
+    comment = out / "comment.md"
+    assert not comment.is_symlink() and comment.read_text().startswith(gha.MARKER + "\n")
+    assert comment.read_text().endswith("why\n\n<sub>commit abc</sub>\n")
+    assert sorted(p.name for p in out.iterdir()) == ["comment.md", "summary.md"]
