@@ -172,9 +172,10 @@ def _write_outputs(path: str | None, values: dict[str, str]) -> None:
             fh.write(f"{k}={v}\n")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m grader.github <verb>`: `ExitCode` OK (0) done, FAILED (1) rejected or failed,
-    INFRASTRUCTURE (3) not graded (the machine)."""
+def _parser() -> argparse.ArgumentParser:
+    """The verbs the workflows call, with their flags.
+
+    Long because it is a declarative table: one `add_argument` line per flag of each verb."""
     p = argparse.ArgumentParser(prog="python -m grader.github", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
 
@@ -244,7 +245,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     k.add_argument("--head-sha", required=True)
     k.add_argument("--root", default=".")
 
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m grader.github <verb>`: `ExitCode` OK (0) done, FAILED (1) rejected or failed,
+    INFRASTRUCTURE (3) not graded (the machine)."""
+    args = _parser().parse_args(argv)
     try:
         if args.cmd == "validate-artifact":
             try:
