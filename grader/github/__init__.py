@@ -250,7 +250,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m grader.github <verb>`: `ExitCode` OK (0) done, FAILED (1) rejected or failed,
-    INFRASTRUCTURE (3) not graded (the machine)."""
+    INFRASTRUCTURE (3) not graded (the machine).
+
+    Long because it is one dispatch branch per verb, each mapping that verb's errors to the
+    exit code and comment the workflow expects."""
     args = _parser().parse_args(argv)
     try:
         if args.cmd == "validate-artifact":
