@@ -46,7 +46,7 @@ from grader.reports.class_data import (
 from grader.reports.escape import html_text, md_inline
 from grader.reports.similarity import THRESHOLD
 
-__all__ = ["REPORT_DIR", "THRESHOLD", "html", "markdown", "terminal_summary", "write_class_report"]
+__all__ = ["REPORT_DIR", "THRESHOLD", "terminal_summary", "write_class_report"]
 
 REPORT_DIR = "class-report"
 MAX_PAIRS_SHOWN = 100
