@@ -193,6 +193,9 @@ def _isolation_override(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """Every `grader` subcommand with its flags and the function it runs.
+
+    Long because it is a declarative table: one `add_argument` line per flag of each command."""
     p = argparse.ArgumentParser(prog="grader", description=__doc__.splitlines()[0])
     p.add_argument("--root", help="course repository (default: found from the cwd)")
     sub = p.add_subparsers(dest="command", required=True)

@@ -249,6 +249,10 @@ def _get_or_add(session: Session, model: Any, key: dict, **fields: Any) -> Any:
 
 
 def _write(session: Session, result: GradeResult, course: Course) -> None:
+    """Upsert one student's result into nbgrader's tables, inside one write transaction.
+
+    Long because it walks nbgrader's row chain in order (student, assignment, notebook, cells,
+    submission, grades), each step needing the rows the one before it made or found."""
     from nbgrader.api import (  # lazy: see the module docstring
         Assignment,
         Grade,

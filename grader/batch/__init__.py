@@ -12,46 +12,30 @@ Instructor tooling: not shipped in the student export.
 
 from __future__ import annotations
 
-from grader.batch.children import CHILD_RESULT, GradeOne, error_result
+# What the command, the demo, the bench and the tests import from the package; the rest is
+# imported from its module (grader.batch.inputs, .children, ...).
 from grader.batch.entry import grade_entry, run_class
 from grader.batch.inputs import (
-    DroppedTimes,
-    RegradePlan,
     discover,
-    grading_inputs,
-    kept_times,
     parse_shard,
-    regrade_plan,
-    resume_key,
     select_shard,
     submission_times,
 )
-from grader.batch.schedule import BatchOutcome, grade_all, summary_table
+from grader.batch.schedule import grade_all
 from grader.batch.state import STATE, StateFile
 from grader.grading.intake import submission_digest
 from grader.grading.reference import reference_m9_record
 
 __all__ = [
-    "CHILD_RESULT",
     "STATE",
-    "BatchOutcome",
-    "GradeOne",
     "StateFile",
     "discover",
-    "error_result",
     "grade_all",
     "grade_entry",
-    "grading_inputs",
     "parse_shard",
     "reference_m9_record",
-    "DroppedTimes",
-    "RegradePlan",
-    "kept_times",
-    "regrade_plan",
-    "resume_key",
     "run_class",
     "select_shard",
     "submission_digest",
     "submission_times",
-    "summary_table",
 ]

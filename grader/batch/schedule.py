@@ -166,6 +166,9 @@ def grade_all(
     that hangs. `force` regrades submissions even when unchanged. `drop_times` grades changed
     work that the listing gives no time for without one (otherwise that is refused:
     `inputs.DroppedTimes`, before anything is graded).
+
+    Long because planning, the process pool and `finish` share the run's state (the state file,
+    the plans, the progress counter) through closures; splitting them would pass it all around.
     """
     if grade_one is None:
         raise ValueError("grade_one is required (e.g. functools.partial(grade_entry, root=...))")

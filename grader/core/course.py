@@ -234,6 +234,55 @@ def _hardware(key: str, table: Any) -> Hardware:
     return _typed(section, rest, Hardware, {"key": key, "sm": sm})
 
 
+def _check_head(p: Path, head: Any) -> None:
+    """[course] is a table with exactly the known keys, each of its type."""
+    if not isinstance(head, dict):
+        raise CourseError(f"{p}: [course] must be a table")
+    head_fields = {"id": str, "title": str, "course_gpu": str, "timezone": str}
+    unknown = sorted(set(head) - set(head_fields))
+    if unknown:
+        raise CourseError(f"{p}: [course] unknown key {unknown[0]!r}")
+    for name, kind in head_fields.items():
+        if name not in head:
+            raise CourseError(f"{p}: [course] missing key {name!r}")
+        _convert(f"course.{name}", head[name], kind)
+
+
+def _check_hardware(p: Path, hw: Hardware) -> None:
+    """One [hardware.*] entry is physically consistent (positive rates, SM limits that fit)."""
+    positive = ("fp16_tensor_tflops", "fp32_tflops", "bandwidth_gbs", "memory_gb", "sm_count")
+    for name in (*positive, "pcie_gbs"):
+        if getattr(hw, name) <= 0:
+            raise CourseError(f"{p}: hardware.{hw.key}.{name} must be positive")
+    if hw.sustained_fp16_tflops is not None and not (
+        0 < hw.sustained_fp16_tflops <= hw.fp16_tensor_tflops
+    ):
+        raise CourseError(
+            f"{p}: hardware.{hw.key}.sustained_fp16_tflops must be positive and at most "
+            "fp16_tensor_tflops (a sustained rate cannot pass the peak)"
+        )
+    for f in fields(SMLimits):
+        least = 0 if f.name == "reserved_shared_memory_per_block" else 1
+        if getattr(hw.sm, f.name) < least:
+            raise CourseError(
+                f"{p}: hardware.{hw.key}.sm.{f.name} must be " + ("positive" if least else ">= 0")
+            )
+    if hw.sm.max_threads_per_block > hw.sm.max_threads:
+        raise CourseError(
+            f"{p}: hardware.{hw.key}.sm: max_threads_per_block must not exceed max_threads"
+        )
+    if hw.sm.max_shared_memory_per_block > hw.sm.shared_memory_bytes:
+        raise CourseError(
+            f"{p}: hardware.{hw.key}.sm: max_shared_memory_per_block must not exceed the "
+            "SM's shared memory (shared_memory_kib x 1024)"
+        )
+    if hw.sm.max_threads != 32 * hw.sm.max_warps:
+        raise CourseError(
+            f"{p}: hardware.{hw.key}.sm: max_threads ({hw.sm.max_threads}) must be 32 x "
+            f"max_warps ({hw.sm.max_warps})"
+        )
+
+
 def load_course(path: Path | str | None = None) -> Course:
     """Load and validate course.toml (a file path, a directory holding it, or found from cwd)."""
     p = Path(path) if path is not None else find_root() / MANIFEST
@@ -254,16 +303,7 @@ def load_course(path: Path | str | None = None) -> Course:
             raise CourseError(f"{p}: missing [{key}]")
 
     head = data["course"]
-    if not isinstance(head, dict):
-        raise CourseError(f"{p}: [course] must be a table")
-    head_fields = {"id": str, "title": str, "course_gpu": str, "timezone": str}
-    unknown = sorted(set(head) - set(head_fields))
-    if unknown:
-        raise CourseError(f"{p}: [course] unknown key {unknown[0]!r}")
-    for name, kind in head_fields.items():
-        if name not in head:
-            raise CourseError(f"{p}: [course] missing key {name!r}")
-        _convert(f"course.{name}", head[name], kind)
+    _check_head(p, head)
 
     hardware = {key: _hardware(key, table) for key, table in data["hardware"].items()}
     if head["course_gpu"] not in hardware:
@@ -272,38 +312,7 @@ def load_course(path: Path | str | None = None) -> Course:
             f"({', '.join(hardware)})"
         )
     for hw in hardware.values():
-        positive = ("fp16_tensor_tflops", "fp32_tflops", "bandwidth_gbs", "memory_gb", "sm_count")
-        for name in (*positive, "pcie_gbs"):
-            if getattr(hw, name) <= 0:
-                raise CourseError(f"{p}: hardware.{hw.key}.{name} must be positive")
-        if hw.sustained_fp16_tflops is not None and not (
-            0 < hw.sustained_fp16_tflops <= hw.fp16_tensor_tflops
-        ):
-            raise CourseError(
-                f"{p}: hardware.{hw.key}.sustained_fp16_tflops must be positive and at most "
-                "fp16_tensor_tflops (a sustained rate cannot pass the peak)"
-            )
-        for f in fields(SMLimits):
-            least = 0 if f.name == "reserved_shared_memory_per_block" else 1
-            if getattr(hw.sm, f.name) < least:
-                raise CourseError(
-                    f"{p}: hardware.{hw.key}.sm.{f.name} must be "
-                    + ("positive" if least else ">= 0")
-                )
-        if hw.sm.max_threads_per_block > hw.sm.max_threads:
-            raise CourseError(
-                f"{p}: hardware.{hw.key}.sm: max_threads_per_block must not exceed max_threads"
-            )
-        if hw.sm.max_shared_memory_per_block > hw.sm.shared_memory_bytes:
-            raise CourseError(
-                f"{p}: hardware.{hw.key}.sm: max_shared_memory_per_block must not exceed the "
-                "SM's shared memory (shared_memory_kib x 1024)"
-            )
-        if hw.sm.max_threads != 32 * hw.sm.max_warps:
-            raise CourseError(
-                f"{p}: hardware.{hw.key}.sm: max_threads ({hw.sm.max_threads}) must be 32 x "
-                f"max_warps ({hw.sm.max_warps})"
-            )
+        _check_hardware(p, hw)
 
     raw_assignments = data["assignments"]
     if not isinstance(raw_assignments, list) or not raw_assignments:

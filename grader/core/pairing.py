@@ -74,7 +74,10 @@ def pair(
 
     `exercises` holds `<id>/<id>.py|.ipynb`; `release` is the release to compare with (see
     `release_for`; None: decide by the release stubs left in each file); `refused` names files
-    intake would not take, for the error message."""
+    intake would not take, for the error message.
+
+    Long because it is the rule itself, read top to bottom: each early return is one case of
+    the module docstring, with the message the student sees for it."""
     refused = refused or {}
     notes: list[str] = []
     folder = Path(exercises) / aid

@@ -58,11 +58,8 @@ from typing import Any
 from grader.core.errors import ExitCode, GraderError, InfrastructureError, UsageError
 from grader.core.student_repo import RELEASE_RECORD
 from grader.github.artifact import (
-    EXERCISES,
-    Artifact,
     ArtifactError,
     PullRequest,
-    check_name,
     pack_submission,
     parse_pr_json,
     show,
@@ -71,10 +68,8 @@ from grader.github.artifact import (
 from grader.github.comment import (
     BOT_LOGIN,
     MARKER,
-    MAX_COMMENT_CHARS,
     failure_comment,
     find_pr,
-    not_graded_body,
     post_comment,
     rejected_comment,
 )
@@ -91,30 +86,26 @@ from grader.github.sweep import plan as sweep_plan
 from grader.github.sweep import sweep as sweep_ungraded
 from grader.github.tree import TreeMismatch, submission_from_tree, verify_tree
 
+# What the workflows (`main`) and the tests use from the package; the rest is imported from its
+# module (grader.github.artifact, .comment, ...).
 __all__ = [
     "BOT_LOGIN",
-    "EXERCISES",
     "MARKER",
-    "MAX_COMMENT_CHARS",
-    "Artifact",
     "ArtifactError",
     "EventError",
     "PullRequest",
-    "check_name",
     "cross_check",
     "failure_comment",
-    "grade_pr",
     "load_event",
     "main",
-    "not_graded_body",
     "pack_submission",
     "parse_pr_json",
     "post_comment",
     "release_commit",
     "student_of",
     "submitted_at",
+    "sweep_event",
     "validate_artifact",
-    "verify_tree",
 ]
 
 
@@ -172,9 +163,10 @@ def _write_outputs(path: str | None, values: dict[str, str]) -> None:
             fh.write(f"{k}={v}\n")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m grader.github <verb>`: `ExitCode` OK (0) done, FAILED (1) rejected or failed,
-    INFRASTRUCTURE (3) not graded (the machine)."""
+def _parser() -> argparse.ArgumentParser:
+    """The verbs the workflows call, with their flags.
+
+    Long because it is a declarative table: one `add_argument` line per flag of each verb."""
     p = argparse.ArgumentParser(prog="python -m grader.github", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
 
@@ -244,7 +236,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     k.add_argument("--head-sha", required=True)
     k.add_argument("--root", default=".")
 
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m grader.github <verb>`: `ExitCode` OK (0) done, FAILED (1) rejected or failed,
+    INFRASTRUCTURE (3) not graded (the machine).
+
+    Long because it is one dispatch branch per verb, each mapping that verb's errors to the
+    exit code and comment the workflow expects."""
+    args = _parser().parse_args(argv)
     try:
         if args.cmd == "validate-artifact":
             try:

@@ -164,7 +164,15 @@ def grade_pr(
         sealed = seal([paths["json"], paths["markdown"], paths["html"], scored], private,
                       out / SEALED_NAME)  # fmt: skip
 
-    body = public_body(pr.head_sha, private.student_can_open)
+    return _write_public(
+        out, sealed, public_body(pr.head_sha, private.student_can_open), trailer, meta
+    )
+
+
+def _write_public(
+    out: Path, sealed: Path, body: str, trailer: str, meta: dict[str, Any]
+) -> dict[str, Path]:
+    """The files anyone may read next to the sealed reports: PR comment, job summary, pr.json."""
     comment = f"{MARKER}\n{body.rstrip()}\n\n{trailer}\n"[:MAX_COMMENT_CHARS]
     public = {"sealed": sealed, "comment": out / "comment.md", "summary": out / "summary.md"}
     atomic_write(public["comment"], comment)

@@ -216,6 +216,10 @@ def grade_submission(
 
     `student` keys the suites' draws (`grader.suites.seeds`); without it the submission's
     digest does, so an unnamed submission is graded the same wherever it is graded.
+
+    Long because the order of its steps (isolation decision, GPU preflight, intake, worker
+    warm-up, compiler check, suites, late policy) is the fail-closed story and reads best in
+    one place.
     """
     started = time.perf_counter()
     # decided once for the grading (IsolationRefused here) and handed to every worker it starts

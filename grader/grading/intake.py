@@ -176,7 +176,10 @@ def _take(
 
     `root`: the course tree that files outside exercises/ and metrics.json are compared with for
     the warnings; None reads none of them (the digest alone, where the warnings are dropped).
-    Which files are taken never depends on `root`."""
+    Which files are taken never depends on `root`.
+
+    Long because each limit (names, symlinks, file count, per-file and total size) is checked
+    where the walk meets the file, so one loop says which file is refused and why."""
     taken: list[tuple[str, bytes]] = []
     total = 0
     seen = 0

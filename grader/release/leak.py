@@ -170,7 +170,10 @@ def secret_and_public_lines(root: Path) -> tuple[dict[str, str], set[str]]:
     compared. Other files under `solutions/` (a backup copy, a reference implementation) are
     secret so that they cannot ride along; their lines that the release's scaffold ships anyway
     (outside every region of a solution notebook, and no region's line) reveal nothing and are
-    left out."""
+    left out.
+
+    Long because the three kinds of source (solution notebooks, other files under solutions/,
+    tests/hidden) share the `add` rule and the public marks, and are merged in one place."""
     root = Path(root).resolve()
     secrets: dict[str, str] = {}  # regions and hidden tests
     strays: dict[str, str] = {}  # other files under solutions/

@@ -46,7 +46,7 @@ from grader.reports.class_data import (
 from grader.reports.escape import html_text, md_inline
 from grader.reports.similarity import THRESHOLD
 
-__all__ = ["REPORT_DIR", "THRESHOLD", "html", "markdown", "terminal_summary", "write_class_report"]
+__all__ = ["REPORT_DIR", "THRESHOLD", "terminal_summary", "write_class_report"]
 
 REPORT_DIR = "class-report"
 MAX_PAIRS_SHOWN = 100
@@ -91,6 +91,63 @@ def _cell(c: RosterCell) -> str:
 
 def _total(row: RosterRow) -> str:
     return "–" if row.score is None else fraction(row.score, row.max_score)
+
+
+def _md_changes_and_late(rep: ClassReport) -> list[str]:
+    """The markdown sections on outcomes the last regrade changed and on late submissions."""
+    out: list[str] = []
+    out += ["", "## Changed in the last regrade", ""]
+    if rep.changes:
+        out += ["| student | assignment | test | before | after |", "|---|---|---|---|---|"]
+        for c in rep.changes[:MAX_PAIRS_SHOWN]:
+            out.append(
+                f"| {_md(c.student)} | {_md(c.assignment)} | {_md(c.test)} | {c.before} "
+                f"| {c.after} |"
+            )
+    else:
+        out.append("No test changed its outcome.")
+    out += ["", "## Late submissions", ""]
+    if rep.late:
+        out += [
+            "| student | assignment | submitted | due | hours late | penalty |",
+            "|---|---|---|---|---:|---:|",
+        ]
+        for x in rep.late:
+            hours = "–" if x.hours_late is None else f"{x.hours_late:g}"
+            out.append(
+                f"| {_md(x.student)} | {_md(x.assignment)} | {_md(x.submitted or '–')} "
+                f"| {_md(x.due)} | {hours} | {100 * x.penalty:.0f}% |"
+            )
+    else:
+        out.append("None.")
+    return out
+
+
+def _md_similar(rep: ClassReport) -> list[str]:
+    """The markdown section on similar pairs, with the caveat that it is not a verdict."""
+    out: list[str] = []
+    out += [
+        "",
+        "## Similar graded cells (for you to look at; not a verdict)",
+        "",
+        SIMILARITY_CAVEAT,
+        "",
+    ]
+    if rep.similar:
+        out += [
+            "| assignment | student | student | share of each one's code | tokens |",
+            "|---|---|---|---|---:|",
+        ]
+        for p in rep.similar[:MAX_PAIRS_SHOWN]:
+            out.append(
+                f"| {_md(p.assignment)} | {_md(p.student_a)} | {_md(p.student_b)} "
+                f"| {100 * p.similarity_a:.0f}% / {100 * p.similarity_b:.0f}% | {p.tokens} |"
+            )
+        if len(rep.similar) > MAX_PAIRS_SHOWN:
+            out.append(f"\n... and {len(rep.similar) - MAX_PAIRS_SHOWN} more in class-report.json")
+    else:
+        out.append(f"No pair above {100 * rep.threshold:.0f}%.")
+    return out
 
 
 def markdown(rep: ClassReport) -> str:
@@ -143,51 +200,8 @@ def markdown(rep: ClassReport) -> str:
                 f"| {_md(t.assignment)} | {_md(t.name)} | {_rate(t)} | {t.passed} | {t.failed} "
                 f"| {t.not_attempted} | {t.skipped} | {common} |"
             )
-    out += ["", "## Changed in the last regrade", ""]
-    if rep.changes:
-        out += ["| student | assignment | test | before | after |", "|---|---|---|---|---|"]
-        for c in rep.changes[:MAX_PAIRS_SHOWN]:
-            out.append(
-                f"| {_md(c.student)} | {_md(c.assignment)} | {_md(c.test)} | {c.before} "
-                f"| {c.after} |"
-            )
-    else:
-        out.append("No test changed its outcome.")
-    out += ["", "## Late submissions", ""]
-    if rep.late:
-        out += [
-            "| student | assignment | submitted | due | hours late | penalty |",
-            "|---|---|---|---|---:|---:|",
-        ]
-        for x in rep.late:
-            hours = "–" if x.hours_late is None else f"{x.hours_late:g}"
-            out.append(
-                f"| {_md(x.student)} | {_md(x.assignment)} | {_md(x.submitted or '–')} "
-                f"| {_md(x.due)} | {hours} | {100 * x.penalty:.0f}% |"
-            )
-    else:
-        out.append("None.")
-    out += [
-        "",
-        "## Similar graded cells (for you to look at; not a verdict)",
-        "",
-        SIMILARITY_CAVEAT,
-        "",
-    ]
-    if rep.similar:
-        out += [
-            "| assignment | student | student | share of each one's code | tokens |",
-            "|---|---|---|---|---:|",
-        ]
-        for p in rep.similar[:MAX_PAIRS_SHOWN]:
-            out.append(
-                f"| {_md(p.assignment)} | {_md(p.student_a)} | {_md(p.student_b)} "
-                f"| {100 * p.similarity_a:.0f}% / {100 * p.similarity_b:.0f}% | {p.tokens} |"
-            )
-        if len(rep.similar) > MAX_PAIRS_SHOWN:
-            out.append(f"\n... and {len(rep.similar) - MAX_PAIRS_SHOWN} more in class-report.json")
-    else:
-        out.append(f"No pair above {100 * rep.threshold:.0f}%.")
+    out += _md_changes_and_late(rep)
+    out += _md_similar(rep)
     if rep.notes:
         out += ["", "## Notes", "", *[f"- {_md(n)}" for n in rep.notes]]
     return "\n".join(out) + "\n"
@@ -243,6 +257,56 @@ def _rate_table(p: Any, title: str, rows: list[PassRate], label: str) -> None:
     p("</table></details>" if len(rows) > HARDEST_SHOWN else "</table>")
 
 
+def _html_changes_and_late(p: Any, rep: ClassReport) -> None:
+    """The page's sections on outcomes the last regrade changed and on late submissions."""
+    p("<h2>Changed in the last regrade</h2>")
+    if rep.changes:
+        p("<table><tr><th>student<th>assignment<th>test<th>before<th>after</tr>")
+        for c in rep.changes[:MAX_PAIRS_SHOWN]:
+            p(
+                f"<tr><td>{html_text(c.student)}<td>{html_text(c.assignment)}<td>{html_text(c.test)}"
+                f"<td>{html_text(c.before)}<td>{html_text(c.after)}</tr>"
+            )
+        p("</table>")
+    else:
+        p("<p>No test changed its outcome.</p>")
+    p("<h2>Late submissions</h2>")
+    if rep.late:
+        p("<table><tr><th>student<th>assignment<th>submitted<th>due<th>hours late<th>penalty</tr>")
+        for x in rep.late:
+            hours = "–" if x.hours_late is None else f"{x.hours_late:g}"
+            p(
+                f"<tr><td>{html_text(x.student)}<td>{html_text(x.assignment)}"
+                f"<td>{html_text(x.submitted or '–')}<td>{html_text(x.due)}"
+                f"<td class=n>{html_text(hours)}<td class=n>{100 * x.penalty:.0f}%</tr>"
+            )
+        p("</table>")
+    else:
+        p("<p>None.</p>")
+
+
+def _html_similar(p: Any, rep: ClassReport) -> None:
+    """The page's section on similar pairs, with the caveat that it is not a verdict."""
+    p("<h2>Similar graded cells <small>(for you to look at; not a verdict)</small></h2>")
+    p(f"<p class=caveat>{html_text(SIMILARITY_CAVEAT)}</p>")
+    if rep.similar:
+        p(
+            "<table><tr><th>assignment<th>student<th>student<th>share of each one's code"
+            "<th>tokens</tr>"
+        )
+        for s in rep.similar[:MAX_PAIRS_SHOWN]:
+            p(
+                f"<tr><td>{html_text(s.assignment)}<td>{html_text(s.student_a)}<td>{html_text(s.student_b)}"
+                f"<td class=n>{100 * s.similarity_a:.0f}% / {100 * s.similarity_b:.0f}%"
+                f"<td class=n>{s.tokens}</tr>"
+            )
+        p("</table>")
+        if len(rep.similar) > MAX_PAIRS_SHOWN:
+            p(f"<p>... and {len(rep.similar) - MAX_PAIRS_SHOWN} more in class-report.json</p>")
+    else:
+        p(f"<p>No pair above {100 * rep.threshold:.0f}%.</p>")
+
+
 def html(rep: ClassReport) -> str:
     rows: list[str] = []
     p = rows.append
@@ -290,48 +354,8 @@ def html(rep: ClassReport) -> str:
         ("Tests, hardest first", rep.tests, "test"),
     ):
         _rate_table(p, title, rates, label)
-    p("<h2>Changed in the last regrade</h2>")
-    if rep.changes:
-        p("<table><tr><th>student<th>assignment<th>test<th>before<th>after</tr>")
-        for c in rep.changes[:MAX_PAIRS_SHOWN]:
-            p(
-                f"<tr><td>{html_text(c.student)}<td>{html_text(c.assignment)}<td>{html_text(c.test)}"
-                f"<td>{html_text(c.before)}<td>{html_text(c.after)}</tr>"
-            )
-        p("</table>")
-    else:
-        p("<p>No test changed its outcome.</p>")
-    p("<h2>Late submissions</h2>")
-    if rep.late:
-        p("<table><tr><th>student<th>assignment<th>submitted<th>due<th>hours late<th>penalty</tr>")
-        for x in rep.late:
-            hours = "–" if x.hours_late is None else f"{x.hours_late:g}"
-            p(
-                f"<tr><td>{html_text(x.student)}<td>{html_text(x.assignment)}"
-                f"<td>{html_text(x.submitted or '–')}<td>{html_text(x.due)}"
-                f"<td class=n>{html_text(hours)}<td class=n>{100 * x.penalty:.0f}%</tr>"
-            )
-        p("</table>")
-    else:
-        p("<p>None.</p>")
-    p("<h2>Similar graded cells <small>(for you to look at; not a verdict)</small></h2>")
-    p(f"<p class=caveat>{html_text(SIMILARITY_CAVEAT)}</p>")
-    if rep.similar:
-        p(
-            "<table><tr><th>assignment<th>student<th>student<th>share of each one's code"
-            "<th>tokens</tr>"
-        )
-        for s in rep.similar[:MAX_PAIRS_SHOWN]:
-            p(
-                f"<tr><td>{html_text(s.assignment)}<td>{html_text(s.student_a)}<td>{html_text(s.student_b)}"
-                f"<td class=n>{100 * s.similarity_a:.0f}% / {100 * s.similarity_b:.0f}%"
-                f"<td class=n>{s.tokens}</tr>"
-            )
-        p("</table>")
-        if len(rep.similar) > MAX_PAIRS_SHOWN:
-            p(f"<p>... and {len(rep.similar) - MAX_PAIRS_SHOWN} more in class-report.json</p>")
-    else:
-        p(f"<p>No pair above {100 * rep.threshold:.0f}%.</p>")
+    _html_changes_and_late(p, rep)
+    _html_similar(p, rep)
     if rep.notes:
         p("<h2>Notes</h2><ul>" + "".join(f"<li>{html_text(n)}" for n in rep.notes) + "</ul>")
     p("</body></html>")

@@ -87,6 +87,36 @@ def _tests_table(a: AssignmentResult, anchors: list[int]) -> list[str]:
     return rows
 
 
+def _summary_table(result: GradeResult, course: Course) -> list[str]:
+    """One row per assignment: score and late penalty, above the per-assignment sections."""
+    rows = ["<table><tr><th>Assignment</th><th>Score</th><th>Late penalty</th></tr>"]
+    for a in result.assignments:
+        late = f"{a.late_penalty * 100:.0f}% of {shown(a.raw_score)}" if a.late_penalty else "–"
+        rows.append(
+            f"<tr><td>{html_text(common.title(course, a.id))}</td>"
+            f"<td class=n>{html_text(fraction(a.score, a.max_score))}</td>"
+            f"<td class=n>{html_text(late)}</td></tr>"
+        )
+    rows.append("</table>")
+    return rows
+
+
+def _roofline_section(course: Course, metrics: dict | None, reference: dict | None) -> list[str]:
+    """The M9 roofline as an inline PNG; a plot that fails to draw becomes one line of text."""
+    parts = ["<h2>Your decode on the roofline (M9)</h2>"]
+    try:
+        png, notes = roofline_png(course, metrics, reference)
+        uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+        parts.append(f'<img alt="roofline of the {html_text(course.gpu.name)}" src="{uri}">')
+        if notes:
+            parts.append("<p>" + "; ".join(html_text(n) for n in notes) + "</p>")
+    except Exception as exc:  # noqa: BLE001 - a broken plot must not cost the student the page
+        parts.append(
+            f"<p>The roofline plot could not be drawn: {html_text(type(exc).__name__)}</p>"
+        )
+    return parts
+
+
 def html(
     result: GradeResult,
     course: Course,
@@ -118,15 +148,7 @@ def html(
         )
         parts.append(f'<div class="warn"><strong>Warnings</strong><ul>{items}</ul></div>')
 
-    parts.append("<table><tr><th>Assignment</th><th>Score</th><th>Late penalty</th></tr>")
-    for a in result.assignments:
-        late = f"{a.late_penalty * 100:.0f}% of {shown(a.raw_score)}" if a.late_penalty else "–"
-        parts.append(
-            f"<tr><td>{html_text(common.title(course, a.id))}</td>"
-            f"<td class=n>{html_text(fraction(a.score, a.max_score))}</td>"
-            f"<td class=n>{html_text(late)}</td></tr>"
-        )
-    parts.append("</table>")
+    parts.extend(_summary_table(result, course))
 
     anchors = [0]
     for a in result.assignments:
@@ -147,16 +169,6 @@ def html(
         if a.tests:
             parts.extend(_tests_table(a, anchors))
 
-    parts.append("<h2>Your decode on the roofline (M9)</h2>")
-    try:
-        png, notes = roofline_png(course, metrics, reference)
-        uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
-        parts.append(f'<img alt="roofline of the {html_text(course.gpu.name)}" src="{uri}">')
-        if notes:
-            parts.append("<p>" + "; ".join(html_text(n) for n in notes) + "</p>")
-    except Exception as exc:  # noqa: BLE001 - a broken plot must not cost the student the page
-        parts.append(
-            f"<p>The roofline plot could not be drawn: {html_text(type(exc).__name__)}</p>"
-        )
+    parts.extend(_roofline_section(course, metrics, reference))
     parts.append("</body></html>\n")
     return "\n".join(parts)

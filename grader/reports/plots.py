@@ -41,6 +41,20 @@ def _m9_points(data: Any, label: str) -> tuple[dict[str, float], list[str]]:
     return points, problems
 
 
+def _note_box(ax: Any, notes: list[str]) -> None:
+    """The first notes about unusable metrics, boxed in red in the plot's top-left corner."""
+    ax.text(
+        0.02,
+        0.97,
+        "\n".join(notes[:6]),
+        transform=ax.transAxes,
+        va="top",
+        fontsize=8,
+        color="#b00",
+        bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "#b00"},
+    )
+
+
 def roofline_png(
     course: Course, metrics: dict | None = None, reference: dict | None = None
 ) -> tuple[bytes, list[str]]:
@@ -94,16 +108,7 @@ def roofline_png(
     ax.set_title(f"Decode on the {gpu.name} roofline (M9)")
     ax.grid(True, which="both", alpha=0.25)
     if notes:
-        ax.text(
-            0.02,
-            0.97,
-            "\n".join(notes[:6]),
-            transform=ax.transAxes,
-            va="top",
-            fontsize=8,
-            color="#b00",
-            bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "#b00"},
-        )
+        _note_box(ax, notes)
     ax.legend(loc="lower right", fontsize=7)
     fig.tight_layout()
     buf = io.BytesIO()

@@ -55,6 +55,9 @@ def run_assignment(
     `select`, a pytest ``-k`` expression, runs only some tests (the grader's own mutation check).
     `course` is the course at `root` when the caller has loaded it (a grading loads it once and
     hands it to every assignment and every test); loaded here otherwise.
+
+    Long because much of it is pytest's argument list, each flag with the reason it is there,
+    next to the in-process session that the list configures.
     """
     # lazy: grading starts its workers before it pays for pytest's import, so the two overlap
     # (bench/README.md, start-up); the plugin imports pytest too

@@ -1,8 +1,11 @@
 """The layout holds: imports run one way (the import-linter contract fails a wrong-way import),
-and docs/ARCHITECTURE.md names every module of the package."""
+docs/ARCHITECTURE.md names every module of the package, and no function
+in grader/ runs past 60 lines without its docstring saying why ("Long because ...")."""
 
 from __future__ import annotations
 
+import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -57,3 +60,35 @@ def test_every_module_is_in_the_architecture_page():
         if f"`{mod}`" not in page and f"`{pkg}.{mod}`" not in page and f"`{mod}.py`" not in page:
             missing.append(str(rel))
     assert not missing, f"docs/ARCHITECTURE.md does not name: {missing}"
+
+
+MAX_LINES = 60
+LONG_BECAUSE = re.compile(r"(?:^|[.!?]\s+)Long because\b")
+
+
+def _too_long(source: str) -> list[str]:
+    """Functions in `source` over MAX_LINES lines with no 'Long because' sentence saying why."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        lines = node.end_lineno - node.lineno + 1
+        if lines > MAX_LINES and not LONG_BECAUSE.search(ast.get_docstring(node) or ""):
+            found.append(f"{node.name} ({lines} lines)")
+    return found
+
+
+def test_a_function_over_60_lines_says_why():
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_LINES))
+    assert _too_long(f'def f():\n    """Adds."""\n{body}\n') == ["f (62 lines)"]
+    assert _too_long(f'def f():\n    """Adds. Long because a table."""\n{body}\n') == []
+    assert _too_long(f'def f():\n    """Adds. Not Long because."""\n{body}\n') == ["f (62 lines)"]
+    assert _too_long(f"def f():\n{body[: body.rindex(chr(10))]}\n") == []
+    offenders = [
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in sorted((ROOT / "grader").rglob("*.py"))
+        for name in _too_long(path.read_text(encoding="utf-8"))
+    ]
+    assert not offenders, "over 60 lines, no 'Long because' in the docstring: " + ", ".join(
+        offenders
+    )
