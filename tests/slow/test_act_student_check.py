@@ -2,34 +2,32 @@
 push. Opt-in (tests/slow, not in `make test`): each run's install step is a real pip install of
 the student profile (a minute or more). The stand-ins are tests/unit/github's (act_actions/).
 
-The check installs with locks/student-py3.12-linux.txt on Python 3.12 (setup-python). act's
-setup-python stand-in can only give the runner's own Python; where that is not 3.12 (this
-course's build machine has 3.11 alone), the lock cannot install (contourpy 1.4.0 needs 3.12) and
-the check is red: `GREEN` says which outcome to expect, and the cache is saved either way.
+The check installs with locks/student-py3.12-linux.txt on Python 3.12, as the workflow asks
+setup-python for: the stand-in finds that interpreter on this machine (PATH, or pyenv's, passed
+as ACT_STANDIN_PYTHONS) and fails the job when there is none, never another Python instead.
 Run: pytest -q tests/slow/test_act_student_check.py
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from act_standins import PINS, STANDINS
+
+from grader.core.course import load_course
+from grader.grading.reference import reference_m9_record
 
 ROOT = Path(__file__).resolve().parents[2]
-GH_TESTS = ROOT / "tests" / "unit" / "github"
-sys.path[:0] = [str(GH_TESTS), str(ROOT / "tests" / "unit")]
-
-from test_act_grade import PINS, STANDINS  # noqa: E402
-
-from grader.core.course import load_course  # noqa: E402
-from grader.grading.reference import reference_m9_record  # noqa: E402
-
-GREEN = sys.version_info[:2] == (3, 12)  # the lock's Python: only there can the check pass
+LOCK = ROOT / "locks" / "student-py3.12-linux.txt"
+PYENV_ROOT = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +53,16 @@ def filled(tmp_path_factory) -> Path:
     return src
 
 
+IMAGE_OS = "ubuntu20"  # act's ImageOS for ubuntu-latest (ImageVersion it leaves empty)
+
+
+def cache_key() -> str:
+    """The key the workflow writes: runner.os, the image, the lock's hash as hashFiles computes
+    it (the SHA-256 of the file's SHA-256)."""
+    lock_hash = hashlib.sha256(hashlib.sha256(LOCK.read_bytes()).digest()).hexdigest()
+    return f"pip-student-Linux-{IMAGE_OS}--py3.12-{lock_hash}"
+
+
 def run_check(act_exe: str, tmp: Path, source: Path, event_name: str, event: dict):
     bin_dir = tmp / "bin"
     bin_dir.mkdir(exist_ok=True)
@@ -64,18 +72,23 @@ def run_check(act_exe: str, tmp: Path, source: Path, event_name: str, event: dic
     event_path.write_text(json.dumps(event))
     home = tmp / "home"  # ~/.cache/pip: what the cache steps restore and save
     home.mkdir()
+    # where setup-python's stand-in looks for the asked-for version: this machine's PATH, pyenv's
+    pythons = os.pathsep.join([*os.environ.get("PATH", "").split(os.pathsep), str(PYENV_ROOT)])
     args = [act_exe, event_name, "-W", ".github/student-workflows/student-check.yml",
             "-P", "ubuntu-latest=-self-hosted", "--action-offline-mode",
             "--remote-name", "no-such-remote", "-e", str(event_path),
             "--env", f"ACT_STANDIN_STORE={tmp / 'store'}", "--env", f"ACT_STANDIN_SOURCE={source}",
+            "--env", f"ACT_STANDIN_PYTHONS={pythons}",
             "--env", f"PATH={bin_dir}:/usr/bin:/bin", "--env", f"HOME={home}"]  # fmt: skip
     # this machine's pip settings (its package mirrors), which the fresh HOME would hide
     conf = Path.home() / ".config" / "pip" / "pip.conf"
     if conf.is_file():
         args += ["--env", f"PIP_CONFIG_FILE={conf}"]
     for key, value in os.environ.items():
-        if key.startswith("PIP_") and key != "PIP_NO_CACHE_DIR":
+        if key.startswith("PIP_") and key not in ("PIP_NO_CACHE_DIR", "PIP_CACHE_DIR"):
             args += ["--env", f"{key}={value}"]
+    # pip's cache is the folder the workflow restores and saves, whatever pip.conf says
+    args += ["--env", f"PIP_CACHE_DIR={home / '.cache' / 'pip'}"]
     for pin, folder in PINS.items():
         args += ["--local-repository", f"{pin}={STANDINS / folder}"]
     proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=1500)
@@ -84,30 +97,90 @@ def run_check(act_exe: str, tmp: Path, source: Path, event_name: str, event: dic
     return proc, log
 
 
-def test_a_filled_pr_is_checked_and_its_submission_uploaded(act, filled, tmp_path):
+ROW = re.compile(r"\|\s+(\w+)\s+([\d.]+) / ([\d.]+)((?:\s+\d+){5})\s*$")
+
+
+def assignment_rows(log: str) -> dict[str, tuple[float, float, list[int]]]:
+    """`grader check`'s assignment table, as the job's log shows it: id -> (score, max, counts
+    passed/failed/error/timeout/skipped)."""
+    ids = load_course(ROOT).assignment_ids
+    rows = {}
+    for line in log.splitlines():
+        m = ROW.search(line)
+        if m and m[1] in ids:
+            rows[m[1]] = (float(m[2]), float(m[3]), [int(n) for n in m[4].split()])
+    return rows
+
+
+def test_a_filled_pr_is_checked_green_and_its_submission_uploaded(act, filled, tmp_path):
+    """The reference solutions earn every public point on Python 3.12, and the head's files are
+    packed for grading; a PR never saves the cache."""
     sha = "a" * 40
     event = {"pull_request": {"number": 7, "head": {"sha": sha}}, "number": 7}
     proc, log = run_check(act, tmp_path, filled, "pull_request", event)
+    assert re.search(r"setup-python stand-in: Python 3\.12 at \S+python3\.12", log), log[-4000:]
+    assert proc.returncode == 0 and "Job succeeded" in log, log[-4000:]
+    rows = assignment_rows(log)
+    assert set(rows) == set(load_course(ROOT).assignment_ids), log[-4000:]
+    for aid, (got, most, (passed, *others)) in rows.items():
+        assert most > 0 and got == most, f"{aid}: {got} / {most}\n{log[-4000:]}"
+        assert passed > 0 and others == [0, 0, 0, 0], f"{aid}: {passed}, {others}"
     art = tmp_path / "store" / "artifacts" / "submission"
     assert json.loads((art / "pr.json").read_text()) == {"number": 7, "head_sha": sha}, log[-4000:]
-    assert (art / "exercises" / "m9_roofline" / "m9_roofline.py").read_bytes() == (
-        filled / "exercises" / "m9_roofline" / "m9_roofline.py"
-    ).read_bytes()
-    assert "cache save stand-in" not in log  # a PR never saves the cache
-    if GREEN:
-        assert proc.returncode == 0 and "Job succeeded" in log, log[-4000:]
-    else:
-        assert "contourpy" in log and "Job failed" in log, log[-4000:]
+    for aid in load_course(ROOT).assignment_ids:
+        rel = Path("exercises") / aid / f"{aid}.py"
+        assert (art / rel).read_bytes() == (filled / rel).read_bytes(), rel
+    assert json.loads((art / "metrics.json").read_text()) == json.loads(
+        (filled / "metrics.json").read_text()
+    )
+    assert "cache save stand-in" not in log
+    assert not (tmp_path / "store" / "cache").exists()
 
 
 def test_a_main_push_saves_the_pip_cache_whatever_the_checks_outcome(act, tmp_path):
-    """On the release's stubs the public tests fail (and off 3.12 the install does): the save
-    step runs last all the same, under the key the next pull request restores."""
+    """On the release's stubs the install passes and the public tests fail: the save step runs
+    last all the same, under the key the next pull request restores. An older main's cache (an
+    earlier lock) is there to restore by prefix, so the save holds real files: pip itself writes
+    nothing to its cache on this machine (its packages come from file:// indexes)."""
+    old = tmp_path / "store" / "cache" / f"pip-student-Linux-{IMAGE_OS}--py3.12-0ld10ck"
+    (old / "wheels").mkdir(parents=True)
+    (old / "wheels" / "earlier.whl").write_bytes(b"an earlier main's wheel")
     proc, log = run_check(act, tmp_path, ROOT, "push", {"ref": "refs/heads/main"})
-    assert proc.returncode != 0, log[-4000:]
-    lines = [ln for ln in log.splitlines() if "cache save stand-in:" in ln or "Save the pip" in ln]
-    assert lines and "pip-student-" in "\n".join(lines), log[-4000:]
-    store = tmp_path / "store" / "cache"
-    if store.is_dir():
-        [saved] = list(store.iterdir())
-        assert saved.name.startswith("pip-student-") and "-py3.12-" in saved.name
+    assert "setup-python stand-in: Python 3.12 at" in log, log[-4000:]
+    assert proc.returncode != 0 and "Job failed" in log, log[-4000:]
+    assert f"key {cache_key()} hit=false matched={old.name}" in log, log[-4000:]
+    assert "Success - Main Install the grader" in log, log[-4000:]
+    assert "Failure - Main Run the public tests" in log, log[-4000:]
+    assert f"cache save stand-in: saved {cache_key()}" in log, log[-4000:]
+    saved = tmp_path / "store" / "cache" / cache_key()
+    home_cache = tmp_path / "home" / ".cache" / "pip"
+    files = sorted(p.relative_to(saved) for p in saved.rglob("*") if p.is_file())
+    assert files and files == sorted(
+        p.relative_to(home_cache) for p in home_cache.rglob("*") if p.is_file()
+    )
+    assert (saved / "wheels" / "earlier.whl").read_bytes() == b"an earlier main's wheel"
+
+
+def test_setup_python_fails_the_job_when_the_asked_for_version_is_absent(act, tmp_path):
+    """The stand-in never hands over another Python: a version this machine lacks fails the
+    job with its name, before any step that would run on the wrong interpreter."""
+    pin = next(p for p in PINS if p.startswith("actions/setup-python@"))
+    wf = tmp_path / "wf.yml"
+    wf.write_text(
+        "on: push\njobs:\n  j:\n    runs-on: ubuntu-latest\n    steps:\n"
+        f"      - uses: {pin}\n"
+        "        with: {python-version: '3.99'}\n"
+        "      - run: echo reached the next step\n"
+    )
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "python").symlink_to(sys.executable)
+    pythons = os.pathsep.join([*os.environ.get("PATH", "").split(os.pathsep), str(PYENV_ROOT)])
+    args = [act, "push", "-W", str(wf), "-P", "ubuntu-latest=-self-hosted",
+            "--action-offline-mode", "--env", f"ACT_STANDIN_PYTHONS={pythons}",
+            "--env", f"PATH={tmp_path / 'bin'}:/usr/bin:/bin",
+            "--local-repository", f"{pin}={STANDINS / PINS[pin]}"]  # fmt: skip
+    proc = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "Job failed" in log, log[-4000:]
+    assert "setup-python stand-in: no Python 3.99 on this machine" in log, log[-4000:]
+    assert "reached the next step" not in log, log[-4000:]

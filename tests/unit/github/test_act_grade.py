@@ -14,19 +14,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from act_standins import PINS, STANDINS
 from factories import EVENT, ROOT, make_artifact
 
 from grader import github as gha
 
 HERE = Path(__file__).resolve().parent
-STANDINS = HERE / "act_actions"
-PINS = {
-    "actions/checkout@3d3c42e5aac5ba805825da76410c181273ba90b1": "checkout",
-    "actions/setup-python@5fda3b95a4ea91299a34e894583c3862153e4b97": "setup-python",
-    "actions/cache@27d5ce7f107fe9357f9df03efb73ab90386fccae": "cache",
-    "actions/upload-artifact@bbbca2ddaa5d8feaa63e36b76fdaad77386f024f": "upload-artifact",
-    "actions/download-artifact@3e5f45b2cfb9172054b4087a40e8e0b5a5461e7c": "download-artifact",
-}
 PR_NUMBER = 7
 
 
