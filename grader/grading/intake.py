@@ -133,7 +133,7 @@ def _read_regular(path: Path, cap: int) -> bytes | str:
 # Where a student's fork has the course's own copy (what the export ships): only there is an
 # unchanged file left unmentioned. Elsewhere (tests/hidden/, solutions/, ...) the course's copy is
 # private, so comparing would tell the student whether a guess equals the hidden suite.
-PUBLIC_TOP = ("tests/public/", "grader/", ".github/")
+PUBLIC_TOP = ("tests/public/", "grader/", ".github/", "locks/")
 
 
 def _same_as_course(root: Path, rel: Path, data: bytes | str) -> bool:
