@@ -132,10 +132,7 @@ def grade_pr(
         submission = Path(tmp) / "submission"
         submission.mkdir()
         _copy_submission(clean, submission)
-        link = run_link()
-        trailer = f"<sub>PR #{pr.number} · commit {pr.head_sha[:12]}" + (
-            f" · [grading run]({link})</sub>" if link else "</sub>"
-        )
+        trailer = _trailer(pr.number, pr.head_sha)
         try:
             result = (grade or _grade)(
                 submission, root, student, when, course=course, decision=decision
@@ -152,20 +149,41 @@ def grade_pr(
             "submitted_at": when.isoformat(),
             "submitted_at_source": source,
         }
-        secret = Path(tmp) / "private"
-        paths = write_reports(result, course, secret, metrics=metrics)
-        scored = secret / "pr.json"
-        atomic_write(
-            scored,
-            json.dumps({**meta, "score": result.score, "max_score": result.max_score}, indent=2)
-            + "\n",
-        )
         out.mkdir(parents=True, exist_ok=True)
-        sealed = seal([paths["json"], paths["markdown"], paths["html"], scored], private,
-                      out / SEALED_NAME)  # fmt: skip
+        sealed = _seal_reports(result, course, metrics, meta, Path(tmp) / "private", private, out)
 
     return _write_public(
         out, sealed, public_body(pr.head_sha, private.student_can_open), trailer, meta
+    )
+
+
+def _seal_reports(
+    result: GradeResult,
+    course: Course,
+    metrics: dict | None,
+    meta: dict[str, Any],
+    secret: Path,
+    private: Recipients,
+    out: Path,
+) -> Path:
+    """The reports and the scored pr.json, written in `secret` (a temporary folder) and sealed
+    to `private` in `out`: no score leaves this function unencrypted."""
+    paths = write_reports(result, course, secret, metrics=metrics)
+    scored = secret / "pr.json"
+    atomic_write(
+        scored,
+        json.dumps({**meta, "score": result.score, "max_score": result.max_score}, indent=2)
+        + "\n",
+    )
+    return seal([paths["json"], paths["markdown"], paths["html"], scored], private,
+                out / SEALED_NAME)  # fmt: skip
+
+
+def _trailer(number: int, head_sha: str) -> str:
+    """The comment's last line: which PR and commit, and the grading run when there is one."""
+    link = run_link()
+    return f"<sub>PR #{number} · commit {head_sha[:12]}" + (
+        f" · [grading run]({link})</sub>" if link else "</sub>"
     )
 
 
