@@ -153,6 +153,19 @@ def assert_no_score(log: str, gh: dict, roster: set[str]) -> None:
     assert gh["comments"] == []
 
 
+def split_summary(log: str) -> tuple[str, str]:
+    """(the job summary act prints, the rest of the log). The merge step appends the class
+    report, roster and scores included, to $GITHUB_STEP_SUMMARY: on GitHub that is the run's
+    page in the private instructor repository, read by its collaborators (the staff) alone."""
+    mark = "[Class regrade/Merge the shards]   ⚙  Summary - "
+    start = log.find(mark)
+    if start < 0:
+        return "", log
+    end = log.find("\n[Class regrade/", start)
+    end = len(log) if end < 0 else end
+    return log[start + len(mark) : end], log[:start] + log[end:]
+
+
 def roster_scores(summary: str) -> set[str]:
     """Every `x / y` cell of the class report's roster rows (one row per student)."""
     cells = set()
@@ -209,7 +222,9 @@ def test_three_shards_merge_to_every_student_once_and_nothing_public_shows_a_sco
     assert f"{len(STUDENTS)} students graded" in summary
     roster = roster_scores(summary)
     assert roster  # the private report does hold the scores the log must not
-    assert_no_score(log, gh, roster)
+    job_summary, rest = split_summary(log)
+    assert job_summary.strip() == summary.strip()  # the staff-only run page: the class report
+    assert_no_score(rest, gh, roster)
 
 
 def test_a_duplicated_shard_fails_the_merge_naming_the_students(act, graded, tmp_path):
@@ -227,6 +242,7 @@ def test_a_duplicated_shard_fails_the_merge_naming_the_students(act, graded, tmp
     for s in twice:
         assert re.search(rf"{s}: graded in both \S+/shard-1 and \S+/shard-3", log), log[-4000:]
     assert not (store / "artifacts" / "class-grades").exists()
+    assert split_summary(log)[0] == ""  # no class report in the run's summary either
     folders = [graded / "shards" / f"shard-{i}" for i in range(1, SHARDS + 1)]
     roster = {m for f in folders for s in shard_students(f) for m in _scores(f / s)}
     assert roster
