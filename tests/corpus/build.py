@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grader.core.results import AssignmentResult, Environment, GradeResult, TestResult
 from grader.demo.samples import replace_region
 
 M9 = "m9_roofline"
@@ -878,3 +879,25 @@ def corpus_grade_one(submission: Path, student: str, work_dir: Path, root: str,
 
     return grade_submission(Path(submission), root=Path(root), student=student,
                             assignments=[assignments[student]])
+
+
+def fake_result(student: str, score: float) -> GradeResult:
+    """A graded M9 result of 5 one-point tests, `score` on the first: what the gradebook
+    writer tests record (importable by their child processes, which have no pytest)."""
+    tests = [
+        TestResult(
+            f"public/test_fake_{i}",
+            score if i == 0 else 0.0,
+            1.0,
+            "passed" if i == 0 and score else "failed",
+        )
+        for i in range(5)
+    ]
+    return GradeResult(
+        student,
+        score,
+        5.0,
+        Environment("cpu", True),
+        [AssignmentResult(M9, score, 5.0, raw_score=score, tests=tests)],
+        timestamp="2026-12-01T00:00:00+00:00",
+    )

@@ -419,37 +419,16 @@ def test_two_graders_one_gradebook(ctx, tmp_path):
     assert not _grade_counts(out / "gradebook.db")
 
 
-def _fake_result(student: str, score: float):
-    from grader.core.results import AssignmentResult, Environment, GradeResult, TestResult
-
-    tests = [
-        TestResult(
-            f"public/test_fake_{i}",
-            score if i == 0 else 0.0,
-            1.0,
-            "passed" if i == 0 and score else "failed",
-        )
-        for i in range(5)
-    ]
-    return GradeResult(
-        student,
-        score,
-        5.0,
-        Environment("cpu", True),
-        [AssignmentResult(corpus.M9, score, 5.0, raw_score=score, tests=tests)],
-        timestamp="2026-12-01T00:00:00+00:00",
-    )
-
-
+CORPUS = ROOT / "tests" / "corpus"
 _WRITER = """
 import sys
-sys.path.insert(0, {here!r})
-from test_corpus import _fake_result
+sys.path.insert(0, {corpus!r})  # a child of its own: pytest's pythonpath is not its
+from build import fake_result
 from grader.core.course import load_course
 from grader.gradebook import record
 course = load_course({root!r})
 for i in range({n}):
-    record({db!r}, _fake_result("{prefix}-%d" % i, 1.0), course)
+    record({db!r}, fake_result("{prefix}-%d" % i, 1.0), course)
 """
 
 
@@ -462,7 +441,8 @@ def test_parallel_writers_lose_nothing(ctx, tmp_path):
                 sys.executable,
                 "-c",
                 _WRITER.format(
-                    here=str(Path(__file__).parent), root=str(ctx.root), n=n, db=str(db), prefix=p
+                    corpus=str(CORPUS), root=str(ctx.root), n=n, db=str(db),
+                    prefix=p,
                 ),
             ],
             stderr=subprocess.PIPE,
@@ -488,10 +468,10 @@ def test_output_dir_fault_keeps_gradebook(ctx, course, tmp_path, fault):
     out = tmp_path / "out"
     out.mkdir()
     db = out / "gradebook.db"
-    record(db, _fake_result("before", 1.0), course)
+    record(db, corpus.fake_result("before", 1.0), course)
     good = _digest(db)
     script = _WRITER.format(
-        here=str(Path(__file__).parent),
+        corpus=str(CORPUS),
         root=str(ctx.root),
         n=400 if fault == "disk-full" else 1,
         db=str(db),
