@@ -3,8 +3,14 @@
 A synthetic class (copies of the sample class's CLASS_MIX in turn) is graded by `grade_all`, the
 function behind `grader grade-all` (one spawned process per submission, reports, gradebook), with
 `jobs=1` and `jobs=2` into fresh folders. The time each submission finished comes from
-grade_all's progress stream; the gradebook write is timed by wrapping `grader.gradebook.record`
-(the module attribute grade_all calls). `--quick` grades `m9_roofline` only (`grade_some`).
+grade_all's progress stream. `--quick` grades `m9_roofline` only (`grade_some`).
+
+Changed in how it is taken: the gradebook write after k submissions used to be timed by
+replacing `grader.gradebook.record` during the run, but grade_all calls the `record` its module
+imported by name, so the replacement never saw a call and the figures were empty. Now, after
+each run, the class's results are recorded again one by one, through `grader.gradebook.record`,
+into a fresh gradebook (`gradebook_writes`), and the write of the k-th is the figure: the cost
+of one write as the gradebook grows, outside the run's wall time.
 
 Contract: `part_class(tmp, n, assignments, trees)` prints the part's tables and returns its JSON
 (`class_throughput`): `j1`, `j2` (each `run_batch`'s figures), `speedup`, `target`, `met`,
@@ -14,13 +20,12 @@ what `compare.Tree.call` runs in a tree's child process (JSON in, JSON out).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
 import io
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from compare import Tree, compared
@@ -39,7 +44,8 @@ from timing import (
 
 import grader.gradebook as gradebook
 from grader.batch import grade_all, grade_entry
-from grader.core.course import load_course
+from grader.core.course import Course, load_course
+from grader.core.results import GradeResult
 from grader.grading import grade_submission
 from grader.sandbox.isolation import probe
 
@@ -83,23 +89,14 @@ class Progress(io.StringIO):
         return super().write(s)
 
 
-@contextlib.contextmanager
-def timed_gradebook(times: list[float]) -> Iterator[None]:
-    """While inside, every `grader.gradebook.record` call appends its seconds to `times`."""
-    original = gradebook.record
-
-    def record(*args, **kwargs):
+def gradebook_writes(results: Iterable[GradeResult], course: Course, db: Path) -> list[float]:
+    """Seconds of each `grader.gradebook.record` of these results, in order, into a fresh db."""
+    times = []
+    for result in results:
         t0 = time.perf_counter()
-        try:
-            return original(*args, **kwargs)
-        finally:
-            times.append(time.perf_counter() - t0)
-
-    gradebook.record = record
-    try:
-        yield
-    finally:
-        gradebook.record = original
+        gradebook.record(db, result, course)
+        times.append(time.perf_counter() - t0)
+    return times
 
 
 def per_submission(done: list[float], checkpoints: list[int]) -> tuple[dict, dict]:
@@ -119,37 +116,37 @@ def run_batch(
     klass: Path, out: Path, jobs: int, grade_one: Callable, checkpoints: list[int]
 ) -> dict:
     """The class graded once by grade_all with `jobs`: wall, CPU (this process and its children),
-    throughput, per-submission cost and gradebook write times."""
+    throughput, per-submission cost; then the gradebook write times (`gradebook_writes`)."""
     course = load_course(ROOT)
-    record_s: list[float] = []
     la0, c0, s0, t0 = load(), cpu_children(), cpu_self(), time.perf_counter()
     progress = Progress(t0)
-    with timed_gradebook(record_s):
-        outcome = grade_all(
-            klass,
-            out,
-            jobs=jobs,
-            grade_one=grade_one,
-            course=course,
-            progress=progress,
-            summary=io.StringIO(),
-        )
+    outcome = grade_all(
+        klass,
+        out,
+        jobs=jobs,
+        grade_one=grade_one,
+        course=course,
+        progress=progress,
+        summary=io.StringIO(),
+    )
     wall = time.perf_counter() - t0
-    n = len(outcome.results)
+    cpu = cpu_children() - c0 + cpu_self() - s0
+    la1, n = load(), len(outcome.results)
     cumulative, marginal = per_submission(progress.done, checkpoints)
+    record_s = gradebook_writes(outcome.results.values(), course, out / "bench-gradebook.db")
     rec = {str(k): round(record_s[k - 1] * 1e3, 2) for k in checkpoints if k <= len(record_s)}
     return {
         "jobs": jobs,
         "submissions": n,
         "failed": len(outcome.failed),
         "wall_s": round(wall, 2),
-        "cpu_s": round(cpu_children() - c0 + cpu_self() - s0, 2),
+        "cpu_s": round(cpu, 2),
         "per_minute": round(n / wall * 60, 2),
         "seconds_per_submission": round(wall / n, 3),
         "per_submission_after": cumulative,
         "marginal_per_submission": marginal,
         "gradebook_record_ms": rec,
-        "load": [la0, load()],
+        "load": [la0, la1],
     }
 
 
