@@ -72,7 +72,7 @@ COMPARED = (
     ("start_and_load_s", "worker start + notebook load", "s"),
     ("roundtrip_ms", "worker round trip (has)", "ms"),
     ("ptx_worker_first_compile_s", "PTX worker start + load + compile", "s"),
-    ("bubblewrap_ms", "worker start + ping in bubblewrap", "ms"),
+    ("bubblewrap_ms", "in bubblewrap: worker + ping (python -c pass before the split)", "ms"),
 )
 
 
