@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from grader.core.course import load_course  # noqa: E402
 from grader.core.results import AssignmentResult, Environment, GradeResult, TestResult  # noqa: E402
-from grader.demo.samples import replace_region  # noqa: E402
+from grader.demo import replace_region  # noqa: E402
 from grader.reports.class_report import write_class_report  # noqa: E402
 
 STATEMENTS = [
@@ -68,7 +68,69 @@ def _tests(course) -> dict[str, list[tuple[str, float]]]:
     }
 
 
+def _made(rng: random.Random, solutions: dict[str, str], made: dict[str, dict[str, str]]) -> dict:
+    """One student's notebooks: a classmate's copied whole (3%), else each graded region the
+    reference answer, the stub or code of the student's own."""
+    if made and rng.random() < 0.03:  # copies a classmate
+        return dict(made[rng.choice(list(made))])
+    out = {}
+    for a, src in solutions.items():
+        for gid in _regions(src):
+            r = rng.random()
+            if r < 0.35:
+                continue  # the reference answer
+            body = (
+                [f'raise NotImplementedError("{gid}: implement this (see the docstring)")']
+                if r < 0.5
+                else _own(rng)
+            )
+            src = replace_region(src, gid, body)
+        out[a] = src
+    return out
+
+
+def _result(rng: random.Random, course, tests: dict, difficulty: dict, s: str) -> GradeResult:
+    """A synthetic result.json for student s: outcomes drawn per test, 10% late."""
+    late = rng.random() < 0.1
+    due = course.assignment(course.assignment_ids[0]).due
+    when = due + timedelta(hours=rng.uniform(1, 60)) if late else due - timedelta(hours=2)
+    assignments = []
+    for a in course.assignment_ids:
+        rows = [
+            TestResult(
+                t,
+                p if ok else 0.0,
+                p,
+                "passed" if ok else "failed",
+                "" if ok else f"expected {rng.randint(1, 9)}, got {rng.random():.3f}",
+            )
+            for t, p in tests[a]
+            for ok in [rng.random() < difficulty[(a, t)]]
+        ]
+        score = sum(t.score for t in rows) * (0.9 if late else 1.0)
+        assignments.append(
+            AssignmentResult(
+                a,
+                score,
+                float(len(rows)),
+                late_penalty=0.1 if late else 0.0,
+                raw_score=score,
+                graded_file=f"exercises/{a}/{a}.py",
+                tests=rows,
+            )
+        )
+    return GradeResult(
+        s,
+        sum(x.score for x in assignments),
+        sum(x.max_score for x in assignments),
+        Environment("cpu", True),
+        assignments,
+        timestamp=when.isoformat(),
+    )
+
+
 def build_class(n: int, dest: Path, seed: int = 1) -> tuple[Path, dict[str, Path]]:
+    """n synthetic students: their submissions under dest/subs and results under dest/graded."""
     rng = random.Random(seed)
     course = load_course(ROOT)
     graded, subs = dest / "graded", dest / "subs"
@@ -78,65 +140,13 @@ def build_class(n: int, dest: Path, seed: int = 1) -> tuple[Path, dict[str, Path
     students = [f"student{i:04d}" for i in range(n)]
     made: dict[str, dict[str, str]] = {}
     for s in students:
-        if made and rng.random() < 0.03:  # copies a classmate
-            made[s] = dict(made[rng.choice(list(made))])
-        else:
-            made[s] = {}
-            for a, src in solutions.items():
-                for gid in _regions(src):
-                    r = rng.random()
-                    if r < 0.35:
-                        continue  # the reference answer
-                    body = (
-                        [f'raise NotImplementedError("{gid}: implement this (see the docstring)")']
-                        if r < 0.5
-                        else _own(rng)
-                    )
-                    src = replace_region(src, gid, body)
-                made[s][a] = src
+        made[s] = _made(rng, solutions, made)
         for a, src in made[s].items():
             folder = subs / s / "exercises" / a
             folder.mkdir(parents=True)
             (folder / f"{a}.py").write_text(src)
-        late = rng.random() < 0.1
-        due = course.assignment(course.assignment_ids[0]).due
-        when = due + timedelta(hours=rng.uniform(1, 60)) if late else due - timedelta(hours=2)
-        assignments = []
-        for a in course.assignment_ids:
-            rows = [
-                TestResult(
-                    t,
-                    p if ok else 0.0,
-                    p,
-                    "passed" if ok else "failed",
-                    "" if ok else f"expected {rng.randint(1, 9)}, got {rng.random():.3f}",
-                )
-                for t, p in tests[a]
-                for ok in [rng.random() < difficulty[(a, t)]]
-            ]
-            score = sum(t.score for t in rows) * (0.9 if late else 1.0)
-            assignments.append(
-                AssignmentResult(
-                    a,
-                    score,
-                    float(len(rows)),
-                    late_penalty=0.1 if late else 0.0,
-                    raw_score=score,
-                    graded_file=f"exercises/{a}/{a}.py",
-                    tests=rows,
-                )
-            )
-        total = sum(x.score for x in assignments)
-        r = GradeResult(
-            s,
-            total,
-            sum(x.max_score for x in assignments),
-            Environment("cpu", True),
-            assignments,
-            timestamp=when.isoformat(),
-        )
         (graded / s).mkdir(parents=True)
-        r.write(graded / s / "result.json")
+        _result(rng, course, tests, difficulty, s).write(graded / s / "result.json")
     return graded, {s: subs / s for s in students}
 
 

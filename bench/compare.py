@@ -5,10 +5,11 @@ else under this interpreter: a tree's commands as `python -m grader ...` with th
 PYTHONPATH and as the working directory (the venv's `grader` script and its editable install
 point at one checkout only; so does its pytest plugin entry point, which is why a tree whose
 plugin lives at another path needs its own venv: `check` refuses it otherwise), and what
-`bench/run.py` measures in-process (part 2's `grade_all`, part 3's worker start-up) in a child
-process that imports that tree's own `bench/run.py`, so each tree runs the code it ships with its
-own import paths. The caller interleaves the two trees measurement by measurement, so that a
-change of the machine's load hits both; `side_by_side` prints the figures with the ratio
+the bench measures in-process (part 2's `grade_all`, part 3's worker start-up) in a child
+process that imports that tree's own bench module (`part_class`, `part_startup`; `run` in a
+tree from before the split), so each tree runs the code it ships with its own import paths.
+The caller interleaves the two trees measurement by measurement, so that a change of the
+machine's load hits both; `side_by_side` prints the figures with the ratio
 after / before (above 1: the after tree is slower) and the load average around them.
 """
 
@@ -23,28 +24,39 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# Run in the child: import the tree's bench/run.py and call one of its functions with JSON
-# arguments. A grade_one is not JSON, so part 2's is built here from its description.
+# Run in the child: import the tree's bench module that defines `name` and call it with JSON
+# arguments. A tree since the split has one module per part (`part_class.run_batch`,
+# `part_startup.worker_startup`); an older tree has them all in `run`. A grade_one is not JSON,
+# so part 2's is built here from its description, from the same module's `grade_some` and ROOT.
 _CHILD = """
-import functools, json, sys
+import functools, importlib, json, sys
 from pathlib import Path
 bench, name, kwargs, out = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
-sys.path.insert(0, bench)
-import run
+sys.path.insert(0, bench)  # the tree's bench/ modules import each other by name
+for module in ("part_class", "part_startup", "run"):
+    try:
+        found = importlib.import_module(module)
+    except ModuleNotFoundError as exc:  # an older tree: no such module
+        if exc.name != module:
+            raise
+        continue
+    if hasattr(found, name):
+        break
 if "grade_one" in kwargs:
     spec = kwargs.pop("grade_one")
+    root = str(getattr(found, "ROOT", Path(bench).parent))
     if spec["assignments"]:
         grade_one = functools.partial(
-            run.grade_some, root=str(run.ROOT), assignments=spec["assignments"]
+            found.grade_some, root=root, assignments=spec["assignments"]
         )
     else:
         from grader.batch import grade_entry
-        grade_one = functools.partial(grade_entry, root=str(run.ROOT))
+        grade_one = functools.partial(grade_entry, root=root)
     kwargs["grade_one"] = grade_one
 for key in ("tmp", "klass", "out"):
     if key in kwargs:
         kwargs[key] = Path(kwargs[key])
-Path(out).write_text(json.dumps(getattr(run, name)(**kwargs)))
+Path(out).write_text(json.dumps(getattr(found, name)(**kwargs)))
 """
 
 
@@ -110,7 +122,7 @@ class Tree:
         return head + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
 
     def call(self, name: str, timeout: float = 1800, **kwargs) -> dict:
-        """`bench/run.py`'s `name(**kwargs)` of this tree, in a child process; its result."""
+        """The bench function `name(**kwargs)` of this tree, in a child process; its result."""
         with tempfile.TemporaryDirectory(prefix="bench-child-") as tmp:
             out = Path(tmp) / "result.json"
             proc = subprocess.run(
@@ -152,7 +164,7 @@ def _cell(s: dict, unit: str) -> str:
 def side_by_side(
     rows: Sequence[tuple[str, str, dict]], before: str, after: str
 ) -> tuple[list[str], list[list[str]]]:
-    """The comparison table's headers and cells (for run.table): one line per (what, unit,
+    """The comparison table's headers and cells (for timing.table): one line per (what, unit,
     `compared(...)`), after beside before, labelled with the trees' commits."""
     headers = ["what", f"after ({after})", f"before ({before})", "after/before", "load avg"]
     cells = [

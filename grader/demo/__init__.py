@@ -20,11 +20,11 @@ from grader.core.course import Course, load_course
 from grader.core.errors import ExitCode
 from grader.core.kernels import ipc_kernel_config
 from grader.core.tables import format_table, points
-from grader.demo.samples import build_sample_class
+from grader.demo.samples import build_sample_class, replace_region
 from grader.reports.class_report import terminal_summary, write_class_report
 from grader.suites.runner import run_assignment
 
-__all__ = ["build_sample_class", "execute_notebooks", "run_demo"]
+__all__ = ["build_sample_class", "execute_notebooks", "replace_region", "run_demo"]
 
 
 def execute_notebooks(root: Path, ids: list[str], timeout: int = 600) -> list[list[object]]:
