@@ -30,12 +30,13 @@ from typing import Any
 
 import numpy as np
 
-from grader.core import device
+from grader.core import device, simulator
 from grader.core.errors import SubmissionError
 from grader.core.kernel_source import ALLOWED_BUILTINS
 from grader.core.notebook import GradedCell, graded_cells, read_notebook
-from grader.sandbox import protocol
+from grader.sandbox import protocol, wire
 from grader.sandbox.protocol import (
+    MAX_BATCH_CALLS,
     MAX_RECORDED_LAUNCHES,
     NOTEBOOK_FAILED,
     PROTOCOL_ERROR,
@@ -229,6 +230,8 @@ class Harness:
         try:
             self.module, self.failures = load_cells(self.path, MODULE_PREFIX + self.assignment_id)
             _preload(self.module)
+            if "numba" in sys.modules:  # the notebook's own launches, when it imported numba
+                simulator.install()
             return protocol.ok(None)
         except BaseException as exc:  # noqa: BLE001 - any failure of student code is data
             self.load_error = error_reply(exc, str(self.path))
@@ -255,7 +258,28 @@ class Harness:
                 return protocol.ok([f.as_data() for f in self.failures])
             if op == "call":
                 return protocol.ok(self._call(request))
+            if op == "call_many":
+                calls = request.get("calls")
+                if not isinstance(calls, list) or len(calls) > MAX_BATCH_CALLS:
+                    message = f"call_many takes a list of at most {MAX_BATCH_CALLS} calls"
+                    return protocol.error(PROTOCOL_ERROR, message)
+                return protocol.ok([self._one(request["name"], c) for c in calls])
             return protocol.error(PROTOCOL_ERROR, f"unknown op {op!r}")
+        except CellFailed as exc:
+            return protocol.error(NOTEBOOK_FAILED, exc.args[0][:TRACEBACK_CHARS], exc.args[1])
+        except BaseException as exc:  # noqa: BLE001 - student failures travel as data
+            return error_reply(exc, str(self.path))
+
+    def _one(self, name: str, call: dict) -> dict:
+        """One entry of a ``call_many``: what a ``call`` of `name` with the entry's ``args``
+        and ``kwargs`` would have answered; a failure costs only this entry."""
+        try:
+            request = {"name": name, "args": call["args"], "kwargs": call["kwargs"]}
+            reply = protocol.ok(self._call(request))
+            wire.encode(reply)  # the batch's frame carries only plain data
+            return reply
+        except wire.NotPlainData as exc:
+            return protocol.not_plain(exc, name)
         except CellFailed as exc:
             return protocol.error(NOTEBOOK_FAILED, exc.args[0][:TRACEBACK_CHARS], exc.args[1])
         except BaseException as exc:  # noqa: BLE001 - student failures travel as data
@@ -450,6 +474,7 @@ class KernelHost:
         device.prepare_numba()
         from numba import cuda  # lazy: after prepare_numba (the simulator switch is read once)
 
+        simulator.install()
         source, name = str(request["source"]), str(request["name"])
         devices = tuple(str(d) for d in request.get("devices", []))
         key = (source, name, devices)
