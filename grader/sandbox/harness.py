@@ -98,9 +98,10 @@ class CellFailure(SubmissionError):
         }
 
 
-def load_cells(path: Path, name: str) -> tuple[types.ModuleType, list[CellFailure]]:
+def load_cells(path: Path, name: str) -> tuple[types.ModuleType, list[CellFailure], str]:
     """Execute the graded cells of a notebook one by one as a fresh module registered as `name`;
     a cell that fails is recorded (with its place in the student's file) and the rest still run.
+    Returns the module, the failures and the graded cells' source (what `_preload` reads).
 
     A .py's cells compile with their own line numbers in the file and the file's text in
     linecache; an .ipynb's cells each under ``<path> cell N``.
@@ -137,7 +138,7 @@ def load_cells(path: Path, name: str) -> tuple[types.ModuleType, list[CellFailur
             exec(code, module.__dict__)  # noqa: S102 - the student's code, in the student process
         except BaseException as exc:  # noqa: BLE001 - a failing cell is data; the rest still runs
             failures.append(_failure(cell, path, exc, _names_in(cell.source, tree)))
-    return module, failures
+    return module, failures, "\n".join(cell.source for cell in cells)
 
 
 def _failure(
@@ -182,7 +183,7 @@ def _names_in(source: str, tree: ast.Module | None = None) -> tuple[str, ...]:
 def load_module(path: Path, name: str) -> types.ModuleType:
     """Execute the graded cells of a trusted notebook (the reference): every cell must run, so
     the first failure is raised."""
-    module, failures = load_cells(path, name)
+    module, failures, _ = load_cells(path, name)
     if failures:
         raise failures[0]
     return module
@@ -198,17 +199,16 @@ def _launch_dims(value: Any, what: str) -> int | tuple[int, ...]:
 PRELOAD = ("torch",)
 
 
-def _preload(module: types.ModuleType) -> None:
-    """Import heavy libraries the notebook imports lazily, while the worker is warming up.
+def _preload(graded: str) -> None:
+    """Import heavy libraries the graded cells import lazily, while the worker is warming up.
 
     The load runs while the trusted process is still starting pytest, so the second it takes
     to import torch is off the critical path instead of inside the first test that needs it.
+    Only the graded cells count: an import in a demo cell (which the grader never runs) would
+    cost a grading the CPU time of importing torch for nothing.
     """
-    assert module.__file__ is not None  # the notebook's module, loaded from its file
-    path = Path(module.__file__)
-    source = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
     for name in PRELOAD:
-        if f"import {name}" in source and name not in sys.modules:
+        if f"import {name}" in graded and name not in sys.modules:
             try:
                 __import__(name)
             except Exception:  # noqa: BLE001 - the notebook's own import will report it
@@ -228,8 +228,9 @@ class Harness:
     def load(self) -> dict:
         device.prepare_numba()
         try:
-            self.module, self.failures = load_cells(self.path, MODULE_PREFIX + self.assignment_id)
-            _preload(self.module)
+            name = MODULE_PREFIX + self.assignment_id
+            self.module, self.failures, graded = load_cells(self.path, name)
+            _preload(graded)
             if "numba" in sys.modules:  # the notebook's own launches, when it imported numba
                 simulator.install()
             return protocol.ok(None)
