@@ -22,6 +22,7 @@ _.__test__  # grader/suites/seeds.py: pytest's flag that test_seed is not a test
 # --- the suites' API: called from tests/public and tests/hidden, which vulture does not scan
 _.has  # Student.has: `student.has("name")` in the suites (and the vacuous-test check's example)
 _.launching  # Function.launching: `student.f.launching("kernel")(...)` in the hidden suites
+_.many  # Function.many: the occupancy suite's batched calls (test_occupancy_hidden.py)
 expect_value_error  # grader/suites/testing.py: the helpers the suites import
 first_mismatch
 require_reproduced
@@ -65,6 +66,7 @@ _.class_report
 _.returns  # grader/core/kernel_source.py: an ast.FunctionDef's field, read by ast.unparse
 _.transport  # grader/core/kernels.py: traitlets Config keys nbclient's KernelManager reads
 _.ip
+_.abort  # grader/core/simulator.py: a simulator BlockThread's flag, read by its syncthreads
 _.code_stub  # grader/release/build.py: a traitlets trait nbgrader's ClearSolutions reads
 _.nbformat  # grader/release/build.py: NotebookNode fields nbformat writes
 _.nbformat_minor

@@ -30,12 +30,13 @@ from typing import Any
 
 import numpy as np
 
-from grader.core import device
+from grader.core import device, simulator
 from grader.core.errors import SubmissionError
 from grader.core.kernel_source import ALLOWED_BUILTINS
 from grader.core.notebook import GradedCell, graded_cells, read_notebook
-from grader.sandbox import protocol
+from grader.sandbox import protocol, wire
 from grader.sandbox.protocol import (
+    MAX_BATCH_CALLS,
     MAX_RECORDED_LAUNCHES,
     NOTEBOOK_FAILED,
     PROTOCOL_ERROR,
@@ -97,9 +98,10 @@ class CellFailure(SubmissionError):
         }
 
 
-def load_cells(path: Path, name: str) -> tuple[types.ModuleType, list[CellFailure]]:
+def load_cells(path: Path, name: str) -> tuple[types.ModuleType, list[CellFailure], str]:
     """Execute the graded cells of a notebook one by one as a fresh module registered as `name`;
     a cell that fails is recorded (with its place in the student's file) and the rest still run.
+    Returns the module, the failures and the graded cells' source (what `_preload` reads).
 
     A .py's cells compile with their own line numbers in the file and the file's text in
     linecache; an .ipynb's cells each under ``<path> cell N``.
@@ -136,7 +138,7 @@ def load_cells(path: Path, name: str) -> tuple[types.ModuleType, list[CellFailur
             exec(code, module.__dict__)  # noqa: S102 - the student's code, in the student process
         except BaseException as exc:  # noqa: BLE001 - a failing cell is data; the rest still runs
             failures.append(_failure(cell, path, exc, _names_in(cell.source, tree)))
-    return module, failures
+    return module, failures, "\n".join(cell.source for cell in cells)
 
 
 def _failure(
@@ -181,7 +183,7 @@ def _names_in(source: str, tree: ast.Module | None = None) -> tuple[str, ...]:
 def load_module(path: Path, name: str) -> types.ModuleType:
     """Execute the graded cells of a trusted notebook (the reference): every cell must run, so
     the first failure is raised."""
-    module, failures = load_cells(path, name)
+    module, failures, _ = load_cells(path, name)
     if failures:
         raise failures[0]
     return module
@@ -197,17 +199,16 @@ def _launch_dims(value: Any, what: str) -> int | tuple[int, ...]:
 PRELOAD = ("torch",)
 
 
-def _preload(module: types.ModuleType) -> None:
-    """Import heavy libraries the notebook imports lazily, while the worker is warming up.
+def _preload(graded: str) -> None:
+    """Import heavy libraries the graded cells import lazily, while the worker is warming up.
 
     The load runs while the trusted process is still starting pytest, so the second it takes
     to import torch is off the critical path instead of inside the first test that needs it.
+    Only the graded cells count: an import in a demo cell (which the grader never runs) would
+    cost a grading the CPU time of importing torch for nothing.
     """
-    assert module.__file__ is not None  # the notebook's module, loaded from its file
-    path = Path(module.__file__)
-    source = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
     for name in PRELOAD:
-        if f"import {name}" in source and name not in sys.modules:
+        if f"import {name}" in graded and name not in sys.modules:
             try:
                 __import__(name)
             except Exception:  # noqa: BLE001 - the notebook's own import will report it
@@ -227,8 +228,11 @@ class Harness:
     def load(self) -> dict:
         device.prepare_numba()
         try:
-            self.module, self.failures = load_cells(self.path, MODULE_PREFIX + self.assignment_id)
-            _preload(self.module)
+            name = MODULE_PREFIX + self.assignment_id
+            self.module, self.failures, graded = load_cells(self.path, name)
+            _preload(graded)
+            if "numba" in sys.modules:  # the notebook's own launches, when it imported numba
+                simulator.install()
             return protocol.ok(None)
         except BaseException as exc:  # noqa: BLE001 - any failure of student code is data
             self.load_error = error_reply(exc, str(self.path))
@@ -255,7 +259,28 @@ class Harness:
                 return protocol.ok([f.as_data() for f in self.failures])
             if op == "call":
                 return protocol.ok(self._call(request))
+            if op == "call_many":
+                calls = request.get("calls")
+                if not isinstance(calls, list) or len(calls) > MAX_BATCH_CALLS:
+                    message = f"call_many takes a list of at most {MAX_BATCH_CALLS} calls"
+                    return protocol.error(PROTOCOL_ERROR, message)
+                return protocol.ok([self._one(request["name"], c) for c in calls])
             return protocol.error(PROTOCOL_ERROR, f"unknown op {op!r}")
+        except CellFailed as exc:
+            return protocol.error(NOTEBOOK_FAILED, exc.args[0][:TRACEBACK_CHARS], exc.args[1])
+        except BaseException as exc:  # noqa: BLE001 - student failures travel as data
+            return error_reply(exc, str(self.path))
+
+    def _one(self, name: str, call: dict) -> dict:
+        """One entry of a ``call_many``: what a ``call`` of `name` with the entry's ``args``
+        and ``kwargs`` would have answered; a failure costs only this entry."""
+        try:
+            request = {"name": name, "args": call["args"], "kwargs": call["kwargs"]}
+            reply = protocol.ok(self._call(request))
+            wire.encode(reply)  # the batch's frame carries only plain data
+            return reply
+        except wire.NotPlainData as exc:
+            return protocol.not_plain(exc, name)
         except CellFailed as exc:
             return protocol.error(NOTEBOOK_FAILED, exc.args[0][:TRACEBACK_CHARS], exc.args[1])
         except BaseException as exc:  # noqa: BLE001 - student failures travel as data
@@ -450,6 +475,7 @@ class KernelHost:
         device.prepare_numba()
         from numba import cuda  # lazy: after prepare_numba (the simulator switch is read once)
 
+        simulator.install()
         source, name = str(request["source"]), str(request["name"])
         devices = tuple(str(d) for d in request.get("devices", []))
         key = (source, name, devices)

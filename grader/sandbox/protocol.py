@@ -37,6 +37,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_HEADER_BYTES",
     "MAX_MESSAGE_BYTES",
+    "MAX_BATCH_CALLS",
     "MAX_RECORDED_LAUNCHES",
     "MAX_REPLY_BYTES",
     "MAX_REQUEST_BYTES",
@@ -51,6 +52,7 @@ __all__ = [
     "frame",
     "frame_length",
     "kernel_request",
+    "not_plain",
     "ok",
     "timeout_message",
     "read_frame",
@@ -67,6 +69,7 @@ MAX_REQUEST_BYTES = MAX_MESSAGE_BYTES  # a request frame the worker accepts
 MAX_REPLY_BYTES = 256 << 20  # a reply frame the trusted side accepts
 TRACEBACK_CHARS = 4000  # an error reply's message and traceback, each
 MAX_RECORDED_LAUNCHES = 8  # launches one host-wrapper call may log for the replay
+MAX_BATCH_CALLS = 1024  # calls of one ``call_many`` request (a property test's draws, one trip)
 OUTPUT_TAIL_BYTES = 64 << 10  # what the trusted side keeps of a worker's stdout and stderr
 STARTUP_ALLOWANCE_S = 30.0  # interpreter start-up (a ping), before import_timeout_s starts
 
@@ -131,14 +134,17 @@ def encode_reply(reply: dict, function: str = "") -> bytes:
     try:
         return wire.encode(reply)
     except wire.NotPlainData as exc:
-        what = f"{function} returned" if function else "the result was"
-        return wire.encode(
-            error(
-                NOT_PLAIN_DATA,
-                f"{what} something that is not plain data ({exc}); return numbers, "
-                "strings, lists, tuples, dicts or numpy arrays",
-            )
-        )
+        return wire.encode(not_plain(exc, function))
+
+
+def not_plain(exc: Exception, function: str = "") -> dict:
+    """The error reply for a result that `wire` cannot carry."""
+    what = f"{function} returned" if function else "the result was"
+    return error(
+        NOT_PLAIN_DATA,
+        f"{what} something that is not plain data ({exc}); return numbers, "
+        "strings, lists, tuples, dicts or numpy arrays",
+    )
 
 
 def valid_reply(reply: object) -> bool:

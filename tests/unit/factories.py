@@ -17,6 +17,7 @@ import numpy as np
 
 from grader import github
 from grader.suites.errors import make_error
+from grader.suites.student import Outcome
 
 DATA = Path(__file__).resolve().parent / "data"
 EVENT = DATA / "workflow_run_event.json"
@@ -109,6 +110,18 @@ class Facade:
             except Exception as exc:  # noqa: BLE001 - the facade turns every error into a reply
                 raise make_error({"type": type(exc).__name__, "message": str(exc)}) from None
 
+        def many(calls):
+            """`Function.many`: one Outcome per call, each holding a reply as the worker's."""
+            outcomes = []
+            for args, kwargs in calls:
+                try:
+                    reply = {"ok": fn(*args, **kwargs)}
+                except Exception as exc:  # noqa: BLE001 - as call above
+                    reply = {"error": {"type": type(exc).__name__, "message": str(exc)}}
+                outcomes.append(Outcome(reply, name))
+            return outcomes
+
+        call.many = many
         return call
 
 

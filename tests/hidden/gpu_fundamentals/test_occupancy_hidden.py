@@ -6,9 +6,10 @@ rules of CUDA's occupancy calculator (`cuda_occupancy.h`, the code behind
 and never taken from the reference solution. The device properties (totals, per-block limits,
 the reserved shared memory) come from the grader's course.toml; the per-architecture constants
 (allocation units, sub-partitions) come from the header's tables keyed by compute capability, so
-a wrong figure in course.toml fails here too. Launch shapes are drawn by hypothesis (seeded per
-student by tests/hidden/conftest.py) for the T4 and the H100, with fixed examples that every
-seed runs: the cases where a simpler model goes wrong. On a GPU runner one more test asks the
+a wrong figure in course.toml fails here too. Launch shapes are drawn from the student's seed
+(the plugin's `rng` fixture) for the T4 and the H100, after fixed examples that every seed runs:
+the cases where a simpler model goes wrong. The thousand launches are asked in batches
+(`Function.many`), one round trip each, not one per launch. On a GPU runner one more test asks the
 CUDA driver itself (`cuOccupancyMaxActiveBlocksPerMultiprocessor`, through numba-cuda) about
 kernels compiled there.
 
@@ -41,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grader.suites.student import StudentError
@@ -260,43 +261,27 @@ BOUNDARY = [
 ]
 
 
-def _launches(draw_smem):
-    return st.tuples(
-        st.sampled_from(GPUS),
-        st.one_of(
-            st.sampled_from([32, 64, 96, 128, 160, 192, 256, 288, 384, 512, 768, 1024]),
-            st.integers(1, 1024),
-            st.integers(1025, 2048),
-        ),
-        st.one_of(
-            st.sampled_from([0, 16, 24, 32, 40, 48, 64, 65, 72, 96, 128, 168, 255]),
-            st.integers(0, 255),
-        ),
-        draw_smem,
-    )
-
-
-SMEM = st.one_of(
-    st.just(0),
-    st.integers(1, 48 * KIB),
-    st.integers(0, 232 * KIB),
-    st.integers(1, 64).map(lambda k: k * 4 * KIB + 1),  # just past a unit
-)
-
-
-def _check(student, course, gpu: str, tpb: int, regs: int, smem: int) -> None:
+def _check(student, course, gpu: str, tpb: int, regs: int, smem: int, answer=None) -> None:
+    """One launch against the transcription; `answer` is the student's, already computed by a
+    batch (`Outcome.get`), else the student's function is called here."""
     hw = course.hardware[gpu]
     want = expected(hw, tpb, regs, smem)
     call = f"occupancy({tpb}, {regs}, {smem}, sm_limits({gpu!r}))"
+    if answer is None:
+        sm = hw.sm.as_dict()
+
+        def answer():
+            return student.occupancy(tpb, regs, smem, sm)
+
     if want is None:
         expect_value_error(
-            lambda: student.occupancy(tpb, regs, smem, hw.sm.as_dict()),
+            answer,
             call,
             "CUDA cannot launch such a block (block size, per-block registers or shared memory)",
         )
         return
     try:
-        got = student.occupancy(tpb, regs, smem, hw.sm.as_dict())
+        got = answer()
     except StudentError as exc:
         pytest.fail(
             f"{call} raised {exc.exc_type}; expected {want}: such a block fits on the SM. "
@@ -317,19 +302,50 @@ def _check(student, course, gpu: str, tpb: int, regs: int, smem: int) -> None:
     )
 
 
-def _boundary_examples(test):
-    """Every BOUNDARY case as a hypothesis example: run first, on every seed."""
-    for case in reversed(BOUNDARY):
-        test = example(launch=case)(test)
-    return test
+DRAWN_LAUNCHES = 1000  # on top of BOUNDARY
+BATCH = 500  # launches per request: one round trip to the worker each, sharing a call's limit
+
+
+def _int(rng: np.random.Generator, low: int, high: int) -> int:
+    """low..high inclusive, an endpoint one time in eight (where off-by-one answers differ)."""
+    if rng.random() < 0.125:
+        return int(rng.choice([low, high]))
+    return int(rng.integers(low, high + 1))
+
+
+def _draw_launch(rng: np.random.Generator) -> tuple[str, int, int, int]:
+    """(gpu, threads per block, registers per thread, shared memory per block): typical block
+    shapes and register counts, any value in range, blocks too large, and shared memory from
+    none to past the most a block may ask for, including sizes just past an allocation unit."""
+    gpu = GPUS[int(rng.integers(len(GPUS)))]
+    tpb = [
+        lambda: int(rng.choice([32, 64, 96, 128, 160, 192, 256, 288, 384, 512, 768, 1024])),
+        lambda: _int(rng, 1, 1024),
+        lambda: _int(rng, 1025, 2048),
+    ][int(rng.integers(3))]()
+    regs = [
+        lambda: int(rng.choice([0, 16, 24, 32, 40, 48, 64, 65, 72, 96, 128, 168, 255])),
+        lambda: _int(rng, 0, 255),
+    ][int(rng.integers(2))]()
+    smem = [
+        lambda: 0,
+        lambda: _int(rng, 1, 48 * KIB),
+        lambda: _int(rng, 0, 232 * KIB),
+        lambda: _int(rng, 1, 64) * 4 * KIB + 1,  # just past a unit
+    ][int(rng.integers(4))]()
+    return gpu, tpb, regs, smem
 
 
 @pytest.mark.points(3)
-@settings(FAST, max_examples=1000)
-@_boundary_examples
-@given(launch=_launches(SMEM))
-def test_occupancy_random_launches(student, course, launch):
-    _check(student, course, *launch)
+def test_occupancy_random_launches(student, course, rng):
+    """Every BOUNDARY case first, then DRAWN_LAUNCHES launches drawn from the student's seed,
+    asked in batches (`Function.many`): the first wrong answer fails the test."""
+    launches = BOUNDARY + [_draw_launch(rng) for _ in range(DRAWN_LAUNCHES)]
+    for start in range(0, len(launches), BATCH):
+        chunk = launches[start : start + BATCH]
+        calls = [((t, r, m, course.hardware[g].sm.as_dict()), {}) for g, t, r, m in chunk]
+        for launch, outcome in zip(chunk, student.occupancy.many(calls), strict=True):
+            _check(student, course, *launch, answer=outcome.get)
 
 
 @pytest.mark.points(1)

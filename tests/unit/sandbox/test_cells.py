@@ -188,3 +188,27 @@ def test_corpus_cells_family_in_process(tmp_path):
             sandbox=False,
         )
         test_corpus.check(case, result, ctx)
+
+
+def test_only_the_graded_cells_imports_are_preloaded(tmp_path, monkeypatch):
+    """A heavy import in a demo cell (never run by the grader) is not preloaded; one inside a
+    graded function is, while the worker warms up."""
+    from grader.sandbox import harness
+
+    (tmp_path / "heavy_in_demo.py").write_text("")
+    (tmp_path / "heavy_in_graded.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(harness, "PRELOAD", ("heavy_in_demo", "heavy_in_graded"))
+    nb = tmp_path / "p.py"
+    nb.write_text(
+        "# %%\n"
+        "def uses():\n"
+        "    import heavy_in_graded\n"
+        "    return heavy_in_graded\n\n"
+        '# %% tags=["demo"]\n'
+        "import heavy_in_demo\n"
+    )
+    for name in ("heavy_in_demo", "heavy_in_graded"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    assert Harness(nb, "p").load() == {"ok": None}
+    assert "heavy_in_graded" in sys.modules and "heavy_in_demo" not in sys.modules

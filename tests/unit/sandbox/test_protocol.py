@@ -249,3 +249,55 @@ def test_the_trusted_side_replays_no_more_launches_than_the_harness_records():
     with pytest.raises(StudentError) as info:
         student.gpu_vector_add.launching("vector_add")(a, a)
     assert "longer than the harness keeps" in str(info.value)
+
+
+class _Batch:
+    """A worker that answers a `call_many` with the replies it was given."""
+
+    isolation = ()
+
+    def __init__(self, replies: object):
+        self.replies = replies
+
+    def request(self, req: dict, timeout: float) -> dict:
+        assert req["op"] == "call_many"
+        return {"ok": self.replies}
+
+
+@pytest.mark.parametrize(
+    "replies",
+    [
+        [{"ok": 1}],  # one reply for two calls
+        [{"ok": 1}, {"ok": 2}, {"ok": 3}],
+        [{"ok": 1}, protocol.trusted_error(protocol.WORKER_TIMEOUT, "the grader says so")],
+        [{"ok": 1}, {"error": {"message": "no type"}}],
+        "two replies",
+    ],
+)
+def test_a_batch_reply_that_does_not_match_its_calls_is_malformed(replies):
+    student = Student(_Batch(replies), "a")
+    with pytest.raises(StudentError, match="malformed reply") as info:
+        student.f.many([((1,), {}), ((2,), {})])
+    assert info.value.grader and info.value.exc_type == protocol.WORKER_CRASHED
+
+
+def test_each_entry_of_a_batch_is_the_students_own():
+    entry = {"error": {"type": "ValueError", "message": "bad", "traceback": ""}}
+    ok, bad = Student(_Batch([{"ok": [1, 2]}, entry]), "a").f.many([((), {}), ((), {})])
+    assert ok.get() == [1, 2]
+    with pytest.raises(ValueError, match="bad") as info:
+        bad.get()
+    assert not info.value.grader
+
+
+def test_the_harness_refuses_a_batch_over_its_limit(tmp_path):
+    from grader.sandbox.harness import Harness
+
+    nb = tmp_path / "a.py"
+    nb.write_text("def f(x):\n    return x\n")
+    harness = Harness(nb, "a")
+    over = [{"args": [1], "kwargs": {}}] * (protocol.MAX_BATCH_CALLS + 1)
+    reply = harness.handle({"op": "call_many", "name": "f", "calls": over})
+    assert reply["error"]["type"] == protocol.PROTOCOL_ERROR
+    reply = harness.handle({"op": "call_many", "name": "f", "calls": over[:3]})
+    assert reply == {"ok": [{"ok": 1}] * 3}

@@ -412,6 +412,28 @@ def test_non_plain_return_is_refused(student):
     assert student.add(1, 1) == 2
 
 
+def test_a_batch_of_calls_answers_each_on_its_own(student):
+    """`Function.many`: one request, one outcome per call, a failure costing only its entry."""
+    outcomes = student.bad_value.many([((4,), {}), ((-1,), {}), ((0,), {})])
+    assert outcomes[0].get() == 4 and outcomes[2].get() == 0
+    with pytest.raises(ValueError, match="non-negative") as info:
+        outcomes[1].get()
+    assert isinstance(info.value, StudentError) and not info.value.grader
+    [plain, liar] = student.add.many([((1, 2), {})]) + student.liar.many([((), {})])
+    assert plain.get() == 3
+    with pytest.raises(NotPlainResult, match="liar returned something that is not plain data"):
+        liar.get()
+    with pytest.raises(ValueError, match="at most 1024 calls"):
+        student.add.many([((1, 1), {})] * (protocol.MAX_BATCH_CALLS + 1))
+
+
+def test_a_batch_shares_one_calls_time_limit(backend):
+    short = Student(backend, "a", call_timeout=1.0)
+    with pytest.raises(WorkerTimeout, match="longer than 1 s"):
+        short.loop.many([((), {})] * 3)
+    assert Student(backend, "a").add(1, 2) == 3
+
+
 def test_notebook_that_fails_at_import(backend):
     broken = Student(backend, "b")
     with pytest.raises(NotebookFailed, match="boom at import"):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 from factories import GF_SOLUTION, ROOT, Facade, hidden_suite, solution_function
 
@@ -112,11 +113,48 @@ def test_the_hidden_test_fails_each_wrong_model(hidden, course, name):
             caught += 1
     assert caught, f"no fixed example catches the mutant that {name}"
     with pytest.raises((AssertionError, pytest.fail.Exception)):
-        hidden.test_occupancy_random_launches(student=student, course=course)
+        hidden.test_occupancy_random_launches(student=student, course=course, rng=_rng())
+
+
+def _rng():
+    return np.random.default_rng(20261202)
 
 
 def test_the_hidden_test_passes_the_reference(hidden, course):
-    hidden.test_occupancy_random_launches(student=_student(_solution_occupancy()), course=course)
+    student = _student(_solution_occupancy())
+    hidden.test_occupancy_random_launches(student=student, course=course, rng=_rng())
+
+
+def test_the_drawn_launches_cover_every_outcome(hidden, course):
+    """The thousand draws reach every limit that can bind and both sides of the refusal."""
+    rng = _rng()
+    launches = [hidden._draw_launch(rng) for _ in range(hidden.DRAWN_LAUNCHES)]
+    wants = [hidden.expected(course.hardware[g], t, r, m) for g, t, r, m in launches]
+    refused = sum(w is None for w in wants)
+    assert 0.2 * len(wants) < refused < 0.8 * len(wants)
+    assert {w["limited_by"] for w in wants if w} == set(hidden.ORDER)
+    assert {g for g, *_ in launches} == set(hidden.GPUS)
+    assert any(t > 1024 for _, t, _, _ in launches) and any(m > 227 * 1024 for *_, m in launches)
+
+
+def test_a_wrong_answer_among_the_draws_fails_with_its_launch(hidden, course):
+    """One wrong answer, on one drawn launch only, fails the test and names that launch."""
+    rng = _rng()
+    launches = [hidden._draw_launch(rng) for _ in range(hidden.DRAWN_LAUNCHES)]
+    target = next(x for x in launches[::-1] if hidden.expected(course.hardware[x[0]], *x[1:]))
+    right = _solution_occupancy()
+
+    def occupancy(tpb, regs, smem, sm):
+        got = right(tpb, regs, smem, sm)
+        if (tpb, regs, smem) == target[1:] and sm == course.hardware[target[0]].sm.as_dict():
+            return {**got, "blocks_per_sm": got["blocks_per_sm"] + 1}
+        return got
+
+    call = rf"occupancy\({target[1]}, {target[2]}, {target[3]}, sm_limits\('{target[0]}'\)\)"
+    with pytest.raises(AssertionError, match=call):
+        hidden.test_occupancy_random_launches(
+            student=_student(occupancy), course=course, rng=_rng()
+        )
 
 
 def test_the_occupancy_plot_drops_where_the_rules_say(hidden, course, monkeypatch):
