@@ -74,6 +74,6 @@ _.needs_manual_grade  # grader/gradebook.py: SQLAlchemy columns of nbgrader's Gr
 _.late_submission_penalty  # ... and of its SubmittedNotebook
 
 # --- kept on purpose
-_.output_tail  # WorkerBackend.output_tail: the worker's stderr tail, read by the sandbox tests
+_.output_tail  # grader/sandbox/backend.py, _Worker.output_tail: read by the sandbox tests
 STATUSES  # grader/reports/class_data.py: the ClassRow.status values, named at that field
 _.token_coverage  # grader/reports/similarity.py: copydetect's coverage, kept with the hashes

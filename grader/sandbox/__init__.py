@@ -3,8 +3,8 @@
 Worker side (untrusted, imports only `grader.core` and these): `protocol` (replies, framing,
 limits), `wire` (the message format), `harness` (the grader's code in the worker), `procs`,
 `worker` (``python -m grader.sandbox.worker``). Trusted side: `spawn` (the bubblewrap command),
-`isolation` (the layers and their probe), `channel` (one bounded exchange), `backend`
-(`WorkerBackend`).
+`isolation` (the layers and their probe), `channel` (one bounded exchange), `budget` (a
+submission's one time budget), `backend` (`WorkerBackend`: the notebook and kernel workers).
 
 The names below are re-exported lazily (module `__getattr__`): importing `grader.sandbox.worker`
 imports this package first, and an eager import of the backend here would make every worker

@@ -1,13 +1,22 @@
-"""`WorkerBackend`: the `grader.suites` backend that reaches student code in a sandboxed worker.
+"""`WorkerBackend`: the `grader.suites` backend that reaches student code in sandboxed workers.
 
 Student code runs only in ``python -m grader.sandbox.worker``; only `grader.sandbox.protocol`
 replies cross (one `grader.sandbox.channel.exchange` per request), and every verdict stays in
 this, the trusted, process. The isolation each worker gets is `grader.sandbox.isolation`'s.
 
+Workers: a submission's `WorkerBackend` is one `NotebookWorker` (runs the notebooks and calls
+their functions) and two kernel workers (`KernelWorker`, made on first use) that load no notebook
+and build kernels from extracted source: target ``compile`` (the real CUDA target, never the
+simulator) and ``run`` (the device kernels run on). Each is a `_Worker`: one process at a time
+under the grading's one isolation `Decision`, with a uid of its own, one memory limit for its
+whole tree (whether it was stopped for memory is decided here, never from a reply), its scratch
+and its output tail.
+
 Timeouts: each request has its own deadline; on expiry the whole worker (process group and PID
 namespace) is killed with SIGKILL, the caller gets ``WorkerTimeout`` and the next request starts a
-fresh worker. A total budget per submission (``limits.submission_timeout_s``) bounds everything;
-once spent, requests answer ``WorkerTimeout`` at once.
+fresh worker. One `grader.sandbox.budget.Budget` per submission (``limits.submission_timeout_s``),
+shared by its three workers, bounds everything: a request's deadline is the sooner of its own
+timeout and what is left; once spent, requests answer ``WorkerTimeout`` at once.
 """
 
 from __future__ import annotations
@@ -19,7 +28,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from grader.core import device
@@ -29,6 +38,7 @@ from grader.core.notebook import graded_text
 from grader.core.readback import list_dir, read_file
 from grader.core.sourcemap import SourceMap, for_file
 from grader.sandbox import memlimit, protocol
+from grader.sandbox.budget import Budget
 from grader.sandbox.channel import Failure, crashed, exchange
 from grader.sandbox.isolation import ALL_LAYERS, Decision, decide, sandbox_for
 from grader.sandbox.procs import OutputTail, children, descendants, describe_exit, kill_tree
@@ -42,6 +52,7 @@ from grader.sandbox.protocol import (
 )
 from grader.sandbox.spawn import (
     SANDBOX_DIR,
+    Sandbox,
     UidLease,
     course_root_default,
     inside,
@@ -51,249 +62,52 @@ from grader.sandbox.spawn import (
     worker_command,
 )
 
+KERNEL_TARGETS = ("compile", "run")
 
-class WorkerBackend:
-    """The `grader.suites.student.Backend` protocol, served by one sandboxed worker per
-    submission (and two kernel workers that load no notebook)."""
 
-    def __init__(
-        self,
-        workdir: Path,
-        notebooks: dict[str, Path],
-        limits: Limits,
-        gpu: bool = False,
-        hide: list[Path] | None = None,
-        course_root: Path | None = None,
-        pid_namespace: bool = True,
-        ptx_only: bool = False,
-        kernels: bool = False,
-        decision: Decision | None = None,
-    ):
-        self.workdir = Path(workdir).resolve()
-        self.notebooks = {k: Path(v).resolve() for k, v in notebooks.items()}
-        for key, path in self.notebooks.items():
-            if not inside(path, self.workdir):
-                raise ValueError(f"notebook of {key} ({path}) is not inside {self.workdir}")
-        self.limits = limits
-        self.gpu = gpu
-        self.course_root = (
-            Path(course_root).resolve() if course_root is not None else course_root_default()
-        )
-        self.hide = [Path(h) for h in (hide or [])]
-        # The grading's one isolation decision; a backend built alone decides here, and refuses
-        # unless every layer holds (only `decide(allow_incomplete=True)` grades without one).
-        self.decision = decision if decision is not None else decide()
-        verified = self.decision.probe.layers
-        prepare_workdir(self.workdir)
-        self._box = sandbox_for(
-            self.workdir,
-            limits,
-            self.decision,
-            gpu=gpu,
-            course_root=self.course_root,
-            hide=tuple(self.hide),
-        )
+@dataclass(frozen=True)
+class Shared:
+    """What every worker of one submission shares: made once, by `WorkerBackend`."""
+
+    workdir: Path
+    limits: Limits
+    gpu: bool
+    decision: Decision  # the grading's one isolation decision
+    box: Sandbox  # what `decision` gives a worker (each start adds the worker's own uid)
+    budget: Budget  # the submission's one time budget
+
+
+class _Worker:
+    """One sandboxed worker process: its start (and ping), its exchanges under a deadline,
+    its kill (the whole tree), its memory limit, its uid lease, scratch and output tail."""
+
+    kernels = False  # started with ``--kernels``: loads no notebook
+
+    def __init__(self, shared: Shared, env: dict[str, str]):
+        self.decision = shared.decision
+        self.limits = shared.limits
+        self.budget = shared.budget
+        self.workdir = shared.workdir
+        self.gpu = shared.gpu
+        self.env = env
+        self._box = shared.box
         self._lease: UidLease | None = None
         self._scratch_fd: int | None = None
-        self.env = scrubbed_env(self.workdir, gpu)
-        if ptx_only:  # a sibling worker that compiles kernels with the real CUDA target
-            self.env.pop("NUMBA_ENABLE_CUDASIM", None)
-            self.env[device.PTX_ENV] = "1"
-        self._kernels = kernels  # a kernel worker: no notebook, builds kernels from source only
-        self._sibling_args = (limits, gpu, hide, course_root, pid_namespace)
-        self._siblings: dict[str, WorkerBackend] = {}
-        self._layers = [x for x in ALL_LAYERS if x in verified]
         cgroup = bool(memlimit.scope_prefix_base()) and not self._box.bare
-        self._memory_enforcer = "memory-cgroup" if cgroup else "memory-watchdog"
+        self.memory_enforcer = "memory-cgroup" if cgroup else "memory-watchdog"
         self._watchdog: memlimit.Watchdog | None = None
         self._proc: subprocess.Popen | None = None
-        self._loaded: set[str] = set()
-        self._graded_text: dict[str, str] = {}
-        self._source_maps: dict[str, SourceMap] = {}
-        self._load_failed: dict[str, dict] = {}
-        self._spent = 0.0
         self._tail = OutputTail(OUTPUT_TAIL_BYTES)
         self._cgroup: Path | None = None  # the started worker's scope, when the cgroup enforces
         self._init_pids: list[int] = []  # the PID-namespace init, killed even if it left
         self.starts = 0
 
-    # ---- public protocol
+    def _notebooks(self) -> dict[str, Path]:
+        """The notebooks the worker process is started with."""
+        return {}
 
-    @property
-    def isolation(self) -> tuple[str, ...]:
-        """The verified layers and what enforced the worker's one memory limit (a start whose
-        cgroup could not be seen carrying the limit leaves the watchdog as the enforcer)."""
-        return (*self._layers, self._memory_enforcer)
-
-    @property
-    def budget_left(self) -> float:
-        return max(0.0, self.limits.submission_timeout_s - self._spent)
-
-    def request(self, req: dict, timeout: float) -> dict:
-        assignment = req.get("assignment")
-        what = str(req.get("name") or req.get("op") or "the call")
-        if assignment not in self.notebooks:
-            return trusted_error(PROTOCOL_ERROR, f"no notebook for assignment {assignment!r}")
-        if assignment in self._load_failed:
-            err = self._load_failed[assignment]["error"]
-            return trusted_error(err["type"], f"not run: {err['message']}")
-        if self.budget_left <= 0:
-            return self._budget_spent()
-        t0 = time.monotonic()
-        budget_end = t0 + self.budget_left
-        try:
-            fresh = self._proc is None
-            if fresh and (failed := self._start_and_ping(budget_end)):
-                return failed
-            if assignment not in self._loaded:
-                load_timeout = self.limits.import_timeout_s
-                reply = self._timed(
-                    {"assignment": assignment, "op": "load"},
-                    load_timeout,
-                    f"running the notebook of {assignment}",
-                    budget_end,
-                )
-                if "error" in reply and reply["error"]["type"] in (
-                    WORKER_TIMEOUT,
-                    WORKER_CRASHED,
-                ):
-                    # Loading again would only burn the budget again: later requests get this.
-                    self._load_failed[assignment] = reply
-                    return reply
-                self._loaded.add(assignment)
-                if req.get("op") == "load":
-                    return reply
-            return self._timed(req, timeout, what, budget_end)
-        finally:
-            self._spent += time.monotonic() - t0
-
-    def kernel(self, req: dict, timeout: float, target: str = "run") -> dict:
-        """A ``kernel_*`` request to a kernel worker that loads no notebook: ``compile`` (the
-        real CUDA target, never the simulator) or ``run`` (the device kernels run on)."""
-        if self.budget_left <= 0:
-            return self._budget_spent()
-        worker = self._sibling(target)
-        t0 = time.monotonic()
-        try:
-            return worker._serve(req, min(timeout, self.budget_left), str(req.get("op")))
-        finally:
-            self._spent += time.monotonic() - t0
-            worker._spent = self._spent
-
-    def graded_source(self, assignment: str) -> str:
-        """The graded cells of the submission's notebook, read here (the worker cannot write
-        the submission's files: they stay the grader's and read-only to it, so it is read once)."""
-        if assignment not in self._graded_text:
-            self._graded_text[assignment] = graded_text(self.notebooks[assignment])
-        return self._graded_text[assignment]
-
-    def source_map(self, assignment: str) -> SourceMap:
-        """The student's own line numbers for the graded cells (feedback names those), made
-        once per assignment: the notebook is not read again for every kernel."""
-        if assignment not in self._source_maps:
-            path = self.notebooks[assignment]
-            self._source_maps[assignment] = for_file(path)
-        return self._source_maps[assignment]
-
-    def read_back(self, path: str, max_bytes: int) -> bytes | None:
-        """A file the student's code wrote in its working directory, read by this process."""
-        scratch = self._live_scratch()
-        return None if scratch is None else read_file(scratch, path, max_bytes)
-
-    def list_back(self, path: str) -> list[str]:
-        scratch = self._live_scratch()
-        return [] if scratch is None else list_dir(scratch, path)
-
-    def _live_scratch(self) -> Path | None:
-        """The scratch of a running worker, started first if none runs: the scratch is a tmpfs
-        that lives as long as its worker, so a listing taken while none runs would differ from
-        one taken after the next call started it."""
-        if self._proc is None and self.budget_left > 0:
-            self._serve({"op": "ping"}, STARTUP_ALLOWANCE_S, "starting the worker")
-        return self.scratch_dir()
-
-    def ptx(
-        self, assignment: str, name: str, signature: str, cc: tuple[int, int], timeout: float
-    ) -> dict:
-        """PTX of a kernel of the notebook, compiled from its extracted source."""
-        if assignment not in self.notebooks:
-            return trusted_error(PROTOCOL_ERROR, f"no notebook for assignment {assignment!r}")
-        try:
-            ks = extract(self.graded_source(assignment), name, self.notebooks[assignment].name)
-        except KernelSourceError as exc:
-            return trusted_error(protocol.KERNEL_SOURCE_ERROR, str(exc))
-        return self.kernel(protocol.compile_request(ks, signature, cc), timeout, "compile")
-
-    def _sibling(self, target: str) -> WorkerBackend:
-        if target not in ("compile", "run"):
-            raise ValueError(f"unknown kernel target {target!r}")
-        if target not in self._siblings:
-            limits, gpu, hide, course_root, pid_namespace = self._sibling_args
-            worker = WorkerBackend(
-                self.workdir,
-                {},
-                limits,
-                gpu,
-                hide,
-                course_root,
-                pid_namespace,
-                ptx_only=target == "compile",
-                kernels=True,
-                decision=self.decision,
-            )
-            worker._spent = self._spent
-            self._siblings[target] = worker
-        return self._siblings[target]
-
-    def _serve(self, req: dict, timeout: float, what: str) -> dict:
-        """One request to this worker, started (and pinged) first when needed."""
-        t0 = time.monotonic()
-        budget_end = t0 + self.budget_left
-        if self._proc is None and (failed := self._start_and_ping(budget_end)):
-            return failed
-        t1 = time.monotonic()
-        reply = self._timed(req, timeout, what, budget_end)
-        if "ok" in reply and req.get("op") == "kernel_run":
-            reply["wall_s"] = time.monotonic() - t1  # the trusted clock, around one exchange
-        return reply
-
-    def warm(self, assignments: list[str], ptx_assignments: Sequence[str] = ()) -> None:
-        """Start the worker and run these notebooks now, and start the kernel workers when an
-        assignment in `ptx_assignments` has kernels, exactly as the first request would;
-        failures are kept for the requests to report. Not thread-safe: `grader.grading.grade`
-        runs it in a background thread and joins it before any other request, so the workers
-        start while pytest starts up."""
-        timeout = self.limits.import_timeout_s + STARTUP_ALLOWANCE_S
-        for a in assignments:
-            if a in self.notebooks and a not in self._loaded:
-                self.request({"assignment": a, "op": "load"}, timeout)
-        if any(a in self.notebooks for a in ptx_assignments) and self.budget_left > 0:
-            # Both kernel workers start at once: each is an interpreter importing numba.
-            starts = [
-                threading.Thread(
-                    target=self._sibling(target)._serve,
-                    args=({"op": "ping"}, STARTUP_ALLOWANCE_S, "starting a kernel worker"),
-                    daemon=True,
-                )
-                for target in ("compile", "run")
-            ]
-            t0 = time.monotonic()
-            for t in starts:
-                t.start()
-            for t in starts:
-                t.join()
-            self._spent += time.monotonic() - t0
-            for worker in self._siblings.values():
-                worker._spent = self._spent
-
-    def close(self) -> None:
-        for worker in self._siblings.values():
-            worker.close()
-        if self._proc is not None:
-            self._kill()
-        if self._lease is not None:
-            self._lease.close()
-            self._lease = None
+    def _forget(self) -> None:
+        """Drop what only the stopped (or not yet started) worker process held."""
 
     def scratch_dir(self) -> Path | None:
         """The live worker's scratch tmpfs, for the trusted side to read back what the
@@ -321,24 +135,23 @@ class WorkerBackend:
         """The last bytes the worker printed (stdout and stderr), for diagnostics."""
         return self._tail.text()
 
-    def __enter__(self) -> WorkerBackend:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def close(self) -> None:
+        if self._proc is not None:
+            self._kill()
+        if self._lease is not None:
+            self._lease.close()
+            self._lease = None
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
             self.close()
 
-    # ---- internals
-
-    def _budget_spent(self) -> dict:
-        return trusted_error(
-            WORKER_TIMEOUT,
-            f"the submission's total time budget of "
-            f"{self.limits.submission_timeout_s:g} s is spent; nothing more was run",
-        )
+    def _serve(self, req: dict, timeout: float, what: str, budget_end: float) -> dict:
+        """One request, the worker started (and pinged) first when none runs; not charged to
+        the budget here (the caller charges the whole request once)."""
+        if self._proc is None and (failed := self._start_and_ping(budget_end)):
+            return failed
+        return self._timed(req, timeout, what, budget_end)
 
     def _start_and_ping(self, budget_end: float) -> dict | None:
         """Start the worker and ping it; the error reply when either fails, else None."""
@@ -351,14 +164,14 @@ class WorkerBackend:
         return reply if "error" in reply else None
 
     def _start(self) -> None:
-        self._loaded.clear()
+        self._forget()
         self._init_pids = []
         box = self._box
         try:
             if os.geteuid() == 0 and not box.bare:  # a uid of its own: its own process count
                 self._lease = self._lease or UidLease()
                 box = replace(box, uid=self._lease.uid)
-            command = worker_command(self.notebooks, self.limits, self.gpu, self._kernels)
+            command = worker_command(self._notebooks(), self.limits, self.gpu, self.kernels)
             proc = spawn(
                 command,
                 box,
@@ -376,11 +189,11 @@ class WorkerBackend:
         os.set_blocking(proc.stdin.fileno(), False)
         threading.Thread(target=self._tail.drain, args=(proc.stderr.fileno(),), daemon=True).start()
         self._cgroup = None
-        if self._memory_enforcer == "memory-cgroup":
+        if self.memory_enforcer == "memory-cgroup":
             if memlimit.verify_scope(proc.pid, self.limits.memory_mb):
                 self._cgroup = memlimit.cgroup_dir(proc.pid)
             else:
-                self._memory_enforcer = "memory-watchdog"
+                self.memory_enforcer = "memory-watchdog"
         self._watchdog = memlimit.Watchdog(
             proc, self.limits.memory_mb, lambda pids: self._memory_kill(proc, pids)
         )
@@ -407,7 +220,7 @@ class WorkerBackend:
 
     def _kill(self) -> int | None:
         proc, self._proc = self._proc, None
-        self._loaded.clear()
+        self._forget()
         self._close_scratch()
         if proc is None:
             return None
@@ -427,7 +240,7 @@ class WorkerBackend:
     def _crash_message(self, code: int | None, fallback: str) -> str:
         if code is None:
             return fallback
-        if code == -signal.SIGKILL and self._memory_enforcer == "memory-cgroup":
+        if code == -signal.SIGKILL and self.memory_enforcer == "memory-cgroup":
             return (
                 f"{describe_exit(code)}: it may have passed its memory limit of "
                 f"{self.limits.memory_mb} MB (the kernel's, for all its processes together)"
@@ -446,11 +259,7 @@ class WorkerBackend:
                 return trusted_error(WORKER_CRASHED, memlimit.kill_message(self.limits.memory_mb))
             self._kill()
             if limit < timeout:
-                return trusted_error(
-                    WORKER_TIMEOUT,
-                    f"{what} ran out of the submission's total time budget of "
-                    f"{self.limits.submission_timeout_s:g} s; the worker was stopped",
-                )
+                return self.budget.ran_out(what)
             return trusted_error(WORKER_TIMEOUT, protocol.timeout_message(what, timeout))
         except Failure as exc:
             if self._memory_stopped():  # whatever the reply or its absence looked like
@@ -471,3 +280,267 @@ class WorkerBackend:
         if not self._init_pids:
             self._init_pids = children(proc.pid)
         return reply
+
+
+class NotebookWorker(_Worker):
+    """The worker that runs the submission's notebooks (each loaded once per worker process,
+    before its first request) and calls their functions; the trusted side's reading of the same
+    notebooks (graded cells, source map) and of the worker's scratch."""
+
+    def __init__(self, shared: Shared, notebooks: dict[str, Path]):
+        super().__init__(shared, scrubbed_env(shared.workdir, shared.gpu))
+        self.notebooks = notebooks
+        self._loaded: set[str] = set()
+        self._graded_text: dict[str, str] = {}
+        self._source_maps: dict[str, SourceMap] = {}
+        self._load_failed: dict[str, dict] = {}
+
+    def _notebooks(self) -> dict[str, Path]:
+        return self.notebooks
+
+    def _forget(self) -> None:
+        self._loaded.clear()  # a fresh process runs each notebook again
+
+    def request(self, req: dict, timeout: float) -> dict:
+        assignment = req.get("assignment")
+        what = str(req.get("name") or req.get("op") or "the call")
+        if assignment not in self.notebooks:
+            return trusted_error(PROTOCOL_ERROR, f"no notebook for assignment {assignment!r}")
+        if assignment in self._load_failed:
+            err = self._load_failed[assignment]["error"]
+            return trusted_error(err["type"], f"not run: {err['message']}")
+        if self.budget.left <= 0:
+            return self.budget.spent_reply()
+        budget_end = self.budget.deadline()
+        with self.budget.charge():
+            if self._proc is None and (failed := self._start_and_ping(budget_end)):
+                return failed
+            if assignment not in self._loaded:
+                reply = self._timed(
+                    {"assignment": assignment, "op": "load"},
+                    self.limits.import_timeout_s,
+                    f"running the notebook of {assignment}",
+                    budget_end,
+                )
+                if "error" in reply and reply["error"]["type"] in (
+                    WORKER_TIMEOUT,
+                    WORKER_CRASHED,
+                ):
+                    # Loading again would only burn the budget again: later requests get this.
+                    self._load_failed[assignment] = reply
+                    return reply
+                self._loaded.add(assignment)
+                if req.get("op") == "load":
+                    return reply
+            return self._timed(req, timeout, what, budget_end)
+
+    def loaded(self, assignment: str) -> bool:
+        return assignment in self._loaded
+
+    def graded_source(self, assignment: str) -> str:
+        """The graded cells of the submission's notebook, read here (the worker cannot write
+        the submission's files: they stay the grader's and read-only to it, so it is read once)."""
+        if assignment not in self._graded_text:
+            self._graded_text[assignment] = graded_text(self.notebooks[assignment])
+        return self._graded_text[assignment]
+
+    def source_map(self, assignment: str) -> SourceMap:
+        """The student's own line numbers for the graded cells (feedback names those), made
+        once per assignment: the notebook is not read again for every kernel."""
+        if assignment not in self._source_maps:
+            path = self.notebooks[assignment]
+            self._source_maps[assignment] = for_file(path)
+        return self._source_maps[assignment]
+
+    def read_back(self, path: str, max_bytes: int) -> bytes | None:
+        """A file the student's code wrote in its working directory, read by this process."""
+        scratch = self._live_scratch()
+        return None if scratch is None else read_file(scratch, path, max_bytes)
+
+    def list_back(self, path: str) -> list[str]:
+        scratch = self._live_scratch()
+        return [] if scratch is None else list_dir(scratch, path)
+
+    def _live_scratch(self) -> Path | None:
+        """The scratch of a running worker, started first if none runs (charged to the budget):
+        the scratch is a tmpfs that lives as long as its worker, so a listing taken while none
+        runs would differ from one taken after the next call started it."""
+        if self._proc is None and self.budget.left > 0:
+            budget_end = self.budget.deadline()
+            with self.budget.charge():
+                self._serve({"op": "ping"}, STARTUP_ALLOWANCE_S, "starting the worker", budget_end)
+        return self.scratch_dir()
+
+
+class KernelWorker(_Worker):
+    """A worker that loads no notebook and serves ``kernel_*`` requests (kernels built from
+    extracted source): target ``compile`` compiles with the real CUDA target (never the
+    simulator), ``run`` launches and times on the device kernels run on."""
+
+    kernels = True
+
+    def __init__(self, shared: Shared, target: str):
+        if target not in KERNEL_TARGETS:
+            raise ValueError(f"unknown kernel target {target!r}")
+        env = scrubbed_env(shared.workdir, shared.gpu)
+        if target == "compile":
+            env.pop("NUMBA_ENABLE_CUDASIM", None)
+            env[device.PTX_ENV] = "1"
+        super().__init__(shared, env)
+        self.target = target
+
+    def serve(self, req: dict, timeout: float) -> dict:
+        """One ``kernel_*`` request, charged to the budget; a ``kernel_run`` reply carries
+        ``wall_s``, the trusted clock around its one exchange."""
+        if self.budget.left <= 0:
+            return self.budget.spent_reply()
+        budget_end = self.budget.deadline()
+        with self.budget.charge():
+            if self._proc is None and (failed := self._start_and_ping(budget_end)):
+                return failed
+            t0 = time.monotonic()
+            reply = self._timed(req, timeout, str(req.get("op")), budget_end)
+            if "ok" in reply and req.get("op") == "kernel_run":
+                reply["wall_s"] = time.monotonic() - t0
+            return reply
+
+    def start(self, budget_end: float) -> None:
+        """Start the worker now, as its first request would; not charged here (the kernel
+        workers start together, and their warm-up charges its wall time once)."""
+        self._serve({"op": "ping"}, STARTUP_ALLOWANCE_S, "starting a kernel worker", budget_end)
+
+
+class WorkerBackend:
+    """The `grader.suites.student.Backend` protocol for one submission: its `NotebookWorker`
+    and its two kernel workers (`KernelWorker`, made on first use), all under one `Decision` and
+    one `Budget`."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        notebooks: dict[str, Path],
+        limits: Limits,
+        gpu: bool = False,
+        hide: list[Path] | None = None,
+        course_root: Path | None = None,
+        decision: Decision | None = None,
+    ):
+        workdir = Path(workdir).resolve()
+        notebooks = {k: Path(v).resolve() for k, v in notebooks.items()}
+        for key, path in notebooks.items():
+            if not inside(path, workdir):
+                raise ValueError(f"notebook of {key} ({path}) is not inside {workdir}")
+        self.limits = limits
+        # The grading's one isolation decision; a backend built alone decides here, and refuses
+        # unless every layer holds (only `decide(allow_incomplete=True)` grades without one).
+        self.decision = decision if decision is not None else decide()
+        prepare_workdir(workdir)
+        root = Path(course_root).resolve() if course_root is not None else course_root_default()
+        box = sandbox_for(
+            workdir,
+            limits,
+            self.decision,
+            gpu=gpu,
+            course_root=root,
+            hide=tuple(Path(h) for h in hide or ()),
+        )
+        self.budget = Budget(limits.submission_timeout_s)
+        self._shared = Shared(workdir, limits, gpu, self.decision, box, self.budget)
+        self.notebook_worker = NotebookWorker(self._shared, notebooks)
+        self._kernel_workers: dict[str, KernelWorker] = {}
+        self._layers = [x for x in ALL_LAYERS if x in self.decision.probe.layers]
+
+    # ---- public protocol
+
+    @property
+    def isolation(self) -> tuple[str, ...]:
+        """The verified layers and what enforced the notebook worker's one memory limit (a start
+        whose cgroup could not be seen carrying the limit leaves the watchdog as the enforcer)."""
+        return (*self._layers, self.notebook_worker.memory_enforcer)
+
+    @property
+    def starts(self) -> int:
+        """How many times the notebook worker started."""
+        return self.notebook_worker.starts
+
+    def request(self, req: dict, timeout: float) -> dict:
+        return self.notebook_worker.request(req, timeout)
+
+    def kernel(self, req: dict, timeout: float, target: str = "run") -> dict:
+        """A ``kernel_*`` request to the kernel worker of `target`: ``compile`` (the real CUDA
+        target, never the simulator) or ``run`` (the device kernels run on)."""
+        return self.kernel_worker(target).serve(req, timeout)
+
+    def graded_source(self, assignment: str) -> str:
+        return self.notebook_worker.graded_source(assignment)
+
+    def source_map(self, assignment: str) -> SourceMap:
+        return self.notebook_worker.source_map(assignment)
+
+    def read_back(self, path: str, max_bytes: int) -> bytes | None:
+        return self.notebook_worker.read_back(path, max_bytes)
+
+    def list_back(self, path: str) -> list[str]:
+        return self.notebook_worker.list_back(path)
+
+    def ptx(
+        self, assignment: str, name: str, signature: str, cc: tuple[int, int], timeout: float
+    ) -> dict:
+        """PTX of a kernel of the notebook, compiled from its extracted source."""
+        notebooks = self.notebook_worker.notebooks
+        if assignment not in notebooks:
+            return trusted_error(PROTOCOL_ERROR, f"no notebook for assignment {assignment!r}")
+        try:
+            ks = extract(self.graded_source(assignment), name, notebooks[assignment].name)
+        except KernelSourceError as exc:
+            return trusted_error(protocol.KERNEL_SOURCE_ERROR, str(exc))
+        return self.kernel(protocol.compile_request(ks, signature, cc), timeout, "compile")
+
+    def kernel_worker(self, target: str) -> KernelWorker:
+        """The kernel worker of `target`, made (not started) on first use."""
+        if target not in self._kernel_workers:
+            self._kernel_workers[target] = KernelWorker(self._shared, target)
+        return self._kernel_workers[target]
+
+    def warm(self, assignments: list[str], ptx_assignments: Sequence[str] = ()) -> None:
+        """Start the notebook worker and run these notebooks now, and start both kernel workers
+        when an assignment in `ptx_assignments` has kernels, exactly as the first request would;
+        failures are kept for the requests to report. Not thread-safe: `grader.grading.grade`
+        runs it in background threads (the notebooks in one, the kernel workers in another: they
+        touch different workers, and the `Budget` is charged under a lock) and joins them before
+        any other request to the same workers, so the workers start while pytest starts up."""
+        timeout = self.limits.import_timeout_s + STARTUP_ALLOWANCE_S
+        notebooks = self.notebook_worker
+        for a in assignments:
+            if a in notebooks.notebooks and not notebooks.loaded(a):
+                notebooks.request({"assignment": a, "op": "load"}, timeout)
+        if any(a in notebooks.notebooks for a in ptx_assignments) and self.budget.left > 0:
+            # Both kernel workers start at once (each is an interpreter importing numba): their
+            # wall time is charged once.
+            budget_end = self.budget.deadline()
+            starts = [
+                threading.Thread(
+                    target=self.kernel_worker(t).start, args=(budget_end,), daemon=True
+                )
+                for t in KERNEL_TARGETS
+            ]
+            with self.budget.charge():
+                for t in starts:
+                    t.start()
+                for t in starts:
+                    t.join()
+
+    def close(self) -> None:
+        for worker in self._kernel_workers.values():
+            worker.close()
+        self.notebook_worker.close()
+
+    def __enter__(self) -> WorkerBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()

@@ -32,7 +32,7 @@ only when the probe (run through that same `spawn`) saw it hold on this machine:
 ``scratch-tmpfs``
     ``<workdir>/.sandbox`` (HOME, cwd, TMPDIR, caches) is a tmpfs of ``limits.scratch_mb``: the
     only writable place, in memory, gone with the worker; the trusted side reads it back through
-    `WorkerBackend.scratch_dir`.
+    the worker's `scratch_dir` (`grader.sandbox.backend`).
 ``hidden-tests-unreadable``
     the course checkout (hidden tests, solutions, .git) and every ``hide`` directory are absent.
 ``read-only-dev``

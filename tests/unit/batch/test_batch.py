@@ -414,10 +414,10 @@ GRADER_WITH_LOOPING_WORKER = textwrap.dedent(
     b = WorkerBackend(work, {"a": work / "exercises/a/a.py"}, load_course(sys.argv[2]).limits)
     req = {"assignment": "a", "op": "call", "name": "loop", "args": [], "kwargs": {}}
     threading.Thread(target=b.request, args=(req, 600), daemon=True).start()
-    while b._proc is None:
+    while b.notebook_worker._proc is None:
         time.sleep(0.05)
     time.sleep(3)  # the call is in the student's loop by now
-    print(b._proc.pid, flush=True)
+    print(b.notebook_worker._proc.pid, flush=True)
     time.sleep(600)
     """
 )

@@ -363,7 +363,7 @@ def uid_processes(uid: int) -> set[int]:
 
 def worker_pid_namespace(backend) -> str:
     """The PID namespace the worker's serving process (and all it starts) lives in."""
-    (init,) = backend._init_pids
+    (init,) = backend.notebook_worker._init_pids
     return os.readlink(f"/proc/{init}/ns/pid")
 
 
@@ -457,7 +457,7 @@ def test_unprivileged_user(student, backend, world):
     need(backend, "unprivileged-user")
     uid, gid, cwd = student.whoami()
     if os.geteuid() == 0:  # a uid of its own, held by no other live worker
-        assert uid == gid == backend._lease.uid >= spawn.UID_BASE
+        assert uid == gid == backend.notebook_worker._lease.uid >= spawn.UID_BASE
     else:  # the grader's uid, in a user namespace of its own
         assert (uid, gid) == (os.getuid(), os.getgid())
         assert student.readlink("/proc/self/ns/user") != os.readlink("/proc/self/ns/user")
@@ -520,23 +520,23 @@ def test_stdout_spam_does_not_break_the_channel(student, backend):
     # The reply travels on its own channel; the output pipe is drained by a thread, which on a
     # busy machine may still be reading the last of the 50 MB when the reply is already here.
     deadline = time.monotonic() + 30
-    while "more" not in backend.output_tail() and time.monotonic() < deadline:
+    while "more" not in backend.notebook_worker.output_tail() and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert "more" in backend.output_tail()
-    assert len(backend.output_tail()) <= protocol.OUTPUT_TAIL_BYTES
+    assert "more" in backend.notebook_worker.output_tail()
+    assert len(backend.notebook_worker.output_tail()) <= protocol.OUTPUT_TAIL_BYTES
 
 
 def test_timeout_kills_and_restarts(backend):
     short = Student(backend, "a", call_timeout=1.0)
     student = Student(backend, "a")
     assert student.add(0, 0) == 0
-    old = backend._proc.pid
+    old = backend.notebook_worker._proc.pid
     t0 = time.monotonic()
     with pytest.raises(WorkerTimeout, match="longer than 1 s"):
         short.loop()
     TIMINGS["1 s timeout + kill"] = time.monotonic() - t0
     assert time.monotonic() - t0 < 5
-    assert backend._proc is None
+    assert backend.notebook_worker._proc is None
     assert not os.path.exists(f"/proc/{old}") or open(f"/proc/{old}/stat").read().split()[2] == "Z"
     t0 = time.monotonic()
     assert student.add(1, 2) == 3
@@ -576,7 +576,7 @@ def test_processes_are_bounded_and_killed(student, backend):
     count = student.spawn(200)
     assert 0 < count < LIMITS.processes
     if os.geteuid() == 0:
-        assert len(uid_processes(backend._lease.uid)) >= count
+        assert len(uid_processes(backend.notebook_worker._lease.uid)) >= count
     assert len(processes_in(namespace, wait=0)) >= count + 1
     backend.close()
     assert processes_in(namespace) == []
@@ -645,7 +645,8 @@ def test_one_memory_limit_covers_forked_children(world):
         assert time.monotonic() - t0 < 15  # killed, not waited out
         # the trusted side's word, from its own watchdog or the scope's OOM count
         assert memlimit.kill_message(400) in str(info.value), str(info.value)
-        assert b._watchdog is not None and (b._watchdog.killed or b._cgroup is not None)
+        w = b.notebook_worker
+        assert w._watchdog is not None and (w._watchdog.killed or w._cgroup is not None)
         assert student.add(1, 2) == 3
 
 
@@ -735,12 +736,12 @@ def test_scratch_is_a_size_limited_tmpfs_read_back_by_the_trusted_side(world):
         assert error == "OSError" and written <= limits.scratch_mb, (written, error)
         host = work / ".sandbox"  # nothing reached the host's disk
         assert not list(host.glob("fill*")) and not (host / "note.txt").exists()
-        scratch = b.scratch_dir()
+        scratch = b.notebook_worker.scratch_dir()
         assert scratch is not None
         fd = os.open(scratch / "note.txt", os.O_RDONLY | os.O_NOFOLLOW)
         with os.fdopen(fd) as f:
             assert f.read() == "from the worker"
-    assert b.scratch_dir() is None
+    assert b.notebook_worker.scratch_dir() is None
 
 
 def test_ipc_and_detached_daemons_die_with_the_worker(world):
@@ -777,7 +778,7 @@ def test_concurrent_workers_have_their_own_uid_and_process_count(world, tmp_path
         s1, s2 = Student(b1, "a"), Student(b2, "a")
         assert s1.add(0, 0) == s2.add(0, 0) == 0
         if os.geteuid() == 0:
-            assert b1._lease.uid != b2._lease.uid
+            assert b1.notebook_worker._lease.uid != b2.notebook_worker._lease.uid
         assert s1.spawn(200) < LIMITS.processes  # b1 holds its whole process limit...
         assert s2.spawn(5) == 5  # ...and b2 can still start processes of its own
         assert s2.listdir(str(work)) == "FileNotFoundError"  # nor see the other's files
@@ -827,9 +828,9 @@ def test_a_decision_for_missing_layers_exists_only_when_allowed(fresh_probe, tmp
         work, {"a": work / "exercises/a/a.py"}, LIMITS, decision=allowed
     )
     try:
-        assert b.decision is allowed and b._box.bare
+        assert b.decision is allowed and b.notebook_worker._box.bare
         assert "pid-namespace" not in b.isolation  # only the layers the probe saw hold
-        assert b._sibling("compile").decision is allowed  # its kernel workers: the same one
+        assert b.kernel_worker("compile").decision is allowed  # its kernel workers: the same one
     finally:
         b.close()
 
@@ -929,7 +930,8 @@ def test_a_worker_started_from_a_thread_outlives_that_thread(world):
         t.start()
         t.join()
         time.sleep(0.5)
-        assert b._proc is not None and b._proc.poll() is None
+        proc = b.notebook_worker._proc
+        assert proc is not None and proc.poll() is None
         assert Student(b, "a").add(2, 2) == 4
         assert b.starts == 1
 
