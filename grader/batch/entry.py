@@ -4,7 +4,7 @@
 it is top-level so that `functools.partial(grade_entry, root=...)` pickles into the spawned
 children. `run_class` refuses before grading anything when the GPU or a sandbox layer is
 missing, then
-runs `grade_all` over the class with the reference M9 record on every report's roofline.
+runs `grade_all` over the class with the reference metrics record on every report's roofline.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from grader.core.late import parse_timestamp
 from grader.core.preflight import gpu_preflight
 from grader.core.results import GradeResult
 from grader.grading.grade import grade_submission
-from grader.grading.reference import reference_m9_record
+from grader.grading.reference import reference_record
 from grader.sandbox.isolation import Probe, adopt, require_isolation
 from grader.sandbox.isolation import probe as isolation_probe
 
@@ -85,7 +85,7 @@ def run_class(
             probe=verified,
         ),
         course=course,
-        reference=reference_m9_record(course),
+        reference=reference_record(course),
         force=force,
         drop_times=drop_times,
     )

@@ -6,15 +6,15 @@ killed after `timeout_s`. Only the parent writes: reports (`out_dir/<student>/re
 `report.md`, `report.html`), the gradebook (`out_dir/gradebook.db`, under a file lock so that
 shards sharing a folder are safe) and `out_dir/state.jsonl` (`grader.batch.state`), whose line for
 a student is appended after the reports and the gradebook row: the commit point. A rerun regrades
-what is stale, per assignment (`regrade_plan`: a changed m9 suite regrades m9 alone and merges it
-into the student's earlier result), and the summary says why and what changed in each regraded
-assignment's score (before -> after); `force=True` (`--force`) regrades everyone. A listing without
-times keeps each earlier submission time for unchanged work (`kept_times`). The gradebook write
-replaces rows, so an interruption at any point neither loses nor duplicates grades. Skipped
-students' results are re-recorded into the gradebook (cheap and idempotent), so a deleted or fresh
-gradebook.db is rebuilt complete. At the end of a run the state file is compacted to one line per
-student. Whatever fails for one submission (its grading, its reports, its gradebook row) is that
-submission's error row, never the batch's end.
+what is stale, per assignment (`regrade_plan`: a changed suite regrades its assignment alone and
+merges it into the student's earlier result), and the summary says why and what changed in each
+regraded assignment's score (before -> after); `force=True` (`--force`) regrades everyone. A
+listing without times keeps each earlier submission time for unchanged work (`kept_times`). The
+gradebook write replaces rows, so an interruption at any point neither loses nor duplicates
+grades. Skipped students' results are re-recorded into the gradebook (cheap and idempotent), so a
+deleted or fresh gradebook.db is rebuilt complete. At the end of a run the state file is
+compacted to one line per student. Whatever fails for one submission (its grading, its reports,
+its gradebook row) is that submission's error row, never the batch's end.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ Regraded = dict[str, tuple[str, dict[str, float | None]]]
 
 
 def _changes(r: GradeResult, before: dict[str, float | None]) -> str:
-    """`m9_roofline 34 -> 36` for each assignment regraded in this run."""
+    """`<assignment> 34 -> 36` for each assignment regraded in this run."""
     after = {a.id: a.score for a in r.assignments}
     return "; ".join(
         f"{a} {'–' if old is None else score(old)} -> {score(after[a]) if a in after else '–'}"
