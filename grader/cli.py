@@ -46,7 +46,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     from grader.core.jsonread import metrics_or_none  # lazy: as in _root
     from grader.core.late import parse_timestamp  # lazy: as in _root
     from grader.grading.grade import grade_submission  # lazy: numpy, the sandbox
-    from grader.grading.reference import reference_m9_record  # lazy: as above
+    from grader.grading.reference import reference_record  # lazy: as above
     from grader.reports.outputs import report_outputs, unwritable, write_each  # lazy: matplotlib
     from grader.reports.terminal import grade_summary  # lazy: as above
 
@@ -79,7 +79,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
         markdown_path=args.markdown,
         html_path=args.html,
         metrics=lambda: metrics_or_none(Path(args.submission) / "metrics.json"),
-        reference=lambda: reference_m9_record(course),
+        reference=lambda: reference_record(course),
     )
 
     def write_gradebook() -> None:

@@ -24,7 +24,7 @@ from grader.batch.inputs import (
 from grader.batch.schedule import grade_all
 from grader.batch.state import STATE, StateFile
 from grader.grading.intake import submission_digest
-from grader.grading.reference import reference_m9_record
+from grader.grading.reference import reference_record
 
 __all__ = [
     "STATE",
@@ -33,7 +33,7 @@ __all__ = [
     "grade_all",
     "grade_entry",
     "parse_shard",
-    "reference_m9_record",
+    "reference_record",
     "run_class",
     "select_shard",
     "submission_digest",

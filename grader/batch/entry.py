@@ -3,8 +3,8 @@
 `grade_entry` grades one submission with `grader.grading.grade.grade_submission` in the sandbox;
 it is top-level so that `functools.partial(grade_entry, root=...)` pickles into the spawned
 children. `run_class` refuses before grading anything when the GPU or a sandbox layer is
-missing, then
-runs `grade_all` over the class with the reference M9 record on every report's roofline.
+missing (the batch's one isolation `decide`, whose probe every child adopts), then runs
+`grade_all` over the class with the reference metrics record on every report's roofline.
 """
 
 from __future__ import annotations
@@ -21,9 +21,8 @@ from grader.core.late import parse_timestamp
 from grader.core.preflight import gpu_preflight
 from grader.core.results import GradeResult
 from grader.grading.grade import grade_submission
-from grader.grading.reference import reference_m9_record
-from grader.sandbox.isolation import Probe, adopt, require_isolation
-from grader.sandbox.isolation import probe as isolation_probe
+from grader.grading.reference import reference_record
+from grader.sandbox.isolation import Probe, adopt, decide
 
 
 def grade_entry(
@@ -39,7 +38,8 @@ def grade_entry(
     """The real `grade_one`: grade.grade_submission in the sandbox (top-level, so picklable).
     `timestamp`: the trusted submission time from the CSV listing, for the late policy;
     `assignments`: only these (a regrade of what went stale), else all;
-    `probe`: the batch's isolation probe, run once by `run_class` rather than once per child."""
+    `probe`: the batch's isolation probe, run once by `run_class` (its `decide`) rather than
+    once per child."""
     if probe is not None:
         adopt(probe)
     when = parse_timestamp(timestamp) if timestamp else None
@@ -69,8 +69,7 @@ def run_class(
     (`IsolationRefused`) when a sandbox layer is missing."""
     if device.has_gpu():
         gpu_preflight()  # once for the class; the children inherit the passing check
-    require_isolation(allow_incomplete_isolation)
-    verified = isolation_probe()
+    decision = decide(allow_incomplete_isolation)  # IsolationRefused: nobody is graded
     course = load_course(root)
     parsed = parse_shard(shard) if isinstance(shard, str) or shard is None else shard
     outcome = grade_all(
@@ -82,10 +81,10 @@ def run_class(
             grade_entry,
             root=str(course.root),
             allow_incomplete=allow_incomplete_isolation,
-            probe=verified,
+            probe=decision.probe,
         ),
         course=course,
-        reference=reference_m9_record(course),
+        reference=reference_record(course),
         force=force,
         drop_times=drop_times,
     )

@@ -17,7 +17,7 @@ assignment's own suites (`tests/public/<id>`, `tests/hidden/<id>`) and reference
 the parts every assignment shares (the suites' shared conftests, the grader package and its
 version, course.toml). A student keeps an earlier assignment grade only when the resume key and
 that assignment's digests are unchanged; `regrade_plan` says which assignments to grade and why,
-so a fixed m9 test regrades m9 for everyone and nothing else.
+so a fixed test regrades its assignment for everyone and nothing else.
 
 Shards: `shard=(i, N)` (1-based, as in `--shard 2/4`) selects the students whose index in the
 sorted list of all student ids satisfies `index % N == i - 1`.

@@ -6,15 +6,15 @@ killed after `timeout_s`. Only the parent writes: reports (`out_dir/<student>/re
 `report.md`, `report.html`), the gradebook (`out_dir/gradebook.db`, under a file lock so that
 shards sharing a folder are safe) and `out_dir/state.jsonl` (`grader.batch.state`), whose line for
 a student is appended after the reports and the gradebook row: the commit point. A rerun regrades
-what is stale, per assignment (`regrade_plan`: a changed m9 suite regrades m9 alone and merges it
-into the student's earlier result), and the summary says why and what changed in each regraded
-assignment's score (before -> after); `force=True` (`--force`) regrades everyone. A listing without
-times keeps each earlier submission time for unchanged work (`kept_times`). The gradebook write
-replaces rows, so an interruption at any point neither loses nor duplicates grades. Skipped
-students' results are re-recorded into the gradebook (cheap and idempotent), so a deleted or fresh
-gradebook.db is rebuilt complete. At the end of a run the state file is compacted to one line per
-student. Whatever fails for one submission (its grading, its reports, its gradebook row) is that
-submission's error row, never the batch's end.
+what is stale, per assignment (`regrade_plan`: a changed suite regrades its assignment alone and
+merges it into the student's earlier result), and the summary says why and what changed in each
+regraded assignment's score (before -> after); `force=True` (`--force`) regrades everyone. A
+listing without times keeps each earlier submission time for unchanged work (`kept_times`). The
+gradebook write replaces rows, so an interruption at any point neither loses nor duplicates
+grades. Skipped students' results are re-recorded into the gradebook (cheap and idempotent), so a
+deleted or fresh gradebook.db is rebuilt complete. At the end of a run the state file is
+compacted to one line per student. Whatever fails for one submission (its grading, its reports,
+its gradebook row) is that submission's error row, never the batch's end.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from grader.batch.children import (
     run_child,
 )
 from grader.batch.inputs import (
+    RegradePlan,
     discover,
     grading_inputs,
     kept_times,
@@ -80,7 +81,7 @@ Regraded = dict[str, tuple[str, dict[str, float | None]]]
 
 
 def _changes(r: GradeResult, before: dict[str, float | None]) -> str:
-    """`m9_roofline 34 -> 36` for each assignment regraded in this run."""
+    """`<assignment> 34 -> 36` for each assignment regraded in this run."""
     after = {a.id: a.score for a in r.assignments}
     return "; ".join(
         f"{a} {'–' if old is None else score(old)} -> {score(after[a]) if a in after else '–'}"
@@ -144,6 +145,247 @@ def merge_kept(
     return new
 
 
+@dataclass
+class _Run:
+    """One grade-all run's shared state: where it writes, what it grades with, what it did.
+
+    `plan` keeps or queues each student, `finish` commits one graded student (reports,
+    gradebook row, state line), `close` compacts the state and prints the summary.
+    """
+
+    course: Course
+    out: Path
+    found: dict[str, Path]
+    times: dict[str, str]
+    inputs: dict[str, dict[str, str]]
+    state: StateFile
+    reference: dict | None
+    progress: IO[str]
+    total: int
+    outcome: BatchOutcome
+    regraded: Regraded = field(default_factory=dict)
+    plans: dict[str, tuple[str, ...]] = field(default_factory=dict)  # partial regrades
+    earlier: dict[str, GradeResult] = field(default_factory=dict)  # their kept results
+    counter: int = 0
+
+    @property
+    def db(self) -> Path:
+        return self.out / "gradebook.db"
+
+    def line(self, student: str, r: GradeResult, note: str) -> None:
+        """`[3/40] ada 70 / 130 12.3s`: one progress line per student, kept or graded."""
+        self.counter += 1
+        shown = points(r.score, r.max_score)
+        print(f"[{self.counter}/{self.total}] {student} {shown} {note}", file=self.progress)
+        self.progress.flush()
+
+    def previous(self, student: str) -> GradeResult | None:
+        """The student's earlier result.json, or None when it is missing or off-schema."""
+        try:
+            r = GradeResult.read(self.out / student / "result.json")
+            validate(r.to_dict())
+        except (OSError, ValueError, TypeError, KeyError):
+            return None
+        return r
+
+    def plan(
+        self, selected: list[str], done: dict[str, dict], force: bool
+    ) -> list[tuple[str, str]]:
+        """Keep each student whose grade still stands (re-recorded into the gradebook) and
+        return the others as (student, resume key), each with why and its scores before."""
+        todo: list[tuple[str, str]] = []
+        for student in selected:
+            digest = resume_key(self.found[student], self.times.get(student))
+            prev = done.get(student)
+            plan = regrade_plan(prev, digest, self.inputs, force)
+            r = self.previous(student) if (not plan.why or plan.partial) else None
+            if r is None and (not plan.why or plan.partial):
+                missing = not (self.out / student / "result.json").is_file()
+                why = "result.json missing" if missing else "result.json unreadable"
+                plan = RegradePlan(
+                    why if not plan.why else f"{plan.why}; {why}", tuple(self.inputs)
+                )
+            if not plan.why and r is not None:
+                record(self.db, r, self.course)  # idempotent: keeps the gradebook complete
+                self.outcome.results[student] = r
+                self.outcome.skipped.append(student)
+                self.line(student, r, "(unchanged, skipped)")
+                continue
+            scores = {a.id: a.score for a in r.assignments} if r is not None else {}
+            if prev is not None and prev.get("status") == "ok" and r is None:
+                r_scores: Any = prev.get("scores") if isinstance(prev.get("scores"), dict) else {}
+                scores = {k: v for k, v in r_scores.items() if isinstance(v, (int, float))}
+            self.regraded[student] = (plan.why, {a: scores.get(a) for a in plan.assignments})
+            if plan.partial and r is not None:
+                self.plans[student] = plan.assignments
+                self.earlier[student] = r
+            todo.append((student, digest))
+        return todo
+
+    def finish(
+        self, student: str, digest: str, result: GradeResult, seconds: float, ok: bool
+    ) -> None:
+        """Commit one graded student: reports, gradebook row, then its state line (the commit
+        point). Whatever fails here is this submission's error row, never the batch's end."""
+        course, work = self.course, self.out / student
+        if ok and student in self.plans:
+            result = merge_kept(
+                result, self.earlier[student], self.plans[student], course.assignment_ids
+            )
+        try:
+            metrics = metrics_or_none(self.found[student] / "metrics.json") if ok else None
+            write_reports(result, course, work, metrics, self.reference)
+        except Exception as exc:  # off-schema result, or a report that cannot be written
+            ok = False
+            result = error_result(student, course, cause("writing its reports failed", exc), digest)
+            try:
+                write_reports(result, course, work, None, self.reference)
+            except Exception as again:
+                result.warnings.append(cause("its error report could not be written", again))
+        try:
+            record(self.db, result, course)
+        except Exception as exc:
+            ok = False
+            result.warnings.append(cause("its gradebook row could not be written", exc))
+        self.state.append(
+            {
+                "student": student,
+                "digest": digest,
+                "submission": str(Path(self.found[student]).resolve()),
+                "inputs": self.inputs,
+                "submitted_at": self.times.get(student),
+                "score": result.score,
+                "scores": {a.id: a.score for a in result.assignments},
+                "max_score": result.max_score,
+                "status": "ok" if ok else "error",
+                "seconds": round(seconds, 3),
+                "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            }
+        )
+        self.outcome.results[student] = result
+        (self.outcome.graded if ok else self.outcome.failed).append(student)
+        note = f"{seconds:.1f}s" + ("" if ok else f" ERROR: {result.warnings[-1][:200]}")
+        self.line(student, result, note)
+
+    def start(self, ctx: Any, grade_one: GradeOne, student: str, digest: str) -> Running:
+        """One student's child process, started: its old result moved aside, its trusted time
+        and (for a partial regrade) its stale assignments bound into `grade_one`."""
+        work = self.out / student
+        work.mkdir(parents=True, exist_ok=True)
+        (work / CHILD_RESULT).unlink(missing_ok=True)
+        # stale until the child's lands; kept for the class report's "changed" list
+        if (work / "result.json").is_file():
+            os.replace(work / "result.json", work / "result.previous.json")
+        one: Callable[..., Any] = grade_one
+        if student in self.times:
+            one = functools.partial(one, timestamp=self.times[student])
+        if student in self.plans:
+            one = functools.partial(one, assignments=list(self.plans[student]))
+        p = ctx.Process(
+            target=run_child,
+            args=(one, str(self.found[student]), student, str(work), digest, os.getpid()),
+            name=f"grade-{student}",
+            daemon=False,
+        )
+        p.start()
+        return Running(student, p, time.perf_counter(), digest)
+
+    def close(self, started: float, summary: IO[str]) -> BatchOutcome:
+        """Compact the state file, export grades.csv, audit the points, print the summary."""
+        outcome = self.outcome
+        self.state.compact()
+        for names in (outcome.graded, outcome.skipped, outcome.failed):
+            names.sort()
+        if self.db.exists():
+            outcome.csv = export_csv(self.db, self.out / "grades.csv")
+        outcome.audit = audit(self.out)
+        outcome.seconds = time.perf_counter() - started
+        table = summary_table(outcome.results, self.course, outcome.failed, self.regraded)
+        print(table, file=summary)
+        for problem in outcome.audit:
+            print(f"points audit (the grader's bug, not a student's): {problem}", file=summary)
+        print(
+            f"graded {len(outcome.graded)}, unchanged {len(outcome.skipped)}, failed "
+            f"{len(outcome.failed)} in {outcome.seconds:.1f} s; results in {self.out}",
+            file=summary,
+        )
+        return outcome
+
+
+def _open_run(
+    submissions: Path,
+    out: Path,
+    shard: tuple[int, int] | None,
+    course: Course,
+    reference: dict | None,
+    drop_times: bool,
+    progress: IO[str],
+) -> tuple[_Run, list[str], dict[str, dict]]:
+    """The run over this shard's submissions, with what the state file says was done."""
+    out.mkdir(parents=True, exist_ok=True)
+    found = discover(submissions, exclude=out)
+    selected = select_shard(list(found), shard)
+    state = StateFile(out / STATE)
+    done = state.read()
+    times, kept = kept_times(
+        {s: found[s] for s in selected}, submission_times(submissions), done, drop_times
+    )
+    if kept:
+        print(
+            f"kept the submission time of the previous grading (the listing gives none and the "
+            f"work is unchanged) for: {', '.join(kept)}",
+            file=progress,
+        )
+    run = _Run(
+        course=course,
+        out=out,
+        found=found,
+        times=times,
+        inputs=grading_inputs(course.root, course.assignment_ids),
+        state=state,
+        reference=reference,
+        progress=progress,
+        total=len(selected),
+        outcome=BatchOutcome(gradebook=out / "gradebook.db"),
+    )
+    return run, selected, done
+
+
+def _grade_children(
+    run: _Run, todo: list[tuple[str, str]], grade_one: GradeOne, jobs: int, timeout: float
+) -> None:
+    """Grade `todo` in child processes, `jobs` at a time, each killed after `timeout` s and
+    committed by `run.finish` as it ends; interrupted, no child outlives the run."""
+    ctx = multiprocessing.get_context("spawn")
+    queue = list(todo)
+    running: dict[Any, Running] = {}
+    restore = exit_on_termination()
+    try:
+        while queue or running:
+            while queue and len(running) < jobs:
+                student, digest = queue.pop(0)
+                job = run.start(ctx, grade_one, student, digest)
+                running[job.process.sentinel] = job
+            ready = wait(list(running), timeout=0.5)
+            now = time.perf_counter()
+            for key in list(running):
+                job = running[key]
+                timed_out = key not in ready and now - job.started > timeout
+                if key not in ready and not timed_out:
+                    continue
+                if timed_out:
+                    job.process.kill()
+                job.process.join()
+                del running[key]
+                result, ok = collect(job, run.out / job.student, run.course, timed_out, timeout)
+                run.finish(job.student, job.digest, result, now - job.started, ok)
+    finally:
+        for job in running.values():  # interrupted: leave no orphan graders behind
+            job.process.kill()
+            job.process.join()
+        restore()
+
+
 def grade_all(
     submissions: Path,
     out_dir: Path,
@@ -167,8 +409,9 @@ def grade_all(
     work that the listing gives no time for without one (otherwise that is refused:
     `inputs.DroppedTimes`, before anything is graded).
 
-    Long because planning, the process pool and `finish` share the run's state (the state file,
-    the plans, the progress counter) through closures; splitting them would pass it all around.
+    The steps: open the run (`_open_run`), keep or queue each student (`_Run.plan`), grade the
+    queue in children (`_grade_children`, each committed by `_Run.finish`), close the run
+    (`_Run.close`).
     """
     if grade_one is None:
         raise ValueError("grade_one is required (e.g. functools.partial(grade_entry, root=...))")
@@ -178,171 +421,10 @@ def grade_all(
     progress = progress if progress is not None else sys.stderr
     summary = summary if summary is not None else sys.stdout
     timeout = timeout_s if timeout_s is not None else course.limits.submission_timeout_s + 120
-    started_all = time.perf_counter()
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    found = discover(Path(submissions), exclude=out)
-    selected = select_shard(list(found), shard)
-    db = out / "gradebook.db"
-    state = StateFile(out / STATE)
-    done = state.read()
-    times, kept = kept_times(
-        {s: found[s] for s in selected}, submission_times(Path(submissions)), done, drop_times
+    started = time.perf_counter()
+    run, selected, done = _open_run(
+        Path(submissions), Path(out_dir), shard, course, reference, drop_times, progress
     )
-    if kept:
-        print(
-            f"kept the submission time of the previous grading (the listing gives none and the "
-            f"work is unchanged) for: {', '.join(kept)}",
-            file=progress,
-        )
-    inputs = grading_inputs(course.root, course.assignment_ids)
-    regraded: Regraded = {}
-    plans: dict[str, tuple[str, ...]] = {}
-    earlier: dict[str, GradeResult] = {}
-    outcome = BatchOutcome(gradebook=db)
-    total = len(selected)
-    counter = 0
-
-    def line(student: str, r: GradeResult, note: str) -> None:
-        nonlocal counter
-        counter += 1
-        print(f"[{counter}/{total}] {student} {points(r.score, r.max_score)} {note}", file=progress)
-        progress.flush()
-
-    def previous(student: str) -> GradeResult | None:
-        try:
-            r = GradeResult.read(out / student / "result.json")
-            validate(r.to_dict())
-        except (OSError, ValueError, TypeError, KeyError):
-            return None
-        return r
-
-    todo: list[tuple[str, str]] = []
-    for student in selected:
-        digest = resume_key(found[student], times.get(student))
-        prev = done.get(student)
-        plan = regrade_plan(prev, digest, inputs, force)
-        r = previous(student) if (not plan.why or plan.partial) else None
-        if r is None and (not plan.why or plan.partial):
-            missing = not (out / student / "result.json").is_file()
-            why = "result.json missing" if missing else "result.json unreadable"
-            plan = type(plan)(why if not plan.why else f"{plan.why}; {why}", tuple(inputs))
-        if not plan.why and r is not None:
-            record(db, r, course)  # idempotent: keeps the gradebook complete after a crash
-            outcome.results[student] = r
-            outcome.skipped.append(student)
-            line(student, r, "(unchanged, skipped)")
-            continue
-        scores = {a.id: a.score for a in r.assignments} if r is not None else {}
-        if prev is not None and prev.get("status") == "ok" and r is None:
-            r_scores: Any = prev.get("scores") if isinstance(prev.get("scores"), dict) else {}
-            scores = {k: v for k, v in r_scores.items() if isinstance(v, (int, float))}
-        regraded[student] = (plan.why, {a: scores.get(a) for a in plan.assignments})
-        if plan.partial and r is not None:
-            plans[student] = plan.assignments
-            earlier[student] = r
-        todo.append((student, digest))
-
-    def finish(student: str, digest: str, result: GradeResult, seconds: float, ok: bool) -> None:
-        # Whatever fails here is this submission's error row, never the batch's end.
-        if ok and student in plans:
-            result = merge_kept(result, earlier[student], plans[student], course.assignment_ids)
-        try:
-            metrics = metrics_or_none(found[student] / "metrics.json") if ok else None
-            write_reports(result, course, out / student, metrics, reference)
-        except Exception as exc:  # off-schema result, or a report that cannot be written
-            ok = False
-            failure = cause("writing its reports failed", exc)
-            result = error_result(student, course, failure, digest)
-            try:
-                write_reports(result, course, out / student, None, reference)
-            except Exception as again:
-                result.warnings.append(cause("its error report could not be written", again))
-        try:
-            record(db, result, course)
-        except Exception as exc:
-            ok = False
-            result.warnings.append(cause("its gradebook row could not be written", exc))
-        state.append(
-            {
-                "student": student,
-                "digest": digest,
-                "submission": str(Path(found[student]).resolve()),
-                "inputs": inputs,
-                "submitted_at": times.get(student),
-                "score": result.score,
-                "scores": {a.id: a.score for a in result.assignments},
-                "max_score": result.max_score,
-                "status": "ok" if ok else "error",
-                "seconds": round(seconds, 3),
-                "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            }
-        )
-        outcome.results[student] = result
-        (outcome.graded if ok else outcome.failed).append(student)
-        note = f"{seconds:.1f}s" + ("" if ok else f" ERROR: {result.warnings[-1][:200]}")
-        line(student, result, note)
-
-    ctx = multiprocessing.get_context("spawn")
-    queue = list(todo)
-    running: dict[Any, Running] = {}
-    restore = exit_on_termination()
-    try:
-        while queue or running:
-            while queue and len(running) < jobs:
-                student, digest = queue.pop(0)
-                work = out / student
-                work.mkdir(parents=True, exist_ok=True)
-                (work / CHILD_RESULT).unlink(missing_ok=True)
-                # stale until the child's lands; kept for the class report's "changed" list
-                if (work / "result.json").is_file():
-                    os.replace(work / "result.json", work / "result.previous.json")
-                one: Callable[..., Any] = grade_one
-                if student in times:
-                    one = functools.partial(one, timestamp=times[student])
-                if student in plans:
-                    one = functools.partial(one, assignments=list(plans[student]))
-                p = ctx.Process(
-                    target=run_child,
-                    args=(one, str(found[student]), student, str(work), digest, os.getpid()),
-                    name=f"grade-{student}",
-                    daemon=False,
-                )
-                p.start()
-                running[p.sentinel] = Running(student, p, time.perf_counter(), digest)
-            ready = wait(list(running), timeout=0.5)
-            now = time.perf_counter()
-            for key in list(running):
-                job = running[key]
-                timed_out = key not in ready and now - job.started > timeout
-                if key not in ready and not timed_out:
-                    continue
-                if timed_out:
-                    job.process.kill()
-                job.process.join()
-                del running[key]
-                seconds = now - job.started
-                result, ok = collect(job, out / job.student, course, timed_out, timeout)
-                finish(job.student, job.digest, result, seconds, ok)
-    finally:
-        for job in running.values():  # interrupted: leave no orphan graders behind
-            job.process.kill()
-            job.process.join()
-        restore()
-
-    state.compact()
-    for names in (outcome.graded, outcome.skipped, outcome.failed):
-        names.sort()
-    if db.exists():
-        outcome.csv = export_csv(db, out / "grades.csv")
-    outcome.audit = audit(out)
-    outcome.seconds = time.perf_counter() - started_all
-    print(summary_table(outcome.results, course, outcome.failed, regraded), file=summary)
-    for problem in outcome.audit:
-        print(f"points audit (the grader's bug, not a student's): {problem}", file=summary)
-    print(
-        f"graded {len(outcome.graded)}, unchanged {len(outcome.skipped)}, failed "
-        f"{len(outcome.failed)} in {outcome.seconds:.1f} s; results in {out}",
-        file=summary,
-    )
-    return outcome
+    todo = run.plan(selected, done, force)
+    _grade_children(run, todo, grade_one, jobs, timeout)
+    return run.close(started, summary)

@@ -69,7 +69,7 @@ class Hardware:
     pcie_gbs: float  # the host link, one direction
     sm: SMLimits
     # What the card holds on long fp16 GEMMs under its power cap, where the course quotes one
-    # (M9's practical roof); optional, so a GPU without a measured figure leaves it out.
+    # (a practical roof); optional, so a GPU without a measured figure leaves it out.
     sustained_fp16_tflops: float | None = None
 
     @property
@@ -103,6 +103,24 @@ class Assignment:
 
 
 @dataclass(frozen=True)
+class MetricsRecord:
+    """`[metrics]`: the record one assignment's notebook writes into metrics.json, under that
+    assignment's id. Its suites grade it; the reference computes it for every report's roofline
+    by calling `function(*arguments)` of `solutions/<assignment>/<assignment>.py`, each argument a
+    module-level name of that solution, except `COURSE_GPU_ARGUMENT`, which is the course GPU as
+    a dict (`name`, `peak_flops`, `peak_bandwidth`). `roofline` maps the record's keys drawn on
+    the roofline (arithmetic intensities, FLOP/byte) to their labels, in the order drawn."""
+
+    assignment: str
+    function: str
+    arguments: tuple[str, ...]
+    roofline: dict[str, str]
+
+
+COURSE_GPU_ARGUMENT = "course_gpu"
+
+
+@dataclass(frozen=True)
 class Limits:
     call_timeout_s: float
     kernel_timeout_s: float
@@ -133,10 +151,11 @@ class Course:
     limits: Limits
     late_policy: LatePolicy
     root: Path
+    metrics: MetricsRecord | None = None  # None: no assignment writes metrics.json
 
     @property
     def gpu(self) -> Hardware:
-        """The course GPU (M9's roofline, PTX compute capability)."""
+        """The course GPU (the reports' roofline, PTX compute capability)."""
         return self.hardware[self.course_gpu]
 
     def assignment(self, assignment_id: str) -> Assignment:
@@ -283,6 +302,49 @@ def _check_hardware(p: Path, hw: Hardware) -> None:
         )
 
 
+def _identifier(p: Path, key: str, value: Any) -> str:
+    if not (isinstance(value, str) and value.isidentifier()):
+        raise CourseError(f"{p}: {key} must be a Python name (a string), got {value!r}")
+    return value
+
+
+def _metrics(p: Path, table: Any, assignment_ids: list[str]) -> MetricsRecord:
+    """[metrics] and its [metrics.roofline] table, each name checked (see `MetricsRecord`)."""
+    if not isinstance(table, dict):
+        raise CourseError(f"{p}: [metrics] must be a table")
+    allowed = ("assignment", "function", "arguments", "roofline")
+    unknown = sorted(set(table) - set(allowed))
+    if unknown:
+        raise CourseError(
+            f"{p}: [metrics] unknown key {unknown[0]!r}; allowed: {', '.join(allowed)}"
+        )
+    for name in allowed:
+        if name not in table:
+            raise CourseError(f"{p}: [metrics] missing key {name!r}")
+    assignment = table["assignment"]
+    if assignment not in assignment_ids:
+        raise CourseError(
+            f"{p}: metrics.assignment {assignment!r} is not an [[assignments]] id "
+            f"({', '.join(assignment_ids)}): name the assignment whose notebook writes the record"
+        )
+    function = _identifier(p, "metrics.function", table["function"])
+    arguments = table["arguments"]
+    if not isinstance(arguments, list):
+        raise CourseError(f"{p}: metrics.arguments must be a list of names, got {arguments!r}")
+    for i, name in enumerate(arguments):
+        _identifier(p, f"metrics.arguments[{i}]", name)
+    roofline = table["roofline"]
+    if not isinstance(roofline, dict) or not roofline:
+        raise CourseError(
+            f"{p}: [metrics.roofline] must map at least one key of the record to its label, "
+            'e.g. intensity_b1 = "batch 1"'
+        )
+    for key, label in roofline.items():
+        if not isinstance(label, str) or not label:
+            raise CourseError(f"{p}: metrics.roofline.{key} must be a label (a non-empty string)")
+    return MetricsRecord(assignment, function, tuple(arguments), dict(roofline))
+
+
 def load_course(path: Path | str | None = None) -> Course:
     """Load and validate course.toml (a file path, a directory holding it, or found from cwd)."""
     p = Path(path) if path is not None else find_root() / MANIFEST
@@ -295,9 +357,11 @@ def load_course(path: Path | str | None = None) -> Course:
     except tomllib.TOMLDecodeError as exc:
         raise CourseError(f"{p}: not valid TOML: {exc}") from exc
     allowed = {"course", "hardware", "assignments", "limits", "late_policy"}
-    unknown = sorted(set(data) - allowed)
+    unknown = sorted(set(data) - allowed - {"metrics"})
     if unknown:
-        raise CourseError(f"{p}: unknown top-level key {unknown[0]!r}; allowed: {sorted(allowed)}")
+        raise CourseError(
+            f"{p}: unknown top-level key {unknown[0]!r}; allowed: {sorted(allowed | {'metrics'})}"
+        )
     for key in sorted(allowed):
         if key not in data:
             raise CourseError(f"{p}: missing [{key}]")
@@ -328,6 +392,7 @@ def load_course(path: Path | str | None = None) -> Course:
     late = _typed("late_policy", data["late_policy"], LatePolicy)
     if not 0 <= late.penalty_per_day <= 1 or not 0 <= late.max_penalty <= 1:
         raise CourseError(f"{p}: late_policy penalties are fractions between 0 and 1")
+    metrics = _metrics(p, data["metrics"], ids) if "metrics" in data else None
     return Course(
         id=head["id"],
         title=head["title"],
@@ -338,4 +403,5 @@ def load_course(path: Path | str | None = None) -> Course:
         limits=limits,
         late_policy=late,
         root=p.parent.resolve(),
+        metrics=metrics,
     )

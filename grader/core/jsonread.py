@@ -33,7 +33,7 @@ class JsonLimits:
 
 # metrics.json holds a few small records (one per milestone): generous for that, small for a bomb.
 METRICS_LIMITS = JsonLimits(max_bytes=1 << 20, max_depth=32, max_items=100_000)
-METRICS_HINT = "delete it and rerun the M9 notebook's last cell (it calls save_metric)"
+METRICS_HINT = "delete it and rerun the notebook cell that writes it"
 
 
 class JsonReadError(SubmissionError, ValueError):

@@ -191,7 +191,7 @@ class GradedCell:
     in_file: bool
 
     def where(self, filename: str) -> str:
-        """Where the student finds this cell, e.g. ``m9.py line 201 (cell 'save_metric')``."""
+        """Where the student finds this cell, e.g. ``lab.py line 201 (cell 'save_metric')``."""
         first = next((ln.strip() for ln in self.source.splitlines() if ln.strip()), "")
         first = first if len(first) <= 60 else first[:57] + "..."
         tag = f"cell '{self.grade_id}'" if self.grade_id else "an untagged cell"

@@ -2,7 +2,9 @@
 
 Five submissions that show what grading must get right: the reference, an untouched release,
 a partly correct one, one that hard-codes answers and metrics.json, and one that hangs. They are
-generated rather than committed so they can never drift from the course.
+generated rather than committed so they can never drift from the course. The edits name cells of
+this course's solutions (its sample class, like its suites, is course content); the metrics are
+those of course.toml's `[metrics]` record.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 
 from grader.core.course import Course
 from grader.core.regions import SOLUTION, regions
-from grader.grading.reference import compute_m9_record as reference_m9_record
+from grader.grading.reference import compute_reference_record
 
 STUB = 'raise NotImplementedError("{name}: not done yet")'
 
@@ -41,7 +43,26 @@ def replace_region(source: str, grade_id: str, body: list[str]) -> str:
 
 
 def _reference_metrics(course: Course) -> dict:
-    return {"m9_roofline": reference_m9_record(course), "m8_generation": {"tokens_per_s": 41.5}}
+    """metrics.json as the reference's notebook writes it (course.toml's `[metrics]` record),
+    beside another milestone's key that grading must leave alone."""
+    metrics: dict = {"m8_generation": {"tokens_per_s": 41.5}}
+    if course.metrics is not None:
+        metrics[course.metrics.assignment] = compute_reference_record(course)
+    return metrics
+
+
+def _forged_metrics(course: Course, metrics: dict) -> dict:
+    """The reference's record with hand-written intensities: a forgery the suites must refuse."""
+    if course.metrics is None:
+        return {}
+    record = course.metrics.assignment
+    forged = {
+        "intensity_b1": 0.5,
+        "intensity_b8": 4.0,
+        "intensity_b32": 16.0,
+        "crossover_batch": 64,
+    }
+    return {record: {**metrics[record], **forged}}
 
 
 def _fork(dest: Path, sources: dict[str, str], metrics: dict | None) -> None:
@@ -83,16 +104,7 @@ def build_sample_class(course: Course, dest: Path) -> list[str]:
         cheat["gpu_fundamentals"], "ridge_point", ["return 295.2"]
     )
     cheat["m9_roofline"] = replace_region(cheat["m9_roofline"], "num_params", ["return 1_311_872"])
-    forged = {
-        "m9_roofline": {
-            **metrics["m9_roofline"],
-            "intensity_b1": 0.5,
-            "intensity_b8": 4.0,
-            "intensity_b32": 16.0,
-            "crossover_batch": 64,
-        }
-    }
-    _fork(dest / "dan_hardcoded", cheat, forged)
+    _fork(dest / "dan_hardcoded", cheat, _forged_metrics(course, metrics))
 
     hang = dict(solutions)
     hang["gpu_fundamentals"] = replace_region(

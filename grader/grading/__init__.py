@@ -4,7 +4,7 @@ result.
 - `limits`: `SubmissionLimits`, the one set of limits (the PR artifact check uses it too);
 - `intake`: what is taken from a submission, copied into scratch; the submission digest;
 - `pair` (from `grader.core.pairing`): which file of `<id>.py` / `<id>.ipynb` is graded;
-- `reference`: the reference solution's M9 record for the reports' roofline;
+- `reference`: the reference solution's metrics record for the reports' roofline;
 - `grade`: `grade_submission`, intake + sandboxed suites + late policy -> one `GradeResult`.
 
 `grade` and `reference` load the sandbox (numpy) and are imported on first use: the GitHub
@@ -25,12 +25,12 @@ __all__ = [
     "Pairing",
     "SubmissionLimits",
     "apply_late_policy",
-    "compute_m9_record",
+    "compute_reference_record",
     "digest",
     "grade_submission",
     "pair",
     "prepare",
-    "reference_m9_record",
+    "reference_record",
     "release_for",
     "submission_digest",
 ]
@@ -43,7 +43,7 @@ def __getattr__(name: str) -> Any:
         from grader.grading import grade
 
         return getattr(grade, name)
-    if name in ("compute_m9_record", "reference_m9_record"):
+    if name in ("compute_reference_record", "reference_record"):
         from grader.grading import reference
 
         return getattr(reference, name)

@@ -1,34 +1,55 @@
-"""The reference solution's M9 record: the point the roofline plot of every report compares with.
+"""The reference solution's metrics record: the point the roofline plot of every report compares
+with.
 
-Computed by the trusted process from `solutions/m9_roofline/m9_roofline.py` (the instructor's
-code, never a student's) for the course model on the course GPU. Reports are drawn with it by
+Computed by the trusted process from the solution of course.toml's `[metrics]` assignment (the
+instructor's code, never a student's): `function(*arguments)` of
+`solutions/<assignment>/<assignment>.py`, each argument a name in that module or the course GPU
+(M9's `m9_record(COURSE_MODEL, gpu, CONTEXT_LEN)`, for example). Reports are drawn with it by
 `grader grade --html`, grade-all and the sample class.
 """
 
 from __future__ import annotations
 
-from grader.core.course import Course
+from typing import Any
+
+from grader.core.course import COURSE_GPU_ARGUMENT, Course, CourseError
 from grader.sandbox.harness import load_module
 
 
-def compute_m9_record(course: Course) -> dict | None:
-    """The reference M9 record; None without solutions/. Raises what the solution raises."""
-    solution = course.root / "solutions" / "m9_roofline" / "m9_roofline.py"
+def compute_reference_record(course: Course) -> dict | None:
+    """The reference metrics record; None without `[metrics]` or without solutions/. Raises what
+    the solution raises, and `CourseError` when it lacks a name course.toml gives."""
+    spec = course.metrics
+    if spec is None:
+        return None
+    solution = course.root / "solutions" / spec.assignment / f"{spec.assignment}.py"
     if not solution.is_file():  # no solutions/: a student's clone
         return None
-    m9 = load_module(solution, "reference_m9_record")
+    module = load_module(solution, f"reference_record_{spec.assignment}")
     gpu = course.gpu
-    return m9.m9_record(
-        m9.COURSE_MODEL,
-        {"name": gpu.key, "peak_flops": gpu.peak_flops, "peak_bandwidth": gpu.peak_bandwidth},
-        m9.CONTEXT_LEN,
-    )
+    course_gpu = {
+        "name": gpu.key,
+        "peak_flops": gpu.peak_flops,
+        "peak_bandwidth": gpu.peak_bandwidth,
+    }
+
+    def named(name: str) -> Any:
+        if name == COURSE_GPU_ARGUMENT:
+            return course_gpu
+        if not hasattr(module, name):
+            raise CourseError(
+                f"course.toml [metrics]: {solution.relative_to(course.root)} defines no {name!r}; "
+                "name a function and arguments the solution defines"
+            )
+        return getattr(module, name)
+
+    return named(spec.function)(*(named(a) for a in spec.arguments))
 
 
-def reference_m9_record(course: Course) -> dict | None:
-    """The reference M9 record for a report, or None when it cannot be computed: the roofline
-    then shows the student's points alone."""
+def reference_record(course: Course) -> dict | None:
+    """The reference metrics record for a report, or None when it cannot be computed: the
+    roofline then shows the student's points alone."""
     try:
-        return compute_m9_record(course)
+        return compute_reference_record(course)
     except Exception:  # a broken reference must not stop a report
         return None

@@ -6,8 +6,8 @@ no course.toml beside it. The setup cell of a solution declares the placeholder 
 as a Python literal, so the self-checks that read GPU figures work without the repository. The
 figures still live once, in course.toml: the literal is generated from it, and `release --check`
 fails when it is stale. One policy in every notebook: a course.toml found at or above the working
-directory is read; only when there is none does the notebook use its copy (gpu_fundamentals'
-`_hardware_table`, m9_roofline's `hardware_tables`). The whole ``[hardware]`` table is embedded,
+directory is read; only when there is none does the notebook use its copy (each notebook's own
+reader, e.g. gpu_fundamentals' `_hardware_table`). The whole ``[hardware]`` table is embedded,
 optional keys such as ``sustained_fp16_tflops`` included, so a notebook never needs a file.
 """
 

@@ -1,7 +1,10 @@
-"""The roofline plot of the HTML report: the course GPU's roof with the student's M9 points.
+"""The roofline plot of the HTML report: the course GPU's roof with the student's points.
 
-metrics.json is the student's: every value is checked before it is drawn, and a record that
-cannot be drawn is a note on the plot, never an exception.
+The points are the intensities of the metrics record course.toml's `[metrics]` names (its
+`[metrics.roofline]` keys, e.g. M9's decode at batch 1, 8 and 32), the student's from their
+metrics.json and the reference's beside them. metrics.json is the student's: every value is
+checked before it is drawn, and a record that cannot be drawn is a note on the plot, never an
+exception.
 """
 
 from __future__ import annotations
@@ -10,22 +13,28 @@ import io
 import math
 from typing import Any
 
-from grader.core.course import Course
+from grader.core.course import Course, MetricsRecord
 
-M9_KEYS = ("intensity_b1", "intensity_b8", "intensity_b32")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")  # one per roofline key, in course.toml's order
 
 
-def _m9_points(data: Any, label: str) -> tuple[dict[str, float], list[str]]:
-    """Valid intensities from an m9 record (or a metrics dict holding one) and the problems."""
+def _points(
+    spec: MetricsRecord | None, data: Any, label: str
+) -> tuple[dict[str, float], list[str]]:
+    """Valid intensities from a metrics record (or a metrics dict holding one under its
+    assignment's id) and the problems."""
+    if spec is None:
+        return {}, []
+    record = spec.assignment
     if data is None:
-        return {}, [f"no {label} M9 metrics"]
-    if isinstance(data, dict) and "m9_roofline" in data:
-        data = data["m9_roofline"]
+        return {}, [f"no {label} {record} metrics"]
+    if isinstance(data, dict) and record in data:
+        data = data[record]
     if not isinstance(data, dict):
-        return {}, [f"{label} m9_roofline is not a table of numbers"]
+        return {}, [f"{label} {record} is not a table of numbers"]
     points: dict[str, float] = {}
     problems: list[str] = []
-    for key in M9_KEYS:
+    for key in spec.roofline:
         value = data.get(key)
         if value is None:
             problems.append(f"{label} {key} missing")
@@ -55,10 +64,30 @@ def _note_box(ax: Any, notes: list[str]) -> None:
     )
 
 
+def _plot_points(
+    ax: Any,
+    spec: MetricsRecord | None,
+    mine: dict[str, float],
+    ref: dict[str, float],
+    attainable: Any,
+) -> None:
+    """The reference's points (hollow) and the student's (filled), one marker per roofline key,
+    each labelled with its course.toml label."""
+    labels = spec.roofline if spec is not None else {}
+    markers = {key: MARKERS[i % len(MARKERS)] for i, key in enumerate(labels)}
+    for who, found, style in (
+        ("reference", ref, {"ms": 11, "mfc": "none", "mec": "#1f77b4", "mew": 2}),
+        ("yours", mine, {"ms": 7, "color": "#d62728"}),
+    ):
+        for key, x in found.items():
+            label = f"{who} {labels[key]}"
+            ax.plot([x], [attainable(x) / 1e12], markers[key], label=label, **style)
+
+
 def roofline_png(
     course: Course, metrics: dict | None = None, reference: dict | None = None
 ) -> tuple[bytes, list[str]]:
-    """PNG of the course GPU's roofline with the student's and the reference M9 points.
+    """PNG of the course GPU's roofline with the student's and the reference's points.
 
     Returns (png bytes, notes about missing or unusable metrics). Never raises on bad metrics.
     """
@@ -70,8 +99,9 @@ def roofline_png(
     gpu = course.gpu
     peak, bw = gpu.peak_flops, gpu.peak_bandwidth
     ridge = peak / bw
-    mine, notes = _m9_points(metrics, "student")
-    ref, ref_notes = _m9_points(reference, "reference") if reference is not None else ({}, [])
+    spec = course.metrics
+    mine, notes = _points(spec, metrics, "student")
+    ref, ref_notes = _points(spec, reference, "reference") if reference is not None else ({}, [])
     notes += ref_notes
 
     values = [*mine.values(), *ref.values(), ridge]
@@ -95,17 +125,11 @@ def roofline_png(
         fontsize=8,
         color="#555",
     )
-    markers = {"intensity_b1": "o", "intensity_b8": "s", "intensity_b32": "^"}
-    for who, found, style in (
-        ("reference", ref, {"ms": 11, "mfc": "none", "mec": "#1f77b4", "mew": 2}),
-        ("yours", mine, {"ms": 7, "color": "#d62728"}),
-    ):
-        for key, x in found.items():
-            label = f"{who} batch {key.removeprefix('intensity_b')}"
-            ax.plot([x], [attainable(x) / 1e12], markers[key], label=label, **style)  # type: ignore[arg-type]
+    _plot_points(ax, spec, mine, ref, attainable)
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("attainable TFLOP/s")
-    ax.set_title(f"Decode on the {gpu.name} roofline (M9)")
+    title = course.assignment(spec.assignment).title if spec is not None else course.title
+    ax.set_title(title, fontsize=10)
     ax.grid(True, which="both", alpha=0.25)
     if notes:
         _note_box(ax, notes)

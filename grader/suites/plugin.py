@@ -271,15 +271,17 @@ def reference(request: pytest.FixtureRequest) -> ModuleType:
 def metrics(request: pytest.FixtureRequest) -> dict:
     """The submission's metrics.json as data; a missing or broken file fails the test."""
 
-    path = session(request.config).metrics
+    s = session(request.config)
     try:
-        if path is None:
+        if s.metrics is None:
             raise JsonMissing("metrics.json not found")
-        return read_metrics(path)
+        return read_metrics(s.metrics)
     except JsonMissing:
+        spec = s.get_course().metrics
+        writer = s.get_course().assignment(spec.assignment).notebook if spec else "the notebook"
         pytest.fail(
-            "metrics.json not found at the repository root: run the M9 notebook's "
-            "last cell (it calls save_metric) and commit metrics.json",
+            f"metrics.json not found at the repository root: run {writer}'s cell that writes "
+            "it (its last cell) and commit metrics.json",
             pytrace=False,
         )
     except JsonReadError as exc:

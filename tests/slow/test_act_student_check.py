@@ -23,7 +23,7 @@ import pytest
 from act_standins import PINS, STANDINS, dev_tool
 
 from grader.core.course import load_course
-from grader.grading.reference import reference_m9_record
+from grader.grading.reference import reference_record
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCK = ROOT / "locks" / "student-py3.12-linux.txt"
@@ -45,7 +45,7 @@ def filled(tmp_path_factory) -> Path:
         shutil.copyfile(
             ROOT / "solutions" / aid / f"{aid}.py", src / "exercises" / aid / f"{aid}.py"
         )
-    (src / "metrics.json").write_text(json.dumps({"m9_roofline": reference_m9_record(course)}))
+    (src / "metrics.json").write_text(json.dumps({"m9_roofline": reference_record(course)}))
     return src
 
 

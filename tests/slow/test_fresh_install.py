@@ -27,7 +27,7 @@ import pytest
 from packaging.requirements import Requirement
 
 from grader.core.course import load_course
-from grader.grading.reference import reference_m9_record
+from grader.grading.reference import reference_record
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHONS = ("3.11", "3.12", "3.13")
@@ -147,7 +147,7 @@ def _fill_with_solutions(repo: Path) -> None:
         shutil.copyfile(
             ROOT / "solutions" / aid / f"{aid}.py", repo / "exercises" / aid / f"{aid}.py"
         )
-    record = reference_m9_record(course)
+    record = reference_record(course)
     (repo / "metrics.json").write_text(json.dumps({"m9_roofline": record}, indent=2))
 
 

@@ -21,7 +21,7 @@ def test_run_class_hands_its_probe_to_the_children(monkeypatch, tmp_path):
         return Outcome()
 
     monkeypatch.setattr(entry, "grade_all", fake_grade_all)
-    monkeypatch.setattr(entry, "reference_m9_record", lambda course: {})
+    monkeypatch.setattr(entry, "reference_record", lambda course: {})
     monkeypatch.setattr(entry.device, "has_gpu", lambda: False)
     assert entry.run_class(tmp_path, tmp_path / "out", root=ROOT) == 0
     assert seen["grade_one"].keywords["probe"] is isolation.probe()

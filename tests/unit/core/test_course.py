@@ -110,6 +110,17 @@ def _write(tmp_path: Path, old: str, new: str) -> Path:
             "sustained_fp16_tflops = 70.0",
             "sustained_fp16_tflops must be positive and at most fp16_tensor_tflops",
         ),
+        ('assignment = "m9_roofline"', 'assignment = "m10"', "metrics.assignment 'm10' is not"),
+        ('function = "m9_record"', 'function = "m9 record"', "metrics.function must be a Python"),
+        (
+            'function = "m9_record"',
+            'function = "m9_record"\nfunc = 1',
+            "[metrics] unknown key 'func'",
+        ),
+        ('function = "m9_record"', "", "[metrics] missing key 'function'"),
+        ('"COURSE_MODEL", "course_gpu"', '"COURSE_MODEL", 3', "metrics.arguments[1] must be"),
+        ('intensity_b8 = "batch 8"', "intensity_b8 = 8", "metrics.roofline.intensity_b8 must be"),
+        ("[metrics.roofline]", "[metrics.rooflines]", "[metrics] unknown key 'rooflines'"),
     ],
 )
 def test_mistakes_name_the_key(tmp_path, old, new, named):
@@ -127,3 +138,18 @@ def test_not_toml(tmp_path):
 def test_unknown_assignment_lists_the_known_ones():
     with pytest.raises(CourseError, match="gpu_fundamentals, m9_roofline"):
         load_course(ROOT).assignment("m10")
+
+
+def test_metrics_record_from_course_toml():
+    metrics = load_course(ROOT).metrics
+    assert metrics is not None
+    assert (metrics.assignment, metrics.function) == ("m9_roofline", "m9_record")
+    assert metrics.arguments == ("COURSE_MODEL", "course_gpu", "CONTEXT_LEN")
+    assert list(metrics.roofline) == ["intensity_b1", "intensity_b8", "intensity_b32"]
+
+
+def test_a_course_without_metrics_has_no_record(tmp_path):
+    text = (ROOT / "course.toml").read_text()
+    start, end = text.index("[metrics]"), text.index("[limits]")
+    (tmp_path / "course.toml").write_text(text[:start] + text[end:])
+    assert load_course(tmp_path).metrics is None

@@ -41,7 +41,7 @@ def test_grade_pr_with_hostile_metrics(tmp_path, monkeypatch, kind):
     for name in ("report.md", "report.html", "result.json"):
         assert (opened / name).stat().st_size > 0, name
     assert json.loads((opened / "result.json").read_text())["student"] == "ada-student"
-    assert "no student M9 metrics" in (opened / "report.html").read_text()
+    assert "no student m9_roofline metrics" in (opened / "report.html").read_text()
 
 
 @pytest.mark.parametrize("raw", [b"[" * 30_000 + b"]" * 30_000, b'{"number": ' * 3000 + b"1"])

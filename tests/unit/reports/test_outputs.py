@@ -141,12 +141,12 @@ def test_grade_and_grade_all_write_the_same_files_for_the_same_result(
     import grader.grading.grade as grade
     from grader.batch import grade_all
     from grader.cli import main
-    from grader.grading.reference import reference_m9_record
+    from grader.grading.reference import reference_record
 
     sub = tmp_path / "class" / "eve"
     (sub / "exercises").mkdir(parents=True)
     (sub / "exercises" / "a.py").write_text("x")
-    reference = reference_m9_record(course)
+    reference = reference_record(course)
     out = tmp_path / "graded"
     quiet = {"progress": io.StringIO(), "summary": io.StringIO()}
     grade_all(sub.parent, out, grade_one=canned, course=course, reference=reference, **quiet)

@@ -1,5 +1,6 @@
 import base64
 import copy
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -190,6 +191,19 @@ def test_roofline_with_good_metrics_has_no_notes(course):
         course, {"m9_roofline": {"intensity_b1": 1, "intensity_b8": 8, "intensity_b32": 32}}
     )
     assert png.startswith(b"\x89PNG") and notes == []
+
+
+def test_roofline_keys_and_labels_come_from_course_toml(course):
+    """The plotted keys are course.toml's [metrics.roofline]; a course without [metrics] has
+    no roofline section."""
+    spec = dataclasses.replace(course.metrics, roofline={"intensity_b8": "batch eight"})
+    only_b8 = dataclasses.replace(course, metrics=spec)
+    _, notes = roofline_png(only_b8, {"m9_roofline": {"intensity_b8": 8}})
+    assert notes == []  # intensity_b1 and intensity_b32 are not asked for
+    _, notes = roofline_png(only_b8, {"m9_roofline": {"intensity_b1": 1}})
+    assert notes == ["student intensity_b8 missing"]
+    page = html(make_result(), dataclasses.replace(course, metrics=None), {})
+    assert "data:image/png" not in page and "on the roofline</h2>" not in page
 
 
 # --------------------------------------------------------------------------- files
