@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run as a script: this tree's grader ahead of any installed one
 
-from grader.batch import grade_all, grade_entry, reference_m9_record  # noqa: E402
+from grader.batch import grade_all, grade_entry, reference_record  # noqa: E402
 from grader.core.course import load_course  # noqa: E402
 from grader.demo import build_sample_class  # noqa: E402
 from grader.reports.class_report import write_class_report  # noqa: E402
@@ -87,7 +87,7 @@ def run(listing: Path, out: Path, course, jobs: int) -> tuple[float, list[str], 
         jobs=jobs,
         grade_one=functools.partial(grade_entry, root=str(course.root)),
         course=course,
-        reference=reference_m9_record(course),
+        reference=reference_record(course),
         progress=calls,
         summary=calls,
     )
