@@ -15,6 +15,8 @@ bounded JSON reader first), because it runs in the trusted process before any sa
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import json
 import sys
 from dataclasses import dataclass
@@ -132,12 +134,29 @@ def read_notebook(path: Path | str) -> NotebookNode:
         raise NotebookError(f"{p}: not UTF-8 text ({exc.reason}); save it as UTF-8") from exc
     check_bounds(p, text, data)
     fmt = "ipynb" if p.suffix == ".ipynb" else "py:percent"
+    key = hashlib.sha256(data).hexdigest() if fmt == "py:percent" else ""
+    if key in _PARSED:
+        return copy.deepcopy(_PARSED[key])
     try:
-        return jupytext.reads(text, fmt=fmt)
+        nb = jupytext.reads(text, fmt=fmt)
     except Exception as exc:  # jupytext/nbformat raise many types for a broken file
         raise NotebookError(
             f"{p}: not a readable notebook ({type(exc).__name__}: {str(exc)[:200]}); {_RESTORE}"
         ) from exc
+    if key:
+        _PARSED[key] = copy.deepcopy(nb)
+        while len(_PARSED) > PARSED_KEPT:
+            _PARSED.pop(next(iter(_PARSED)))
+    return nb
+
+
+# jupytext's percent-format reader is slow (a 2 MB cell: about 1.5 s), and one grading reads each
+# .py notebook three times (pairing, the kernels' source, the worker), so the last few parses are
+# kept, keyed on the file's bytes: the same bytes are the same notebook, wherever they were read.
+# Callers get a copy, so none of them can change what another is given. An .ipynb is JSON,
+# quick to parse, and may hold large outputs, so it is never kept.
+PARSED_KEPT = 4
+_PARSED: dict[str, NotebookNode] = {}
 
 
 def is_demo(cell: Any) -> bool:
