@@ -34,8 +34,11 @@ if TYPE_CHECKING:
 DEMO_TAG = "demo"
 # Bounds on a notebook before jupytext parses it (its cost grows faster than linearly in cells:
 # 50,000 empty cells took 31 s). The course's notebooks have under 100 cells and 100 kB of source.
+# jupytext's percent reader scans each character in Python, about 1.1 us each, in the trusted
+# process: at 2 MiB that was 2.3 s, more than the trusted side's whole grading of the reference
+# (1.7 s), so the bound on source is 1.25 MiB (1.4 s), a dozen times the course's notebooks.
 MAX_CELLS = 1000
-MAX_SOURCE_BYTES = 2 * 1024 * 1024
+MAX_SOURCE_BYTES = 1280 * 1024
 MAX_NOTEBOOK_BYTES = 20 * 1024 * 1024  # the file, outputs included
 # An .ipynb is JSON the student supplies: read with the bounded reader first (outputs included).
 IPYNB_LIMITS = JsonLimits(max_bytes=MAX_NOTEBOOK_BYTES, max_depth=64, max_items=500_000)
@@ -150,7 +153,7 @@ def read_notebook(path: Path | str) -> NotebookNode:
     return nb
 
 
-# jupytext's percent-format reader is slow (a 2 MB cell: about 1.5 s), and one grading reads each
+# jupytext's percent-format reader is slow (a 1.2 MB cell: about 1.3 s), and one grading reads each
 # .py notebook three times (pairing, the kernels' source, the worker), so the last few parses are
 # kept, keyed on the file's bytes: the same bytes are the same notebook, wherever they were read.
 # Callers get a copy, so none of them can change what another is given. An .ipynb is JSON,

@@ -51,22 +51,45 @@ class GradingBackend:
         self.compiled: dict[str, dict] = {}
         self._warming: list[threading.Thread] = []
         self._warming_ptx: list[threading.Thread] = []
+        # Set by `check_compiler` when the compile probe failed: the grading is refused.
+        self.refusal: compiler.PtxCompilerMissing | None = None
 
-    def warm(self, assignments: list[str], ptx_assignments: list[str]) -> None:
+    def warm(
+        self, assignments: list[str], ptx_assignments: list[str], compiler_timeout: float = 0.0
+    ) -> None:
         """Start the sandboxed workers and run the notebooks in the background while this
         process imports pytest and collects the suites. The worker and its PTX sibling warm up
-        in threads of their own: a call waits only for the worker, a PTX compile for both."""
+        in threads of their own: a call waits only for the worker, a kernel for both. With a
+        `compiler_timeout`, the PTX thread then runs the compile probe (`check_compiler`), so
+        every kernel request, which waits for that thread, comes after the probe."""
         warm = getattr(self.inner, "warm", None)
         if warm is None:
             return
         ok = [a for a in assignments if a not in self.errors]
         ptx = [a for a in ptx_assignments if a in ok]
+
+        def warm_kernels() -> None:
+            warm([], ptx)
+            if compiler_timeout > 0:
+                self.check_compiler(compiler_timeout)
+
         self._warming = [threading.Thread(target=warm, args=(ok, []), daemon=True)]
-        self._warming_ptx = (
-            [threading.Thread(target=warm, args=([], ptx), daemon=True)] if ptx else []
-        )
+        self._warming_ptx = [threading.Thread(target=warm_kernels, daemon=True)] if ptx else []
         for t in self._warming + self._warming_ptx:
             t.start()
+
+    def check_compiler(self, timeout: float) -> None:
+        """The compile probe, straight to the compile worker; a failure sets `refusal`."""
+        probe = protocol.compile_request(compiler.probe_source(), compiler.PROBE_SIGNATURE, (7, 5))
+        reason = compiler.missing_reason(self.inner.kernel(probe, max(timeout, 120.0), "compile"))
+        if reason is not None:
+            self.refusal = compiler.refusal(reason)
+
+    def raise_refusal(self) -> None:
+        """Raise `refusal` (`PtxCompilerMissing`) once the probe has run and failed."""
+        self._wait(ptx=True)
+        if self.refusal is not None:
+            raise self.refusal
 
     def _wait(self, ptx: bool = False) -> None:
         for t in self._warming + (self._warming_ptx if ptx else []):
@@ -99,6 +122,8 @@ class GradingBackend:
 
     def kernel(self, req: dict, timeout: float, target: str = "run") -> dict:
         self._wait(ptx=True)
+        if self.refusal is not None:  # the grading is refused: no kernel runs to be discarded
+            return protocol.trusted_error(protocol.PROTOCOL_ERROR, f"not run: {self.refusal}")
         key = ("kernel", str(req.get("name", "")))
         if key in self.timed_out:
             return self._not_run(key)
@@ -177,11 +202,11 @@ def _compiles_ptx(root: Path, assignment: str) -> bool:
 
 def require_compiler(backend: GradingBackend, timeout: float) -> None:
     """Authoritative grading needs the PTX check: the compile worker compiles the probe kernel
-    before any graded kernel, and a machine that cannot is refused (`PtxCompilerMissing`)."""
-    probe = protocol.compile_request(compiler.probe_source(), compiler.PROBE_SIGNATURE, (7, 5))
-    reason = compiler.missing_reason(backend.kernel(probe, max(timeout, 120.0), "compile"))
-    if reason is not None:
-        raise compiler.refusal(reason)
+    before any graded kernel, and a machine that cannot is refused (`PtxCompilerMissing`).
+    `grade_submission` runs the probe during the warm-up instead and raises the same refusal
+    before it returns anything."""
+    backend.check_compiler(timeout)
+    backend.raise_refusal()
 
 
 def apply_late_policy(result: AssignmentResult, course: Course, submitted: datetime | None) -> None:
@@ -218,7 +243,7 @@ def grade_submission(
     digest does, so an unnamed submission is graded the same wherever it is graded.
 
     Long because the order of its steps (isolation decision, GPU preflight, intake, worker
-    warm-up, compiler check, suites, late policy) is the fail-closed story and reads best in
+    warm-up and compile probe, suites, late policy) is the fail-closed story and reads best in
     one place.
     """
     started = time.perf_counter()
@@ -256,13 +281,11 @@ def grade_submission(
         }
         backend = GradingBackend(inner, errors)
         ptx = [a for a in ids if a not in errors and _compiles_ptx(root, a)]
-        if sandbox:
-            backend.warm(ids, ptx)
+        if sandbox:  # the compile probe runs in the warm-up, before any graded kernel
+            backend.warm(ids, ptx, compiler_timeout=course.limits.kernel_timeout_s)
         results = []
         warnings = list(intake.warnings)
         try:
-            if sandbox and ptx:
-                require_compiler(backend, course.limits.kernel_timeout_s)
             for a in ids:
                 res = run_assignment(
                     root,
@@ -273,6 +296,7 @@ def grade_submission(
                     course=course,
                     identity=student or intake.digest,
                 )
+                backend.raise_refusal()  # a failed probe: nothing graded is returned
                 if a in errors:
                     res.error = errors[a]
                 nb = intake.notebooks.get(a)

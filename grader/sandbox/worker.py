@@ -107,6 +107,7 @@ def serve(request_fd: int, reply_fd: int, notebooks: dict[str, str], kernels: bo
     """Answer framed requests until EOF on `request_fd` (65: a request over the frame limit)."""
     harnesses: dict[str, Harness] = {}
     host = KernelHost() if kernels else None
+    warmed = False
     while True:
         try:
             payload = protocol.read_frame(request_fd, MAX_REQUEST_BYTES)
@@ -119,6 +120,9 @@ def serve(request_fd: int, reply_fd: int, notebooks: dict[str, str], kernels: bo
             req = wire.decode(payload)
             if isinstance(req, dict) and req.get("op") == "ping":  # start-up handshake
                 protocol.write_frame(reply_fd, encode_reply(protocol.ok("pong")))
+                if host is not None and not warmed:
+                    warmed = True
+                    host.warm()  # numba's import, while the grading starts up
                 continue
             if host is not None:
                 if not isinstance(req, dict):

@@ -3,8 +3,9 @@
 Inputs are drawn at grading time and compared with the reference solution (the `reference`
 fixture, loaded in the trusted grader process), so a submission cannot pass by hard-coding the
 public examples. Kernels run in Numba's CUDA simulator without a GPU (small sizes, no hypothesis:
-about 150 us per simulated thread) and are also compiled to PTX for the course GPU. Tests marked
-`gpu` run only on a GPU runner, at full size, and include the performance checks.
+about 10 us per simulated thread, more in a kernel that loops) and are also compiled to PTX for
+the course GPU. Tests marked `gpu` run only on a GPU runner, at full size, and include the
+performance checks.
 
 Stated rules (grader verify checks that every test here is listed, with a sentence that appears
 word for word in the released notebook):

@@ -1,7 +1,7 @@
 """`grader.core.notebook.read_notebook` parses a .py's bytes once: a copy to each caller.
 
 One grading reads each .py notebook several times (pairing, the kernels' source, the worker);
-jupytext's percent reader takes about 1.5 s on a 2 MB cell, which tests/unit/grading/
+jupytext's percent reader takes about 1.3 s on a 1.2 MB cell, which tests/unit/grading/
 test_bounds_cost.py holds within 2x of a normal grading.
 """
 

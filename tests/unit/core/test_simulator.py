@@ -1,12 +1,17 @@
-"""`grader.core.simulator`: the simulator's block manager, yielding instead of spinning.
+"""`grader.core.simulator`: the simulator's blocks, run one simulated thread at a time.
 
 The replacement must be in use with the pinned numba-cuda (else grading is silently slower
-again) and must keep what the simulator computes and raises: barriers, shared memory, a
-thread's exception with its thread and block, and the abort of a block whose thread failed
-before a barrier (which must not hang). Its speed is measured by `bench/run.py`, not here.
+again) and must keep what the simulator computes and raises: barriers (threads that ended not
+counted), shared memory, ``syncthreads_count``, a thread's exception with its thread and block,
+and the abort of a block whose thread failed before a barrier (which must not hang, nor leave
+the next launch stuck). What it adds is asserted too: CUDA's thread order, the same result for
+a racy kernel on every run, and Python threads reused rather than one per simulated thread.
+Its speed is measured by `bench/run.py`, not here.
 """
 
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 import pytest
@@ -29,11 +34,10 @@ def sim():
     from numba import cuda  # lazy: after prepare_numba
 
 
-
-def test_the_yielding_manager_is_the_one_launches_use():
+def test_the_cooperative_manager_is_the_one_launches_use():
     import numba.cuda.simulator.kernel as kernel
 
-    assert kernel.BlockManager.yields
+    assert kernel.BlockManager.cooperative
     assert simulator.install()  # a second install keeps the one in place
     assert kernel.BlockManager.__mro__[1].__name__ == "BlockManager"
 
@@ -87,3 +91,154 @@ def test_a_failure_before_a_barrier_aborts_the_block():
 def test_nothing_is_replaced_without_the_simulator(monkeypatch):
     monkeypatch.setattr(device, "simulator_active", lambda: False)
     assert simulator.install() is False
+
+
+def test_threads_run_in_cudas_order_x_fastest():
+    @cuda.jit
+    def arrival(counter, order):
+        t = cuda.threadIdx.x + cuda.blockDim.x * (
+            cuda.threadIdx.y + cuda.blockDim.y * cuda.threadIdx.z
+        )
+        order[t] = cuda.atomic.add(counter, 0, 1)
+
+    counter = np.zeros(1, dtype=np.int64)
+    order = np.full(4 * 3 * 2, -1, dtype=np.int64)
+    arrival[1, (4, 3, 2)](counter, order)
+    np.testing.assert_array_equal(order, np.arange(24))
+
+
+def test_a_race_gives_the_same_result_on_every_run():
+    import numba
+
+    @cuda.jit
+    def reversed_without_barrier(x, out):
+        tile = cuda.shared.array(64, numba.float32)
+        t = cuda.threadIdx.x
+        tile[t] = x[t]
+        out[t] = tile[63 - t]  # no syncthreads(): reads what the others may not have written
+
+    x = np.arange(64, dtype=np.float32)
+    results = []
+    for _ in range(5):
+        out = np.zeros(64, dtype=np.float32)
+        reversed_without_barrier[1, 64](x, out)
+        results.append(out)
+    # the first half reads tile slots not yet written: the unset bytes, NaN in a float32
+    assert np.isnan(results[0][:32]).all() and (results[0][32:] == x[31::-1]).all()
+    for other in results[1:]:
+        np.testing.assert_array_equal(other, results[0])
+
+
+def test_threads_that_ended_do_not_hold_up_a_barrier():
+    @cuda.jit
+    def half_return(x, out):
+        t = cuda.threadIdx.x
+        if t % 2:
+            return
+        x[t] = t
+        cuda.syncthreads()
+        out[t] = x[(t + 2) % 32]
+
+    x = np.zeros(32, dtype=np.float32)
+    out = np.full(32, -1.0, dtype=np.float32)
+    half_return[1, 32](x, out)
+    np.testing.assert_array_equal(out[::2], (np.arange(0, 32, 2) + 2) % 32)
+    np.testing.assert_array_equal(out[1::2], np.full(16, -1.0))
+
+
+def test_syncthreads_count_sees_every_thread():
+    @cuda.jit
+    def count_odd(out):
+        t = cuda.threadIdx.x
+        out[t] = cuda.syncthreads_count(t % 2)
+
+    out = np.zeros(48, dtype=np.int32)
+    count_odd[1, 48](out)
+    np.testing.assert_array_equal(out, np.full(48, 24))
+
+
+def test_python_threads_are_reused_not_made_per_simulated_thread():
+    @cuda.jit
+    def fill(x):
+        i = cuda.grid(1)
+        if i < x.size:
+            x[i] = i
+
+    @cuda.jit
+    def with_barrier(x):
+        i = cuda.grid(1)
+        cuda.syncthreads()
+        x[i] = 2 * i
+
+    x = np.zeros(2048, dtype=np.float32)
+    fill[2, 1024](x)  # no barrier: a whole block runs on one carrier
+    before = threading.active_count()
+    fill[8, 256](x)
+    assert threading.active_count() == before
+    np.testing.assert_array_equal(x, np.arange(2048))
+    with_barrier[4, 64](x[:256])  # a barrier: as many carriers as wait at it at once, kept
+    after_first = threading.active_count()
+    with_barrier[4, 64](x[:256])
+    assert threading.active_count() == after_first <= before + 64
+    np.testing.assert_array_equal(x[:256], 2 * np.arange(256))
+
+
+def test_after_an_aborted_block_the_next_launch_runs():
+    @cuda.jit
+    def fails_at_the_second_barrier(x, bad):
+        t = cuda.threadIdx.x
+        cuda.syncthreads()
+        if t == bad[0]:
+            x[1000] = 0.0
+        cuda.syncthreads()
+        x[t] = 3.0
+
+    x = np.zeros(32, dtype=np.float32)
+    with pytest.raises(IndexError, match=r"tid=\[7, 0, 0\] ctaid=\[0, 0, 0\]"):
+        fails_at_the_second_barrier[1, 32](x, np.array([7]))
+    fails_at_the_second_barrier[1, 32](x, np.array([-1]))
+    np.testing.assert_array_equal(x, np.full(32, 3.0))
+
+
+def test_fresh_shared_and_local_memory_hold_the_unset_byte():
+    import numba
+
+    @cuda.jit
+    def read_unwritten(f, i):
+        tile = cuda.shared.array(4, numba.float32)
+        other = cuda.shared.array(4, numba.int32)  # another line: another array
+        scratch = cuda.local.array(2, numba.int64)
+        t = cuda.threadIdx.x
+        f[t] = tile[t]
+        i[t] = other[t] + scratch[t % 2]
+
+    f = np.zeros(4, dtype=np.float32)
+    i = np.zeros(4, dtype=np.int64)
+    read_unwritten[1, 4](f, i)
+    assert np.isnan(f).all()
+    np.testing.assert_array_equal(i, np.full(4, -2))
+
+
+def test_system_exit_in_a_kernel_ends_that_thread_only():
+    @cuda.jit
+    def one_exits(x):
+        t = cuda.threadIdx.x
+        if t == 2:
+            raise SystemExit(0)
+        x[t] = 1.0
+
+    x = np.zeros(8, dtype=np.float32)
+    one_exits[1, 8](x)
+    np.testing.assert_array_equal(x, [1, 1, 0, 1, 1, 1, 1, 1])
+
+
+def test_a_simulator_of_another_shape_keeps_its_own_manager():
+    import numba.cuda.simulator.kernel as kernel
+    import numba.cuda.simulator.kernelapi as kernelapi
+
+    class Renamed:  # a manager that keeps its function under another name
+        def __init__(self, f, grid_dim, block_dim, debug):
+            self.func, self._block_dim, self._debug, self.block_state = f, block_dim, debug, None
+
+    assert simulator._known_shape(kernel.BlockManager.__mro__[1], kernelapi)
+    assert not simulator._known_shape(Renamed, kernelapi)

@@ -149,3 +149,63 @@ def test_the_deferred_note_is_printed_once(tmp_path):
     text = check_report([c, c], verbose=False)
     assert text.count(compiler.DEFERRED) == 1
     assert "the grader's fault" not in text
+
+
+KERNEL_NOTEBOOK = """\
+# %%
+from numba import cuda
+
+
+@cuda.jit
+def add_one(x):
+    i = cuda.grid(1)
+    if i < x.size:
+        x[i] += 1.0
+"""
+KERNEL_SUITE = """\
+import numpy as np
+import pytest
+
+
+@pytest.mark.points(1)
+def test_add_one(student):
+    x = np.zeros(40, dtype=np.float32)
+    student.add_one[2, 32](x)
+    assert (x == 1.0).all()
+"""
+
+
+def test_a_failed_compile_probe_refuses_the_grading_and_runs_no_graded_kernel(
+    tmp_path, monkeypatch
+):
+    """The probe runs in the warm-up, beside pytest's start, not before it: a failure must still
+    refuse the whole grading (nothing returned) and keep every graded kernel from running."""
+    from factories import course_tree
+
+    from grader.grading import grade
+
+    root = course_tree(
+        tmp_path / "course",
+        {
+            f"solutions/{AID}/{AID}.py": KERNEL_NOTEBOOK,
+            f"tests/hidden/{AID}/test_probe_hidden.py": KERNEL_SUITE,
+        },
+    )
+    sub = course_tree(tmp_path / "sub", {f"exercises/{AID}/{AID}.py": KERNEL_NOTEBOOK}, ())
+    graded_kernels = []
+    real_kernel = grade.GradingBackend._kernel
+
+    def counted(self, req, timeout, target, key):
+        graded_kernels.append(req.get("op"))
+        return real_kernel(self, req, timeout, target, key)
+
+    monkeypatch.setattr(grade.GradingBackend, "_kernel", counted)
+    monkeypatch.setattr(compiler, "missing_reason", lambda reply: "NVVM missing (the test's)")
+    with pytest.raises(compiler.PtxCompilerMissing, match="grading refused") as refused:
+        grade.grade_submission(sub, root=root, assignments=[AID], student="s")
+    assert "NVVM missing (the test's)" in str(refused.value.detail)
+    assert graded_kernels == []
+    monkeypatch.setattr(compiler, "missing_reason", lambda reply: None)
+    result = grade.grade_submission(sub, root=root, assignments=[AID], student="s")
+    assert (result.score, result.max_score) == (1.0, 1.0)
+    assert graded_kernels and "kernel_compile" in graded_kernels
