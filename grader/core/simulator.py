@@ -194,8 +194,9 @@ class _Pool:
         self._idle: list[Any] = []
 
     def take(self, block: _Block) -> Any:
-        carrier = self._idle.pop() if self._idle else None
-        if carrier is None:
+        try:
+            carrier = self._idle.pop()  # atomic, whichever thread holds a turn
+        except IndexError:
             carrier = self._carrier_class()
             carrier.start()
         carrier.block = block
