@@ -200,15 +200,6 @@ def _compiles_ptx(root: Path, assignment: str) -> bool:
     )
 
 
-def require_compiler(backend: GradingBackend, timeout: float) -> None:
-    """Authoritative grading needs the PTX check: the compile worker compiles the probe kernel
-    before any graded kernel, and a machine that cannot is refused (`PtxCompilerMissing`).
-    `grade_submission` runs the probe during the warm-up instead and raises the same refusal
-    before it returns anything."""
-    backend.check_compiler(timeout)
-    backend.raise_refusal()
-
-
 def apply_late_policy(result: AssignmentResult, course: Course, submitted: datetime | None) -> None:
     """Take the late penalty off: score + penalty points == raw score, exactly (core.points)."""
     fraction = late_penalty(course.assignment(result.id).due, submitted, course.late_policy)

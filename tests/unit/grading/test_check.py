@@ -16,7 +16,7 @@ from factories import ROOT
 from grader.core import compiler
 from grader.core.course import load_course
 from grader.grading.check import check
-from grader.grading.grade import GradingBackend, require_compiler
+from grader.grading.grade import GradingBackend
 from grader.reports.terminal import check_report
 from grader.sandbox import protocol
 from grader.suites.inprocess import ChildWorker, InProcessBackend
@@ -122,7 +122,9 @@ def test_without_a_compiler_kernels_are_graded_and_the_ptx_check_is_deferred():
             s.vector_add.ptx("void(float32[:], float32[:], float32[:])")
         # authoritative grading refuses such a machine instead of grading without the check
         with pytest.raises(compiler.PtxCompilerMissing, match="grading refused"):
-            require_compiler(GradingBackend(backend, {}), 60)
+            grading = GradingBackend(backend, {})
+            grading.check_compiler(60)
+            grading.raise_refusal()
     finally:
         backend.close()
 
