@@ -2,8 +2,8 @@
 
 Kernel extraction and the wrapper check (`grader.core.kernel_source`) read the graded cells with
 `ast` in the trusted process. Python's parser cannot be interrupted and costs about 1 kB of
-memory and 4 us per node, so a notebook under the intake's size bound (a 1.2 MB list literal in
-one extra cell: 400,000 nodes, 400 MB, 1.6 s per parse) could cost the grader far more than the
+memory and 4 us per node, so a notebook under the intake's size bound (a 1.05 MB list literal in
+one extra cell: 350,000 nodes, 350 MB, 1.4 s per parse) could cost the grader far more than the
 grading itself. So, before the parser runs: at most `MAX_CHARS` characters and `MAX_TOKENS`
 tokens (counted by one regular expression, in C, over-counting rather than under); after it, at
 most `MAX_NODES` nodes; a source nested past the parser's or the interpreter's recursion limit

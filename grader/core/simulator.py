@@ -1,4 +1,4 @@
-"""Numba's CUDA simulator, run one simulated thread at a time: deterministic, ~10x less CPU.
+"""Numba's CUDA simulator, one simulated thread at a time: deterministic, ~25x less CPU.
 
 The simulator runs each block of a launch as one new Python thread per CUDA thread, all started
 at once and left to the interpreter's scheduler, with a manager that scans them in a loop to
