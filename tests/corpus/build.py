@@ -119,6 +119,10 @@ class Case:
     expect: Expect
     slow: bool = False
     env: dict[str, str] = field(default_factory=dict)  # set in the trusted process while grading
+    # Graded on its own right after its build, never in the corpus's shared batch (two gradings
+    # at once): its build starts processes that must run beside its grading (a victim, a
+    # sleeper), or its grading runs close to a scaled-down time limit by design (the bounds).
+    alone: bool = False
 
 
 # ----------------------------------------------------------------------------- source helpers
@@ -865,20 +869,47 @@ def build_all(ctx: Ctx, dest: Path, names: list[str] | None = None) -> dict[str,
     for case in CASES:
         if names is not None and case.name not in names:
             continue
-        folder = dest / case.name.replace("_", "-")
+        folder = dest / student_of(case)
         folder.mkdir(parents=True)
         case.build(folder, ctx)
         out[case.name] = folder
     return out
 
 
-def corpus_grade_one(submission: Path, student: str, work_dir: Path, root: str,
-                     assignments: dict[str, str]) -> Any:
-    """`grade_one` for grader.batch over the corpus: each case graded on its own assignment."""
-    from grader.grading.grade import grade_submission
+def student_of(case: Case) -> str:
+    """The student id a case is graded as (also its folder in a batch)."""
+    return case.name.replace("_", "-")
 
-    return grade_submission(Path(submission), root=Path(root), student=student,
-                            assignments=[assignments[student]])
+
+def case_course(course: Any, case: Case) -> Any:
+    """The course a case is graded against: the corpus course, with the case's own limits."""
+    import dataclasses
+
+    if not case.expect.limits:
+        return course
+    limits = dataclasses.replace(course.limits, **scaled(case.expect.limits))
+    return dataclasses.replace(course, limits=limits)
+
+
+def batch_grade_one(root: Path, names: list[str], probe: Any = None
+                    ) -> tuple[dict[str, str], Callable[..., Any]]:
+    """The named cases' student ids (to their assignments) and the `grade_one` that grades them
+    in grader.batch's children (batch_child.grade_one), each with its env and limits."""
+    import functools
+
+    import batch_child
+
+    cases = [c for c in CASES if c.name in names]
+    students = {student_of(c): c.expect.assignment for c in cases}
+    grade_one = functools.partial(
+        batch_child.grade_one,
+        root=str(root),
+        assignments=students,
+        envs={student_of(c): c.env for c in cases if c.env},
+        limits={student_of(c): scaled(c.expect.limits) for c in cases if c.expect.limits},
+        probe=probe,
+    )
+    return students, grade_one
 
 
 def fake_result(student: str, score: float) -> GradeResult:

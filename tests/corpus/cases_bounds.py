@@ -202,10 +202,11 @@ CASES: list[Case] = [
          _list_cell(BIG_LIST_ITEMS),
          Expect(GF, [Rule(GPU_TESTS, BROKEN + ("skipped",), (), required=False),
                      Rule(NO_EXTRACTION, OK + BROKEN, (), required=False),
-                     Rule(KERNEL_TESTS, BROKEN, ("over the 1,000,000",))], max_s=200)),
+                     Rule(KERNEL_TESTS, BROKEN, ("over the 1,000,000",))], max_s=200),
+         alone=True),
     Case("kernel_source_at_the_bounds", "gpu_fundamentals with an extra cell just under the "
          "token bound of the trusted side's parse: the most expensive source still read",
-         _list_cell(AT_BOUNDS_ITEMS), Expect(GF, [], max_s=200)),
+         _list_cell(AT_BOUNDS_ITEMS), Expect(GF, [], max_s=200), alone=True),
     Case("report_hostile_syntax_error", "a syntax error whose line (in every test's feedback) "
          "holds markup, links and mentions",
          _hostile_syntax,

@@ -337,6 +337,7 @@ CASES: list[Case] = [
         "(a runner's command lines can carry tokens)",
         _start_sleeper,
         Expect(M9, [Rule(_fn("m9_record"), BROKEN, ("got str", "returned"))], check=_no_cmdline),
+        alone=True,
     ),
     Case(
         "neighbour_files",
@@ -349,6 +350,7 @@ CASES: list[Case] = [
             check=_victim_untouched("neighbour_files"),
             max_s=60,
         ),
+        alone=True,
     ),
     Case(
         "neighbour_process_limit",
@@ -360,6 +362,7 @@ CASES: list[Case] = [
             check=_victim_untouched("neighbour_process_limit"),
             max_s=60,
         ),
+        alone=True,
     ),
     Case(
         "ipc_left_behind",

@@ -54,7 +54,6 @@ def test_trusted_cost_within_2x_of_reference(name, references):
 def test_batch_over_the_bounds_family(tmp_path):
     """grade-all over the bounds cases (and the reference): one row per submission, no failure,
     every report written (the reports read each hostile metrics.json again)."""
-    import functools
     import os
     import sqlite3
 
@@ -66,8 +65,7 @@ def test_batch_over_the_bounds_family(tmp_path):
     names = [c.name for c in cases_bounds.CASES]
     subs = tmp_path / "class"
     build.build_all(ctx, subs, names)
-    students = {n.replace("_", "-"): build.by_name()[n].expect.assignment for n in names}
-    grade_one = functools.partial(build.corpus_grade_one, root=str(root), assignments=students)
+    students, grade_one = build.batch_grade_one(root, names)
     out = tmp_path / "out"
     with open(os.devnull, "w") as quiet:
         outcome = grade_all(

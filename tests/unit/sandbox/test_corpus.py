@@ -1,6 +1,10 @@
 """Grade every hostile/broken submission of tests/corpus in the sandbox and assert its outcome.
 
-Also: a batch over the whole corpus (one gradebook row per submission), SIGKILL of the batch
+The cases are graded once, together: one grade-all at `-j 2` over the selected cases (the
+`batch` fixture), whose results each case's test checks; a case marked `alone` (its build
+starts a process that must run beside its grading, or it is timed close to a limit) is graded on
+its own. Also: the batch's own
+assertions (one gradebook row per submission), SIGKILL of the batch
 midway then a rerun (no duplicate, no lost grade), two writers on one gradebook, and a read-only
 or full output directory (a clear error, the gradebook intact). Per-case wall times are written
 to tests/corpus/last_run.json and printed at the end of the session.
@@ -9,7 +13,6 @@ to tests/corpus/last_run.json and printed at the end of the session.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import html
 import json
@@ -193,16 +196,80 @@ def grade_case(case: corpus.Case, ctx: corpus.Ctx, course, folder: Path, monkeyp
     case.build(folder, ctx)
     for k, v in case.env.items():
         monkeypatch.setenv(k, v)
-    c = course
-    if case.expect.limits:
-        c = dataclasses.replace(
-            course, limits=dataclasses.replace(course.limits, **corpus.scaled(case.expect.limits))
-        )
     t0 = time.perf_counter()
     result = grade_submission(
-        folder, student=case.name.replace("_", "-"), assignments=[case.expect.assignment], course=c
+        folder,
+        student=corpus.student_of(case),
+        assignments=[case.expect.assignment],
+        course=corpus.case_course(course, case),
     )
     return result, time.perf_counter() - t0
+
+
+@dataclasses.dataclass
+class CorpusBatch:
+    """One grade-all over the corpus cases this session selects: each case's result is read
+    from it, so the corpus is graded once, not once per case and again as a batch."""
+
+    students: dict[str, str]  # student id -> its case's assignment
+    outcome: object  # grader.batch.BatchOutcome, or None when no case was batched
+    out: Path
+    seconds: dict[str, float]  # student id -> the wall time of its grading
+    received: list[bytes]  # what reached the 127.0.0.1 server while the batch ran
+    wall_s: float
+
+
+BATCH_JOBS = 2  # two gradings at once, as a class's grade-all on a 2-core runner
+
+
+def batchable(case: corpus.Case) -> bool:
+    return not case.alone and not _skip_reason(case)
+
+
+def _selected_cases(items) -> list[str]:
+    """The batch's cases: every batchable one when the whole-corpus batch test runs, else
+    those of the selected test_corpus_case items (so `-k one_case` grades one case)."""
+    names = {c.name for c in corpus.CASES if batchable(c)}
+    if any(getattr(i, "originalname", "") == "test_batch_over_whole_corpus" for i in items):
+        return sorted(names)
+    picked = {
+        i.callspec.params["case"].name
+        for i in items
+        if getattr(i, "originalname", "") == "test_corpus_case"
+    }
+    return sorted(names & picked)
+
+
+@pytest.fixture(scope="session")
+def batch(ctx, course, server, request, tmp_path_factory) -> CorpusBatch:
+    from grader.batch import grade_all
+
+    names = _selected_cases(request.session.items)
+    base = tmp_path_factory.mktemp("corpus-batch")
+    subs, out = base / "class", base / "out"
+    subs.mkdir()
+    from grader.sandbox import isolation
+
+    # the batch's one probe, adopted by every child (as grade-all does)
+    students, grade_one = _batch_args(ctx, names, isolation.probe())
+    if not names:
+        return CorpusBatch(students, None, out, {}, [], 0.0)
+    corpus.build_all(ctx, subs, names)
+    before = len(server.received)
+    t0 = time.perf_counter()
+    outcome = grade_all(
+        subs,
+        out,
+        jobs=BATCH_JOBS,
+        grade_one=grade_one,
+        course=course,
+        progress=open(os.devnull, "w"),
+        summary=open(os.devnull, "w"),
+    )
+    wall = time.perf_counter() - t0
+    state = [json.loads(x) for x in (out / "state.jsonl").read_text().splitlines()]
+    seconds = {x["student"]: x["seconds"] for x in state}
+    return CorpusBatch(students, outcome, out, seconds, server.received[before:], wall)
 
 
 def test_isolation_complete_or_refused(ctx, course, tmp_path):
@@ -232,10 +299,17 @@ def _param(case: corpus.Case):
 
 
 @pytest.mark.parametrize("case", [_param(c) for c in corpus.CASES])
-def test_corpus_case(case, ctx, course, server, tmp_path, monkeypatch):
+def test_corpus_case(case, ctx, course, server, batch, tmp_path, monkeypatch):
     _skip_if_missing(case)
-    before = len(server.received)
-    result, wall = grade_case(case, ctx, course, tmp_path / "submission", monkeypatch)
+    student = corpus.student_of(case)
+    if case.alone:
+        before = len(server.received)
+        result, wall = grade_case(case, ctx, course, tmp_path / "submission", monkeypatch)
+        received = server.received[before:]
+    else:
+        assert student not in batch.outcome.failed, f"{student}: the batch could not grade it"
+        result, wall = batch.outcome.results[student], batch.seconds[student]
+        received = batch.received  # the whole batch's: any connection fails every case
     a = result.assignments[0]
     TIMES[case.name] = {
         "wall_s": round(wall, 2),
@@ -253,7 +327,7 @@ def test_corpus_case(case, ctx, course, server, tmp_path, monkeypatch):
     assert wall < bound, f"{case.name} took {wall:.1f} s (bound {bound:.0f} s at {corpus.SCALE}x)"
     # Whatever the case, nothing reached the 127.0.0.1 server when the network layer is active.
     if "no-network" in result.environment.isolation:
-        assert len(server.received) == before, server.received[before:]
+        assert not received, received
     elif case.name == "socket_to_localhost":
         assert "no-network" not in result.environment.isolation  # the report lists it as absent
 
@@ -289,41 +363,25 @@ def _grade_counts(db: Path) -> list[tuple]:
         con.close()
 
 
-def _batch_args(ctx, names=None):
-    built = {
-        c.name.replace("_", "-"): c.expect.assignment
-        for c in corpus.CASES
-        if names is None or c.name in names
-    }
-    return built, functools.partial(corpus.corpus_grade_one, root=str(ctx.root), assignments=built)
+def _batch_args(ctx, names=None, probe=None):
+    names = [c.name for c in corpus.CASES] if names is None else names
+    return corpus.batch_grade_one(ctx.root, names, probe)
 
 
 @pytest.mark.slow
-def test_batch_over_whole_corpus(ctx, course, tmp_path):
-    from grader.batch import grade_all
-
-    subs = tmp_path / "class"
-    corpus.build_all(ctx, subs)
-    students, grade_one = _batch_args(ctx)
-    out = tmp_path / "out"
-    t0 = time.perf_counter()
-    outcome = grade_all(
-        subs,
-        out,
-        jobs=2,
-        grade_one=grade_one,
-        course=course,
-        progress=open(os.devnull, "w"),
-        summary=open(os.devnull, "w"),
-    )
-    TIMES["(batch -j 2, whole corpus)"] = {"wall_s": round(time.perf_counter() - t0, 2), "max_s": 0}
-    rows = _gradebook_rows(out / "gradebook.db")
-    assert set(rows) == set(students), set(students) ^ set(rows)
+def test_batch_over_whole_corpus(batch):
+    """The shared batch (`batch`): every batchable case, one gradebook row each, no grade
+    recorded twice, none failed, a result.json for each."""
+    everything = {corpus.student_of(c) for c in corpus.CASES if batchable(c)}
+    assert set(batch.students) == everything, set(batch.students) ^ everything
+    TIMES[f"(batch -j {BATCH_JOBS}, whole corpus)"] = {"wall_s": round(batch.wall_s, 2), "max_s": 0}
+    rows = _gradebook_rows(batch.out / "gradebook.db")
+    assert set(rows) == everything, everything ^ set(rows)
     assert all(n == 1 for n in rows.values()), rows
-    assert not _grade_counts(out / "gradebook.db")
-    assert not outcome.failed, outcome.failed
-    for s in students:
-        assert (out / s / "result.json").is_file()
+    assert not _grade_counts(batch.out / "gradebook.db")
+    assert not batch.outcome.failed, batch.outcome.failed
+    for s in everything:
+        assert (batch.out / s / "result.json").is_file()
 
 
 QUICK = [
@@ -336,13 +394,13 @@ QUICK = [
 ]
 
 _RUNNER = """
-import functools, sys
+import sys
 sys.path.insert(0, {corpus!r})
 import build
 from grader.batch import grade_all
 from grader.core.course import load_course
 course = load_course({root!r})
-grade_one = functools.partial(build.corpus_grade_one, root={root!r}, assignments={students!r})
+_, grade_one = build.batch_grade_one({root!r}, {names!r})
 grade_all({subs!r}, {out!r}, jobs=1, grade_one=grade_one, course=course, shard={shard!r})
 """
 
@@ -353,7 +411,7 @@ def _runner(ctx, subs, out, students, shard=None) -> list[str]:
         root=str(ctx.root),
         subs=str(subs),
         out=str(out),
-        students=students,
+        names=[c.name for c in corpus.CASES if corpus.student_of(c) in students],
         shard=shard,
     )
     return [sys.executable, "-c", code]
