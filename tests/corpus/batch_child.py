@@ -34,11 +34,14 @@ def grade_one(
     if probe is not None:
         adopt(probe)
     os.environ.update(envs.get(student, {}))
-    course = load_course(Path(root))
-    if limits.get(student):
-        course = dataclasses.replace(
-            course, limits=dataclasses.replace(course.limits, **limits[student])
-        )
+    course = with_limits(load_course(Path(root)), limits.get(student, {}))
     return grade_submission(
         Path(submission), student=student, assignments=[assignments[student]], course=course
     )
+
+
+def with_limits(course: Any, limits: dict[str, Any]) -> Any:
+    """The course with these limits (already scaled) in place of its own; itself without any."""
+    if not limits:
+        return course
+    return dataclasses.replace(course, limits=dataclasses.replace(course.limits, **limits))

@@ -3,8 +3,7 @@
 The cases are graded once, together: one grade-all at `-j 2` over the selected cases (the
 `batch` fixture), whose results each case's test checks; a case marked `alone` (its build
 starts a process that must run beside its grading, or it is timed close to a limit) is graded on
-its own. Also: the batch's own
-assertions (one gradebook row per submission), SIGKILL of the batch
+its own. Also: the batch's own assertions (one gradebook row per submission), SIGKILL of the batch
 midway then a rerun (no duplicate, no lost grade), two writers on one gradebook, and a read-only
 or full output directory (a clear error, the gradebook intact). Per-case wall times are written
 to tests/corpus/last_run.json and printed at the end of the session.
@@ -243,13 +242,12 @@ def _selected_cases(items) -> list[str]:
 @pytest.fixture(scope="session")
 def batch(ctx, course, server, request, tmp_path_factory) -> CorpusBatch:
     from grader.batch import grade_all
+    from grader.sandbox import isolation
 
     names = _selected_cases(request.session.items)
     base = tmp_path_factory.mktemp("corpus-batch")
     subs, out = base / "class", base / "out"
     subs.mkdir()
-    from grader.sandbox import isolation
-
     # the batch's one probe, adopted by every child (as grade-all does)
     students, grade_one = _batch_args(ctx, names, isolation.probe())
     if not names:
