@@ -118,17 +118,23 @@ def stale(pyproject: dict) -> list[str]:
     ]
 
 
-def _uv() -> list[str]:
+def uv_command() -> list[str]:
+    """How to run uv: the venv's (the dev extra's), else one on PATH, else `python -m uv`.
+    Never a Python download: `--python-version` is all a resolution needs, and without this
+    flag uv fetches an interpreter of that version first (seconds, or a retry loop offline).
+    tests/unit/test_profiles.py resolves the install profiles with it too."""
     here = Path(sys.executable).parent / "uv"
     if here.is_file():
-        return [str(here)]
-    found = shutil.which("uv")
-    return [found] if found else [sys.executable, "-m", "uv"]
+        uv = [str(here)]
+    else:
+        found = shutil.which("uv")
+        uv = [found] if found else [sys.executable, "-m", "uv"]
+    return [*uv, "--no-python-downloads"]
 
 
 def compile_lock(pyproject: dict, profile: Profile) -> None:
     """Resolve one profile with uv and write its lock (header first)."""
-    cmd = [*_uv(), "pip", "compile", str(ROOT / "pyproject.toml"), "--quiet", "--no-header",
+    cmd = [*uv_command(), "pip", "compile", str(ROOT / "pyproject.toml"), "--quiet", "--no-header",
            "--annotation-style", "line", "--python-version", profile.python,
            "--python-platform", PLATFORM]  # fmt: skip
     for extra in profile.extras:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import shutil
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -59,6 +60,26 @@ def import_file(path: Path, name: str) -> ModuleType:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+PIN_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;#]+)")
+
+
+def pins(text: str) -> dict[str, str]:
+    """{normalized name: version} of the `name==version` lines of a lock or of uv's output."""
+    out = {}
+    for line in text.splitlines():
+        m = PIN_RE.match(line)
+        if m:
+            out[re.sub(r"[-_.]+", "-", m.group(1)).lower()] = m.group(2)
+    return out
+
+
+def lock_tool() -> ModuleType:
+    """locks/lock.py (`make lock`), imported once: the lock tests and the profile resolutions
+    (which run its uv) share it."""
+    loaded = sys.modules.get("course_locks")
+    return loaded or import_file(ROOT / "locks" / "lock.py", "course_locks")
 
 
 def hidden_suite(rel: str, name: str) -> ModuleType:

@@ -4,34 +4,22 @@ and cache-keyed by the workflows, and exported with the student workflows that i
 from __future__ import annotations
 
 import copy
-import importlib.util
 import re
-import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 import yaml
-from factories import ROOT
+from factories import ROOT, lock_tool, pins
 
-_spec = importlib.util.spec_from_file_location("course_locks", ROOT / "locks" / "lock.py")
-assert _spec and _spec.loader
-lock = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = lock  # its dataclass looks itself up there
-_spec.loader.exec_module(lock)
+lock = lock_tool()
 
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-PIN_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;#]+)")
 
 
-def pins(path: Path) -> dict[str, str]:
+def lock_pins(path: Path) -> dict[str, str]:
     """{normalized name: version} of a lock's pinned lines."""
-    out = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        m = PIN_RE.match(line)
-        if m:
-            out[re.sub(r"[-_.]+", "-", m.group(1)).lower()] = m.group(2)
-    return out
+    return pins(path.read_text(encoding="utf-8"))
 
 
 def test_every_lock_matches_pyproject_now():
@@ -62,7 +50,7 @@ def test_requirement_lines_expand_the_self_references():
 @pytest.mark.parametrize("profile", lock.PROFILES, ids=lambda p: p.name)
 def test_each_lock_holds_pyprojects_exact_pins(profile):
     """Every `==` pin of the profile's requirement lines is the version its lock holds."""
-    got = pins(profile.path)
+    got = lock_pins(profile.path)
     for line in lock.requirement_lines(PYPROJECT, profile.extras):
         if "sys_platform == 'darwin'" in line:
             continue

@@ -1,145 +1,76 @@
 """Every install profile (pyproject.toml extras) resolves on the platforms its users are on.
 
 This machine is Linux x86_64 with Python 3.11; students are on Colab (3.12, 3.13), GitHub
-runners (Ubuntu x86_64) and Macs (arm64). For each target, pip resolves the profile against the
-package index with `install --dry-run --ignore-installed --report`, for that Python version and
-platform, wheels only, and the test fails when it does not resolve or when it resolves to the
-wrong CUDA stack. Resolving is not running: tests/slow/test_fresh_install.py installs the
-student profile and runs `grader check` in it. This machine's local wheels and pip settings
-are left out (PIP_CONFIG_FILE is emptied), so the answer is the index's, not the local torch
-CPU wheel's.
-
-pip evaluates the markers of dependencies' own requirements on the interpreter running it, not
-on the target. So each Python version is resolved by an interpreter of that version where this
-machine has one (pyenv's), and the profile's own top-level markers are evaluated here for the
-target platform (on macOS: no numba-cuda); a dependency's `sys_platform` markers are still read
-as Linux's on the macOS resolution.
+runners (Ubuntu x86_64) and Macs (arm64). For each target, `uv pip compile` resolves the profile
+against the package index for that Python version and platform (`--python-version`,
+`--python-platform`), wheels only, and the test fails when it does not resolve or when it
+resolves to the wrong CUDA stack. uv evaluates every marker, a dependency's own included, for
+the target rather than for the interpreter running it, and takes a second or two of CPU where
+pip's `install --dry-run --platform ...` took 10-20 s (its link parsing over the index pages of
+torch, numpy and the nvidia wheels: 337 s of CPU for the 18 targets, 202 s of `make test`).
+Resolving is not installing: tests/slow/test_fresh_install.py installs the student profile with
+pip in fresh venvs and runs `grader check` in it, and `make setup` installs the full profile
+with pip. This machine's local wheels and pip and uv settings are left out (no PIP_ or UV_
+variables, UV_NO_CONFIG), so the answer is the index's, not the local torch CPU wheel's.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import shutil
 import subprocess
-import sys
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
-from functools import cache
-from pathlib import Path
 
 import pytest
-from factories import ROOT
-from packaging.requirements import Requirement
+from factories import ROOT, lock_tool, pins
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 PYTHONS = ("3.11", "3.12", "3.13")
-# pip takes --platform tags literally: list every glibc a wheel may name, up to Colab's (2.35,
-# Ubuntu 22.04), which also runs on GitHub's Ubuntu 24.04 runners (2.39)
-LINUX = (*(f"manylinux_2_{m}_x86_64" for m in range(35, 16, -1)), "manylinux2014_x86_64")
-MAC = ("macosx_14_0_arm64",)
+# uv's target platforms: Linux at Colab's glibc (2.35, Ubuntu 22.04), which also runs on GitHub's
+# Ubuntu 24.04 runners (2.39); Apple silicon at macOS 14 (MACOSX_DEPLOYMENT_TARGET)
+LINUX = "x86_64-manylinux_2_35"
+MAC = "aarch64-apple-darwin"
+MAC_VERSION = "14.0"
 PROFILES = ("student", "instructor", "gpu-cu12", "gpu-cu13")
-# What the Makefile and the course CI install together. It and `dev` (two linters with wheels
-# for every platform) resolve on one Python only: each resolution with torch takes one to two
-# minutes of index traffic, and the CI matrix installs this combination on the other two.
+# What the Makefile and the course CI install together, with `dev` (the linters, uv, act),
+# resolved on every Python as the profiles are.
 COMBOS = ("instructor,gpu-cu13,dev",)
 TARGETS = [
     *[(p, v, "linux") for p in PROFILES for v in PYTHONS],
     *[("student", v, "mac") for v in PYTHONS],
-    *[(p, "3.11", "linux") for p in ("dev", *COMBOS)],
+    *[(p, v, "linux") for p in ("dev", *COMBOS) for v in PYTHONS],
 ]
-PIP_TIMEOUT_S = 600
+RESOLVE_TIMEOUT_S = 600
 
 pytestmark = pytest.mark.slow
 
 
-def _marker_env(python: str, platform: str) -> dict[str, str]:
-    mac = platform == "mac"
-    return {
-        "python_version": python,
-        "python_full_version": f"{python}.0",
-        "sys_platform": "darwin" if mac else "linux",
-        "platform_system": "Darwin" if mac else "Linux",
-        "platform_machine": "arm64" if mac else "x86_64",
-        "os_name": "posix",
-        "implementation_name": "cpython",
-        "platform_python_implementation": "CPython",
-        "extra": "",
-    }
-
-
-def requirements(profile: str, python: str, platform: str) -> list[str]:
-    """The profile's requirements (base + extras, self-references expanded), markers applied."""
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    env = _marker_env(python, platform)
-    out: list[str] = []
-    todo, seen = [*project["dependencies"]], set()
+def resolve(profile: str, python: str, platform: str) -> dict:
+    """{name: version} of what `profile` resolves to on that target, or {"error": uv's words}:
+    pyproject.toml's dependencies with the profile's extras, as `pip install ".[profile]"`
+    there would install them (the extras that name the project itself expanded by uv)."""
+    cmd = [*lock_tool().uv_command(), "pip", "compile", str(ROOT / "pyproject.toml"), "--quiet"]
+    cmd += ["--no-header", "--no-annotate", "--only-binary", ":all:", "--python-version", python]
+    cmd += ["--python-platform", MAC if platform == "mac" else LINUX]
     for extra in profile.split(","):
-        todo += project["optional-dependencies"][extra]
-    while todo:
-        req = Requirement(todo.pop(0))
-        if req.marker is not None and not req.marker.evaluate(env):
-            continue
-        if req.name == project["name"]:  # "gpu-course-grader[student]"
-            for extra in sorted(req.extras - seen):
-                seen.add(extra)
-                todo += project["optional-dependencies"][extra]
-            continue
-        req.marker = None
-        out.append(str(req))
-    return out
-
-
-@cache
-def interpreter(python: str) -> str:
-    """An interpreter of this version if this machine has one (see the module docstring)."""
-    if f"{sys.version_info[0]}.{sys.version_info[1]}" == python:
-        return sys.executable
-    candidates = [shutil.which(f"python{python}")]
-    candidates += sorted(
-        str(p) for p in Path.home().glob(f".pyenv/versions/{python}.*/bin/python3")
-    )
-    for exe in filter(None, candidates):
-        probe = subprocess.run(
-            [exe, "-c", "import sys, pip; print('%d.%d' % sys.version_info[:2])"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if probe.returncode == 0 and probe.stdout.strip() == python:
-            return exe
-    return sys.executable
-
-
-def resolve(profile: str, python: str, platform: str, scratch: Path) -> dict:
-    tag = f"{profile.replace(',', '+')}-{python}-{platform}"
-    report = scratch / f"{tag}.json"
-    cmd = [interpreter(python), "-m", "pip", "install", "--dry-run", "--ignore-installed"]
-    cmd += ["--quiet", "--report", str(report), "--target", str(scratch / f"{tag}-target")]
-    cmd += ["--python-version", python, "--only-binary", ":all:"]
-    for plat in MAC if platform == "mac" else LINUX:
-        cmd += ["--platform", plat]
-    cmd += requirements(profile, python, platform)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_") or k == "PIP_CERT"}
-    env.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1")
+        cmd += ["--extra", extra]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_"))}
+    env.update(UV_NO_CONFIG="1", MACOSX_DEPLOYMENT_TARGET=MAC_VERSION)
     proc = subprocess.run(
-        cmd, capture_output=True, text=True, env=env, timeout=PIP_TIMEOUT_S, check=False
+        cmd, capture_output=True, text=True, env=env, timeout=RESOLVE_TIMEOUT_S, check=False
     )
     if proc.returncode != 0:
         return {"error": (proc.stderr or proc.stdout)[-3000:]}
-    data = json.loads(report.read_text(encoding="utf-8"))
-    return {i["metadata"]["name"].lower(): i["metadata"]["version"] for i in data["install"]}
+    return pins(proc.stdout)
 
 
 @pytest.fixture(scope="module")
-def resolved(tmp_path_factory) -> dict:
-    """All targets at once, six pips at a time (each spends most of its time waiting on the
-    index, so in parallel the whole set takes a few times the slowest one)."""
-    scratch = tmp_path_factory.mktemp("profiles")
+def resolved() -> dict:
+    """All targets at once, six at a time (each spends most of its time waiting on the index)."""
     with ThreadPoolExecutor(max_workers=6) as pool:
-        futures = {t: pool.submit(resolve, *t, scratch) for t in TARGETS}
+        futures = {t: pool.submit(resolve, *t) for t in TARGETS}
         return {t: f.result() for t, f in futures.items()}
 
 
