@@ -3,7 +3,8 @@
 - `inputs`: the submissions (a folder or a CSV listing), their trusted times, the resume key
   and the grading digest, why a student is regraded, shards;
 - `state`: `state.jsonl`, one committed line per finished student;
-- `children`: a spawned process per submission that dies with the batch, and what it left;
+- `children`: a process per submission (from the batch's fork server, `preload`) that dies with
+  the batch, and what it left;
 - `schedule`: `grade_all`, the loop that keeps, grades and records every student;
 - `entry`: the real `grade_one` and `run_class`, the command.
 

@@ -1,34 +1,43 @@
 """One process per submission: start it, let it die with the batch, read what it left.
 
 Each submission is graded by `grade_one(submission, student, work_dir)` in a fresh process of its
-own, started with multiprocessing's `spawn` context. Why not a pool: a pool worker that dies
-(segfault, out-of-memory kill, `os._exit` in a native library) breaks a `ProcessPoolExecutor` and
-fails every queued submission with it, and a pool worker keeps whatever the previous grading
-imported or leaked (numba/torch caches, CUDA context). A process per submission costs one
-interpreter start (~0.1-0.3 s plus the imports grade_one needs, small next to a grading that runs
-suites in the simulator), returns all its memory when it exits, can be killed on a wall-clock
-timeout, and its failure is attributed to exactly one student. `spawn` (not fork) keeps the
-children independent of the parent's state (open gradebook connections, threads, matplotlib).
-`grade_one` must therefore be picklable: a top-level function or a functools.partial of one.
+own. Why not a pool: a pool worker that dies (segfault, out-of-memory kill, `os._exit` in a
+native library) breaks a `ProcessPoolExecutor` and fails every queued submission with it, and a
+pool worker keeps whatever the previous grading imported or leaked (numba/torch caches, CUDA
+context). A process per submission returns all its memory when it exits, can be killed on a
+wall-clock timeout, and its failure is attributed to exactly one student. Never forked from the
+batch itself, which holds gradebook connections, threads and matplotlib.
+
+On Linux the children come from the batch's fork server (`context`): a fresh interpreter that
+multiprocessing starts once per batch and that imports `grader.batch.preload` (the grader,
+pytest, hypothesis, numpy, jupytext, jsonschema: about a second of CPU) before it forks the first
+child; each child is a copy of that clean, single-purpose process, not of the batch. The server
+is stopped when the batch ends, so the next batch's children see the environment of their own
+batch, and the server's CPU (its children's included) is counted in the batch's getrusage.
+Elsewhere (macOS) each child is a `spawn`: an interpreter of its own that imports what it needs.
+Either way `grade_one` must be picklable: a top-level function or a functools.partial of one.
 
 The child writes nothing but `work_dir/grade.log` and `work_dir/.child-result.json` (the result,
 or the error): `collect` turns that, a timeout, or a death without a result into this student's
-`GradeResult` and whether it is a real grade. Children die with the batch: each child asks the
-kernel for SIGKILL when the batch process exits (PR_SET_PDEATHSIG on Linux; elsewhere a thread
-that watches the parent's pid), and `exit_on_termination` makes SIGTERM and SIGHUP on the batch
-run its cleanup like Ctrl-C does, so no grading outlives a killed run.
+`GradeResult` and whether it is a real grade. Children die with the batch, however it ends
+(`die_with_parent`), and `exit_on_termination` makes SIGTERM and SIGHUP on the batch run its
+cleanup like Ctrl-C does, so no grading outlives a killed run.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
+import multiprocessing
 import os
+import select
 import signal
 import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +49,46 @@ from grader.sandbox import procs
 
 GradeOne = Callable[[Path, str, Path], GradeResult]
 CHILD_RESULT = ".child-result.json"
+PRELOAD = "grader.batch.preload"  # what the fork server imports before its first fork
+
+
+_server_lock = threading.Lock()
+_server_users = 0  # batches of this process using the fork server now
+
+
+@contextlib.contextmanager
+def context() -> Iterator[Any]:
+    """The multiprocessing context a batch starts its children with, for the batch's length:
+    the fork server where it can be trusted to end with the batch (Linux: PR_SET_PDEATHSIG),
+    else spawn. The server ends with the last batch of this process that uses it."""
+    global _server_users
+    if not sys.platform.startswith("linux"):
+        yield multiprocessing.get_context("spawn")
+        return
+    ctx = multiprocessing.get_context("forkserver")
+    with _server_lock:
+        ctx.set_forkserver_preload([PRELOAD])
+        _server_users += 1
+    try:
+        yield ctx
+    finally:
+        with _server_lock:
+            _server_users -= 1
+            if _server_users == 0:
+                _stop_server()
+
+
+def _stop_server() -> None:
+    """End this process's fork server and reap it (nothing when none was started).
+
+    multiprocessing keeps one server per process and has no public way to stop it; its `_stop`
+    (there since Python 3.8, what CPython's own tests call) closes the pipe the server watches
+    and waits for it. Without it the server would live on, with this batch's environment, into
+    the next batch of the same process (a test session, the bench), and its children's CPU
+    would never reach the batch's getrusage."""
+    from multiprocessing import forkserver  # lazy: only where the server was used
+
+    forkserver._forkserver._stop()  # type: ignore[attr-defined]  # private: see above
 
 
 def run_child(
@@ -50,7 +99,7 @@ def run_child(
     digest: str,
     parent: int,
 ) -> None:
-    """Runs in a spawned process: grade, then leave the result (or the error) as JSON.
+    """Runs in the child process: grade, then leave the result (or the error) as JSON.
 
     Reports are rendered by the parent, not here: matplotlib and jsonschema cost ~4 s of imports
     per fresh process against ~0.5 s per report in the parent that has them loaded.
@@ -78,19 +127,40 @@ def run_child(
     os.replace(tmp, work / CHILD_RESULT)
 
 
-def die_with_parent(parent: int) -> None:
-    """SIGKILL this process when the batch (pid `parent`) goes, however it goes."""
+def die_with_parent(batch: int) -> None:
+    """SIGKILL this process when the batch (pid `batch`) goes, however it goes.
+
+    A spawned child's parent is the batch: the kernel's PR_SET_PDEATHSIG (Linux) ends it, and a
+    thread that watches the parent's pid is the second line (the only one on macOS). A child of
+    the fork server (`context`) has the server as its parent, which outlives the batch while any
+    child holds multiprocessing's pipe to it: PDEATHSIG covers the server's death, and a thread
+    blocked on a pidfd of the batch itself ends the child the moment the batch exits. Any other
+    parent means the batch is already gone: exit at once."""
     if sys.platform.startswith("linux"):
         procs.die_with_parent()
-    if os.getppid() != parent:  # the batch died before the request took effect
-        os._exit(1)
+    parent = os.getppid()
+    if parent == batch:
+        watch = functools.partial(_watch_parent, parent)
+    else:
+        try:
+            pidfd = os.pidfd_open(batch)  # opened before the check: a reused pid cannot pass it
+        except (AttributeError, OSError):
+            os._exit(1)
+        if procs.parent_of(parent) != batch:
+            os._exit(1)
+        watch = functools.partial(_watch_pidfd, pidfd)
+    threading.Thread(target=watch, daemon=True, name="die-with-batch").start()
 
-    def watch() -> None:  # macOS has no PDEATHSIG; on Linux this is a second line of defence
-        while os.getppid() == parent:
-            time.sleep(1.0)
-        os.kill(os.getpid(), signal.SIGKILL)
 
-    threading.Thread(target=watch, daemon=True, name="die-with-parent").start()
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _watch_pidfd(pidfd: int) -> None:
+    select.select([pidfd], [], [])  # readable once the process has exited
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 @dataclass

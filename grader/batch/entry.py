@@ -1,7 +1,7 @@
 """`grader grade-all`: the real `grade_one` and the command's entry point.
 
 `grade_entry` grades one submission with `grader.grading.grade.grade_submission` in the sandbox;
-it is top-level so that `functools.partial(grade_entry, root=...)` pickles into the spawned
+it is top-level so that `functools.partial(grade_entry, root=...)` pickles into the
 children. `run_class` refuses before grading anything when the GPU or a sandbox layer is
 missing (the batch's one isolation `decide`, whose probe every child adopts), then runs
 `grade_all` over the class with the reference metrics record on every report's roofline.

@@ -20,7 +20,6 @@ its gradebook row) is that submission's error row, never the batch's end.
 from __future__ import annotations
 
 import functools
-import multiprocessing
 import os
 import statistics
 import sys
@@ -42,6 +41,7 @@ from grader.batch.children import (
     exit_on_termination,
     run_child,
 )
+from grader.batch.children import context as children_context
 from grader.batch.inputs import (
     RegradePlan,
     discover,
@@ -354,36 +354,41 @@ def _open_run(
 def _grade_children(
     run: _Run, todo: list[tuple[str, str]], grade_one: GradeOne, jobs: int, timeout: float
 ) -> None:
-    """Grade `todo` in child processes, `jobs` at a time, each killed after `timeout` s and
-    committed by `run.finish` as it ends; interrupted, no child outlives the run."""
-    ctx = multiprocessing.get_context("spawn")
+    """Grade `todo` in child processes (`grader.batch.children.context`), `jobs` at a time, each
+    killed after `timeout` s and committed by `run.finish` as it ends; interrupted, no child
+    outlives the run."""
     queue = list(todo)
     running: dict[Any, Running] = {}
     restore = exit_on_termination()
-    try:
-        while queue or running:
-            while queue and len(running) < jobs:
-                student, digest = queue.pop(0)
-                job = run.start(ctx, grade_one, student, digest)
-                running[job.process.sentinel] = job
-            ready = wait(list(running), timeout=0.5)
-            now = time.perf_counter()
-            for key in list(running):
-                job = running[key]
-                timed_out = key not in ready and now - job.started > timeout
-                if key not in ready and not timed_out:
-                    continue
-                if timed_out:
-                    job.process.kill()
+    with children_context() as ctx:
+        try:
+            while queue or running:
+                while queue and len(running) < jobs:
+                    student, digest = queue.pop(0)
+                    job = run.start(ctx, grade_one, student, digest)
+                    running[job.process.sentinel] = job
+                _reap(run, running, wait(list(running), timeout=0.5), timeout)
+        finally:
+            for job in running.values():  # interrupted: leave no orphan graders behind
+                job.process.kill()
                 job.process.join()
-                del running[key]
-                result, ok = collect(job, run.out / job.student, run.course, timed_out, timeout)
-                run.finish(job.student, job.digest, result, now - job.started, ok)
-    finally:
-        for job in running.values():  # interrupted: leave no orphan graders behind
+            restore()
+
+
+def _reap(run: _Run, running: dict[Any, Running], ready: list[Any], timeout: float) -> None:
+    """Commit every child that ended, and kill (then commit) every one past `timeout`."""
+    now = time.perf_counter()
+    for key in list(running):
+        job = running[key]
+        timed_out = key not in ready and now - job.started > timeout
+        if key not in ready and not timed_out:
+            continue
+        if timed_out:
             job.process.kill()
-            job.process.join()
-        restore()
+        job.process.join()
+        del running[key]
+        result, ok = collect(job, run.out / job.student, run.course, timed_out, timeout)
+        run.finish(job.student, job.digest, result, now - job.started, ok)
 
 
 def grade_all(
@@ -403,11 +408,11 @@ def grade_all(
 ) -> BatchOutcome:
     """Grade every submission (of this shard) and write reports, gradebook.db and grades.csv.
 
-    `grade_one(submission, student, work_dir) -> GradeResult` runs in a spawned process per
-    submission. `timeout_s` (default: the course's submission timeout + 120 s) kills a grading
-    that hangs. `force` regrades submissions even when unchanged. `drop_times` grades changed
-    work that the listing gives no time for without one (otherwise that is refused:
-    `inputs.DroppedTimes`, before anything is graded).
+    `grade_one(submission, student, work_dir) -> GradeResult` runs in a child process per
+    submission (`grader.batch.children`). `timeout_s` (default: the course's submission timeout
+    + 120 s) kills a grading that hangs. `force` regrades submissions even when unchanged.
+    `drop_times` grades changed work that the listing gives no time for without one (otherwise
+    that is refused: `inputs.DroppedTimes`, before anything is graded).
 
     The steps: open the run (`_open_run`), keep or queue each student (`_Run.plan`), grade the
     queue in children (`_grade_children`, each committed by `_Run.finish`), close the run

@@ -48,7 +48,7 @@ class NotebookError(SubmissionError, ValueError):
     """A notebook that cannot be read; the message names the file and what to fix."""
 
 
-def _jupytext() -> ModuleType:
+def jupytext_module() -> ModuleType:
     """jupytext, imported without its Jupyter contents managers.
 
     jupytext's ``__init__`` imports them (jupyter_server, tornado, prometheus_client: 0.2-0.5 s
@@ -117,7 +117,7 @@ def read_notebook(path: Path | str) -> NotebookNode:
     Bounded before jupytext runs (`check_bounds`): at MAX_CELLS jupytext takes about 2 s on a
     busy 2-core machine (50,000 cells took 31 s).
     """
-    jupytext = _jupytext()
+    jupytext = jupytext_module()
 
     p = Path(path)
     try:

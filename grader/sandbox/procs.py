@@ -98,6 +98,16 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
+def parent_of(pid: int) -> int | None:
+    """The parent pid of `pid`, read from /proc (None: gone, or no /proc)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+        return int(stat[stat.rindex(")") + 2 :].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def children(pid: int) -> list[int]:
     try:
         with open(f"/proc/{pid}/task/{pid}/children") as f:

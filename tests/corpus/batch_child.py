@@ -1,4 +1,4 @@
-"""The corpus batch's `grade_one`, in a module of its own so that each spawned child imports
+"""The corpus batch's `grade_one`, in a module of its own so that each child imports
 only the grader: not build.py and its cases (matplotlib through grader.demo, the load probe),
 which cost a child more than a second before its grading starts.
 

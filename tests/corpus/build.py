@@ -497,6 +497,30 @@ def _socket(src: str, ctx: Ctx) -> str:
     ''')
 
 
+def _fork_server(src: str, ctx: Ctx) -> str:
+    # The batch's fork server listens on a unix socket in the batch's temp dir (pymp-*/listener-*):
+    # whoever connects to it gets a process forked from the trusted side, running what it sends.
+    return prepend(src, "m9_record", """
+        import glob as _glob, os as _os, socket as _socket, stat as _stat, tempfile as _tf
+        if not globals().get("_probed"):
+          globals()["_probed"] = True
+          _found = set(_glob.glob("/tmp/pymp-*/*")) | set(_glob.glob(_tf.gettempdir() + "/pymp-*/*"))
+          for _top in ("/tmp", "/run", "/var/tmp", _os.getcwd()):
+            for _d, _, _files in _os.walk(_top):
+              _found |= {_os.path.join(_d, _f) for _f in _files}
+          for _path in sorted(_found):
+            try:
+              if not _stat.S_ISSOCK(_os.stat(_path).st_mode):
+                continue
+              with _socket.socket(_socket.AF_UNIX) as _s:
+                _s.settimeout(2)
+                _s.connect(_path)
+            except OSError:
+              continue
+            raise RuntimeError("reached a unix socket of the grader: " + _path)
+    """)
+
+
 def _region(source: str, grade_id: str) -> str:
     lines = source.splitlines()
     head, _ = _cell_bounds(lines, grade_id)
@@ -753,6 +777,10 @@ CASES: list[Case] = [
     Case("socket_to_localhost", "m9_record connects to a server on 127.0.0.1 and sends data",
          with_source(M9, _socket),
          Expect(M9, [])),  # the test asserts the server saw nothing when no-network is active
+    Case("fork_server_socket", "m9_record looks for the batch's fork server socket (pymp-*/listener-*"
+         " in the temp dir, any unix socket under /tmp, /run, /var/tmp, its cwd) and connects",
+         with_source(M9, _fork_server),
+         Expect(M9, [])),  # graded in the batch, whose children the fork server forks
     Case("edits_tests_and_grader", "an untouched release plus edits to conftest.py, tests/, "
          "grader/, workflows, pyproject.toml and course.toml", _untouched_release_with_tampering,
          Expect(M9, [Rule(_student_tests(M9), BROKEN, ("is still the stub", "not done yet",

@@ -557,3 +557,58 @@ def test_state_and_result_record_the_same_submission_digest(tmp_path):
     res = run_driver(tmp_path, driver, subs, out)  # unchanged: resumed, not graded again
     assert res.returncode == 0, res.stderr
     assert (tmp_path / "calls.txt").read_text() == ""
+
+
+# Two batches in one process, each child reporting what its process looks like: whether it
+# started with the fork server's preload, who its parent is, and the batch's environment.
+SERVER_DRIVER = textwrap.dedent(
+    """
+    import json, os, sys
+    from pathlib import Path
+    from grader.batch import grade_all
+    from grader.core.course import load_course
+    from grader.core.results import Environment, GradeResult
+    from grader.sandbox import procs
+
+    def grade(submission, student, work):
+        seen = {"preloaded": "grader.batch.preload" in sys.modules, "parent": os.getppid(),
+                "grandparent": procs.parent_of(os.getppid()), "mark": os.environ["MARK"]}
+        return GradeResult(student, 0.0, 4.0, Environment("cpu", True), [],
+                           warnings=[json.dumps(seen)])
+
+    def servers():
+        return [p for p in procs.children(os.getpid())
+                if b"forkserver" in Path(f"/proc/{p}/cmdline").read_bytes()]
+
+    if __name__ == "__main__":
+        report = {"batch": os.getpid(), "runs": []}
+        for mark in ("first", "second"):
+            os.environ["MARK"] = mark
+            out = grade_all(Path(sys.argv[1]), Path(sys.argv[2]) / mark, jobs=2,
+                            grade_one=grade, course=load_course(os.environ["COURSE_ROOT"]))
+            seen = [json.loads(r.warnings[0]) for r in out.results.values()]
+            report["runs"].append({"seen": seen, "servers_after": servers()})
+        print(json.dumps(report))
+    """
+)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the fork server is Linux's")
+def test_children_come_from_a_preloaded_fork_server_that_ends_with_its_batch(tmp_path):
+    subs, driver = make_class(tmp_path, ["s00", "s01", "s02"])
+    driver.write_text(SERVER_DRIVER)
+    res = run_driver(tmp_path, driver, subs, tmp_path / "out")
+    assert res.returncode == 0, res.stderr
+    report = json.loads(res.stdout.splitlines()[-1])
+    batch = report["batch"]
+    parents = []
+    for mark, run in zip(("first", "second"), report["runs"], strict=True):
+        assert len(run["seen"]) == 3
+        for seen in run["seen"]:
+            assert seen["preloaded"], "the child imported the grader itself"
+            assert seen["parent"] != batch and seen["grandparent"] == batch, seen
+            assert seen["mark"] == mark, "a child saw an earlier batch's environment"
+        assert len({s["parent"] for s in run["seen"]}) == 1  # one server for the batch
+        assert run["servers_after"] == [], "the fork server outlived its batch"
+        parents.append(run["seen"][0]["parent"])
+    assert parents[0] != parents[1]  # each batch started its own
