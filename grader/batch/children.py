@@ -59,8 +59,9 @@ _server_users = 0  # batches of this process using the fork server now
 @contextlib.contextmanager
 def context() -> Iterator[Any]:
     """The multiprocessing context a batch starts its children with, for the batch's length:
-    the fork server where it can be trusted to end with the batch (Linux: PR_SET_PDEATHSIG),
-    else spawn. The server ends with the last batch of this process that uses it."""
+    the fork server on Linux, where a child can follow the batch itself (a pidfd, see
+    `die_with_parent`), else spawn. The server ends with the last batch of this process that
+    uses it."""
     global _server_users
     if not sys.platform.startswith("linux"):
         yield multiprocessing.get_context("spawn")
