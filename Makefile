@@ -9,6 +9,10 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e ".[instructor,gpu-cu13,dev]"  # README "Install": this machine's full profile
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
+	# Bytecode for the editable grader and the suites, which pip does not compile: every sandboxed
+	# worker (it cannot write any) and a shell with PYTHONDONTWRITEBYTECODE would else compile them
+	# from source in each grading
+	$(BIN)/python -m compileall -q grader tests/hidden tests/public
 	touch $@
 
 setup: $(VENV)/.installed

@@ -264,6 +264,14 @@ def _start_line(lines: list[str], source: str, start: int) -> int:
     return start + 1
 
 
+def read_graded_cells(path: Path | str) -> list[GradedCell]:
+    """The graded cells of the notebook file at `path` (a .py's carry their lines of the file);
+    NotebookError if it cannot be read."""
+    p = Path(path)
+    nb = read_notebook(p)
+    return graded_cells(nb, p.read_text(encoding="utf-8") if p.suffix != ".ipynb" else None)
+
+
 def graded_text(path: Path | str) -> str:
     """The graded cells of a notebook file as one module, for the trusted side's `ast` reading
     (the kernels it extracts): in a .py each cell sits at its own lines of the file (the rest
@@ -271,11 +279,8 @@ def graded_text(path: Path | str) -> str:
     so one syntax error costs only that cell's kernels (the worker reports it). Each cell is
     checked within `bounded_parse`'s bounds; a cell over them is kept, so that the extraction's
     parse of the whole text refuses it with the bound's message."""
-    p = Path(path)
-    nb = read_notebook(p)
-    text = p.read_text(encoding="utf-8") if p.suffix != ".ipynb" else None
     out: list[str] = []
-    for cell in graded_cells(nb, text):
+    for cell in read_graded_cells(path):
         own = cell.source.splitlines()
         if bounded_parse.compiles(cell.source) is False:  # over the bounds: kept, and named
             own = [""] * len(own)

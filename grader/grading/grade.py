@@ -14,6 +14,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import Future
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -208,6 +209,20 @@ def apply_late_policy(result: AssignmentResult, course: Course, submitted: datet
     result.score, _ = points.after_penalty(result.raw_score, fraction)
 
 
+def _decide_in_background(allow_incomplete: bool) -> Future[Decision]:
+    """`decide` in a thread: its probe is a sandboxed process of its own (0.2-0.4 s)."""
+    future: Future[Decision] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(decide(allow_incomplete))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller, which raises it
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="isolation-probe", daemon=True).start()
+    return future
+
+
 def grade_submission(
     submission: Path,
     root: Path | None = None,
@@ -238,22 +253,27 @@ def grade_submission(
     one place.
     """
     started = time.perf_counter()
-    # decided once for the grading (IsolationRefused here) and handed to every worker it starts
-    if sandbox and decision is None:
-        decision = decide(allow_incomplete_isolation)
-    elif not sandbox:
-        decision = None
-    course = course or load_course(root)
-    root = course.root
-    ids = list(assignments or course.assignment_ids)
-    for a in ids:
-        course.assignment(a)
-    gpu = device.has_gpu()
-    # before any student code runs: a broken GPU stops the grading (InfrastructureError)
-    check = gpu_preflight() if sandbox and gpu else None
+    # decided once for the grading and handed to every worker it starts; the probe runs while
+    # this process loads the course and reads the submission (no student code runs meanwhile)
+    deciding = (
+        _decide_in_background(allow_incomplete_isolation) if sandbox and decision is None else None
+    )
     with tempfile.TemporaryDirectory(prefix="grade-") as scratch:
-        work = Path(scratch) / "work"
-        intake = prepare(Path(submission), work, course, root / "exercises")
+        try:
+            course = course or load_course(root)
+            root = course.root
+            ids = list(assignments or course.assignment_ids)
+            for a in ids:
+                course.assignment(a)
+            gpu = device.has_gpu()
+            # before any student code runs: a broken GPU stops the grading (InfrastructureError)
+            check = gpu_preflight() if sandbox and gpu else None
+            work = Path(scratch) / "work"
+            intake = prepare(Path(submission), work, course, root / "exercises")
+        finally:  # the decision first: a refusal (IsolationRefused) replaces any other failure
+            if deciding is not None:
+                decision = deciding.result()
+        decision = decision if sandbox else None
         inner: Backend
         if sandbox:
             inner = WorkerBackend(

@@ -4,13 +4,14 @@ Student code runs only in ``python -m grader.sandbox.worker``; only `grader.sand
 replies cross (one `grader.sandbox.channel.exchange` per request), and every verdict stays in
 this, the trusted, process. The isolation each worker gets is `grader.sandbox.isolation`'s.
 
-Workers: a submission's `WorkerBackend` is one `NotebookWorker` (runs the notebooks and calls
-their functions) and two kernel workers (`KernelWorker`, made on first use) that load no notebook
-and build kernels from extracted source: target ``compile`` (the real CUDA target, never the
-simulator) and ``run`` (the device kernels run on). Each is a `_Worker`: one process at a time
-under the grading's one isolation `Decision`, with a uid of its own, one memory limit for its
-whole tree (whether it was stopped for memory is decided here, never from a reply), its scratch
-and its output tail.
+Workers: a submission's `WorkerBackend` is one `NotebookWorker` (runs the notebooks, from the
+graded cells this process read and sends in each load request, and calls their functions) and
+two kernel workers (`KernelWorker`, made on first use) that load no notebook and build kernels
+from extracted source: target ``compile`` (the real CUDA target, never the simulator) and
+``run`` (the device kernels run on). Each is a `_Worker`: one process at a time under the
+grading's one isolation `Decision`, with a uid of its own, one memory limit for its whole tree
+(whether it was stopped for memory is decided here, never from a reply), its scratch and its
+output tail.
 
 Timeouts: each request has its own deadline; on expiry the whole worker (process group and PID
 namespace) is killed with SIGKILL, the caller gets ``WorkerTimeout`` and the next request starts a
@@ -34,7 +35,7 @@ from pathlib import Path
 from grader.core import device
 from grader.core.course import Limits
 from grader.core.kernel_source import KernelSourceError, extract
-from grader.core.notebook import graded_text
+from grader.core.notebook import GradedCell, NotebookError, graded_text, read_graded_cells
 from grader.core.readback import list_dir, read_file
 from grader.core.sourcemap import SourceMap, for_file
 from grader.sandbox import memlimit, protocol
@@ -311,13 +312,15 @@ class NotebookWorker(_Worker):
             return trusted_error(err["type"], f"not run: {err['message']}")
         if self.budget.left <= 0:
             return self.budget.spent_reply()
+        # read before the budget's clock starts: the student's time is the worker's
+        cells = None if assignment in self._loaded else self._cells(assignment)
         budget_end = self.budget.deadline()
         with self.budget.charge():
             if self._proc is None and (failed := self._start_and_ping(budget_end)):
                 return failed
             if assignment not in self._loaded:
                 reply = self._timed(
-                    {"assignment": assignment, "op": "load"},
+                    protocol.load_request(assignment, cells),
                     self.limits.import_timeout_s,
                     f"running the notebook of {assignment}",
                     budget_end,
@@ -333,6 +336,14 @@ class NotebookWorker(_Worker):
                 if req.get("op") == "load":
                     return reply
             return self._timed(req, timeout, what, budget_end)
+
+    def _cells(self, assignment: str) -> list[GradedCell] | None:
+        """The graded cells for the load request, read here (pairing already parsed the file, so
+        this is a copy of that parse); None for an unreadable file, which the worker reports."""
+        try:
+            return read_graded_cells(self.notebooks[assignment])
+        except (NotebookError, OSError, UnicodeDecodeError):
+            return None
 
     def loaded(self, assignment: str) -> bool:
         return assignment in self._loaded

@@ -1,11 +1,12 @@
 """Code the grader runs inside a sandboxed worker: untrusted like everything in that process.
 
-`Harness` serves the notebook worker: it runs the graded cells one by one, as nbgrader does with
-errors allowed (a cell that fails costs what depends on it, not the notebook), and answers
-``call``, ``has`` and ``cells`` (the cells that failed) with plain-data replies (``{"ok": value}``
-or ``{"error": {"type", "message", "traceback"}}``); a ``call`` with ``record`` also logs the
-launches a host wrapper made. Every line number in a traceback is the student's own: the .py's
-line, or an .ipynb cell's.
+`Harness` serves the notebook worker: it runs the graded cells one by one (those the trusted
+side read and sent in the load request, so this process neither imports jupytext nor parses the
+file again), as nbgrader does with errors allowed (a cell that fails costs what depends on it,
+not the notebook), and answers ``call``, ``has`` and ``cells`` (the cells that failed) with
+plain-data replies (``{"ok": value}`` or ``{"error": {"type", "message", "traceback"}}``); a
+``call`` with ``record`` also logs the launches a host wrapper made. Every line number in a
+traceback is the student's own: the .py's line, or an .ipynb cell's.
 `KernelHost` serves the kernel workers, which load no notebook: it builds a kernel from the
 source the trusted side extracted (`grader.core.kernel_source`) and compiles it to PTX,
 launches it, or launches it many times for the trusted side's clock.
@@ -24,7 +25,7 @@ import os
 import sys
 import traceback
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ import numpy as np
 from grader.core import device, simulator
 from grader.core.errors import SubmissionError
 from grader.core.kernel_source import ALLOWED_BUILTINS
-from grader.core.notebook import GradedCell, graded_cells, read_notebook
+from grader.core.notebook import GradedCell, read_graded_cells
 from grader.sandbox import protocol, wire
 from grader.sandbox.protocol import (
     MAX_BATCH_CALLS,
@@ -98,17 +99,21 @@ class CellFailure(SubmissionError):
         }
 
 
-def load_cells(path: Path, name: str) -> tuple[types.ModuleType, list[CellFailure], str]:
+def load_cells(
+    path: Path, name: str, cells: Sequence[GradedCell] | None = None
+) -> tuple[types.ModuleType, list[CellFailure], str]:
     """Execute the graded cells of a notebook one by one as a fresh module registered as `name`;
     a cell that fails is recorded (with its place in the student's file) and the rest still run.
     Returns the module, the failures and the graded cells' source (what `_preload` reads).
+    `cells`: the notebook's graded cells as the trusted side read them; None: read them here.
 
     A .py's cells compile with their own line numbers in the file and the file's text in
     linecache; an .ipynb's cells each under ``<path> cell N``.
     """
     path = Path(path)
     text = path.read_text(encoding="utf-8") if path.suffix != ".ipynb" else None
-    cells = graded_cells(read_notebook(path), text)
+    if cells is None:
+        cells = read_graded_cells(path)
     module = types.ModuleType(name)
     module.__file__ = str(path)
     sys.modules[name] = module
@@ -225,11 +230,15 @@ class Harness:
         self.load_error: dict | None = None
         self.failures: list[CellFailure] = []
 
-    def load(self) -> dict:
+    def load(self, request: dict | None = None) -> dict:
+        """Run the notebook: the cells the load request carries (`protocol.load_request`), else
+        those this process reads from the file."""
         device.prepare_numba()
         try:
+            sent = protocol.request_cells(request or {})
+            cells = None if sent is None else [GradedCell(*c) for c in sent]
             name = MODULE_PREFIX + self.assignment_id
-            self.module, self.failures, graded = load_cells(self.path, name)
+            self.module, self.failures, graded = load_cells(self.path, name, cells)
             _preload(graded)
             if "numba" in sys.modules:  # the notebook's own launches, when it imported numba
                 simulator.install()
@@ -242,7 +251,7 @@ class Harness:
         op = request.get("op")
         try:
             if op == "load":
-                return self.load()
+                return self.load(request)
             if self.module is None:
                 if self.load_error is None:
                     self.load()

@@ -30,6 +30,7 @@ from grader.sandbox.wire import MAX_DEPTH, MAX_HEADER_BYTES, MAX_MESSAGE_BYTES, 
 
 if TYPE_CHECKING:
     from grader.core.kernel_source import KernelSource
+    from grader.core.notebook import GradedCell
 
 __all__ = [
     "FRAME",
@@ -52,10 +53,12 @@ __all__ = [
     "frame",
     "frame_length",
     "kernel_request",
+    "load_request",
     "not_plain",
     "ok",
     "timeout_message",
     "read_frame",
+    "request_cells",
     "trusted_error",
     "untagged",
     "valid_reply",
@@ -186,6 +189,34 @@ def kernel_request(op: str, ks: KernelSource, **extra: Any) -> dict:
 def compile_request(ks: KernelSource, signature: str, cc: Sequence[int]) -> dict:
     """The one PTX request: `ks` compiled for `signature` on compute capability `cc`."""
     return kernel_request("kernel_compile", ks, signature=signature, cc=list(cc))
+
+
+# ---- the notebook's load request
+
+
+def load_request(assignment: str, cells: Sequence[GradedCell] | None) -> dict:
+    """Run the notebook of `assignment`: the graded cells as the trusted side read them (each
+    ``[index, source, grade_id, line, in_file]``), so the worker neither imports jupytext nor
+    parses the file again; None leaves the reading to the worker (`harness.load_cells`)."""
+    req: dict[str, Any] = {"assignment": assignment, "op": "load"}
+    if cells is not None:
+        req["cells"] = [[c.index, c.source, c.grade_id, c.line, c.in_file] for c in cells]
+    return req
+
+
+def request_cells(req: dict) -> list[tuple[int, str, str, int, bool]] | None:
+    """The cells of a `load_request` (None when it carries none); ValueError if malformed."""
+    cells = req.get("cells")
+    if cells is None:
+        return None
+    kinds = (int, str, str, int, bool)
+
+    def valid(c: Any) -> bool:
+        return isinstance(c, list) and len(c) == 5 and all(map(isinstance, c, kinds))
+
+    if not isinstance(cells, list) or not all(valid(c) for c in cells):
+        raise ValueError("a load request's cells must be [index, source, grade_id, line, in_file]")
+    return [tuple(c) for c in cells]
 
 
 # ---- framing

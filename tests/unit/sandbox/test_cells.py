@@ -212,3 +212,62 @@ def test_only_the_graded_cells_imports_are_preloaded(tmp_path, monkeypatch):
         monkeypatch.delitem(sys.modules, name, raising=False)
     assert Harness(nb, "p").load() == {"ok": None}
     assert "heavy_in_graded" in sys.modules and "heavy_in_demo" not in sys.modules
+
+
+SENT_CELLS_DRIVER = """
+import json, sys
+from grader.sandbox.harness import Harness
+path, cells = sys.argv[1], json.loads(sys.argv[2])
+h = Harness(path, "sent")
+load = h.handle({"assignment": "sent", "op": "load", "cells": cells})
+call = h.handle({"op": "call", "name": "first", "args": [1]})
+print(json.dumps([load, call, "jupytext" in sys.modules, "nbformat" in sys.modules]))
+"""
+
+
+def test_the_worker_runs_the_cells_its_load_request_carries_without_reading_the_file(tmp_path):
+    """The trusted side sends the graded cells it read (`protocol.load_request`): the worker
+    runs those, at the lines they carry, and never imports jupytext to parse the file again."""
+    import json
+    import subprocess
+
+    from grader.core.notebook import read_graded_cells
+    from grader.sandbox import protocol
+
+    path = tmp_path / "nb.py"
+    path.write_text(NOTEBOOK)
+    cells = read_graded_cells(path)
+    req = protocol.load_request("sent", cells)
+    assert req["cells"][0] == [cells[0].index, cells[0].source, "first", cells[0].line, True]
+    # what the worker is sent is what runs: first() is changed in the request, not in the file
+    req["cells"][0][1] = req["cells"][0][1].replace("x + 1", "x + 100")
+    out = subprocess.run(
+        [sys.executable, "-c", SENT_CELLS_DRIVER, str(path), json.dumps(req["cells"])],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
+    load, call, jupytext_loaded, nbformat_loaded = json.loads(out.stdout)
+    assert load == {"ok": None}
+    assert call == {"ok": 101}
+    assert not jupytext_loaded and not nbformat_loaded
+
+
+@pytest.mark.parametrize(
+    "cells",
+    [
+        "not a list",
+        [[0, "x = 1", "id", 1]],  # four fields
+        [[0, "x = 1", "id", 1, "yes"]],  # in_file not a bool
+        [["0", "x = 1", "id", 1, True]],  # index not an int
+    ],
+)
+def test_a_malformed_cells_list_fails_the_load_with_a_message(tmp_path, cells):
+    path = tmp_path / "nb.py"
+    path.write_text(NOTEBOOK)
+    h = Harness(path, f"bad_{tmp_path.name}")
+    reply = h.handle({"op": "load", "cells": cells})
+    assert reply["error"]["type"] == "ValueError"
+    assert "index, source, grade_id, line, in_file" in reply["error"]["message"]
+    assert h.module is None
