@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from grader.core import heap
 from grader.core.errors import ExitCode, GraderError, InfrastructureError
 
 if TYPE_CHECKING:
@@ -317,6 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     Anything else is a bug and keeps its traceback.
     """
     args = build_parser().parse_args(argv)
+    heap.freeze_at_exit()
     try:
         return int(args.func(args))
     except GraderError as exc:

@@ -16,6 +16,7 @@ pytest_configure
 pytest_collection_modifyitems
 pytest_runtest_setup
 pytest_runtest_makereport
+pytest_runtestloop
 on_gpu  # a fixture: a test names it as a parameter (tests/hidden/*)
 _.__test__  # grader/suites/seeds.py: pytest's flag that test_seed is not a test
 

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck
 from hypothesis import seed as hypothesis_seed
 from hypothesis import settings as hypothesis_settings
 
-from grader.core import device, points
+from grader.core import device, heap, points
 from grader.core.course import Course, CourseError, find_root, load_course
 from grader.core.feedback import FEEDBACK_CHARS, clip
 from grader.core.jsonread import JsonMissing, JsonReadError, read_metrics
@@ -175,6 +175,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 s.reference_module(assignment)
             except Exception:  # noqa: BLE001
                 pass
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtestloop(session: pytest.Session) -> Generator[None, None, None]:
+    """A grading's tests run with the heap built before them frozen (`grader.core.heap`): the
+    imports, the suites and the reference solutions are never walked by a collection again."""
+    if SESSION_KEY not in session.config.stash:
+        yield
+        return
+    with heap.frozen():
+        yield
 
 
 def _test_seed(item: pytest.Item) -> int | None:

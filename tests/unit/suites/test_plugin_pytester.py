@@ -97,3 +97,21 @@ def test_submission_option_grades_another_folder(course_dir):
     assert split[0].feedback.startswith("double(1) is wrong")
     assert tests["test_course_fixture"].outcome == "failed"
     assert "double(0) is not 0" in tests["test_course_fixture"].feedback
+
+
+def test_a_gradings_tests_run_with_the_start_up_heap_frozen_and_thawed_after(course_dir):
+    """`grader.core.heap`: the heap built before the tests (imports, suites, reference) is out
+    of the collector's passes while they run, and back in it once the run ends."""
+    import gc
+
+    seen = course_dir.path / "freeze_count.txt"
+    (course_dir.path / "tests" / "public" / ASSIGNMENT / "test_frozen.py").write_text(
+        "import gc\n\n\n"
+        "def test_frozen(student):\n"
+        f"    open({str(seen)!r}, 'w').write(str(gc.get_freeze_count()))\n"
+    )
+    assert gc.get_freeze_count() == 0
+    rec, tests = _graded(course_dir, "-k", "test_frozen")
+    rec.assertoutcome(passed=1)
+    assert int(seen.read_text()) > 10_000  # pytest, hypothesis, numpy and the grader, at least
+    assert gc.get_freeze_count() == 0
