@@ -18,19 +18,17 @@ would only walk what the process is about to drop.
 from __future__ import annotations
 
 import atexit
+import functools
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-_AT_EXIT: list[bool] = []
 
-
+@functools.cache
 def freeze_at_exit() -> None:
     """Freeze the heap when the interpreter exits (atexit runs before its last collection);
     once per process however often it is asked."""
-    if not _AT_EXIT:
-        _AT_EXIT.append(True)
-        atexit.register(gc.freeze)
+    atexit.register(gc.freeze)
 
 
 @contextmanager

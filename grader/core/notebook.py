@@ -279,8 +279,13 @@ def graded_text(path: Path | str) -> str:
     so one syntax error costs only that cell's kernels (the worker reports it). Each cell is
     checked within `bounded_parse`'s bounds; a cell over them is kept, so that the extraction's
     parse of the whole text refuses it with the bound's message."""
+    return cells_text(read_graded_cells(path))
+
+
+def cells_text(cells: list[GradedCell]) -> str:
+    """`graded_text` of cells already read (`read_graded_cells`)."""
     out: list[str] = []
-    for cell in read_graded_cells(path):
+    for cell in cells:
         own = cell.source.splitlines()
         if bounded_parse.compiles(cell.source) is False:  # over the bounds: kept, and named
             own = [""] * len(own)

@@ -35,7 +35,7 @@ from pathlib import Path
 from grader.core import device
 from grader.core.course import Limits
 from grader.core.kernel_source import KernelSourceError, extract
-from grader.core.notebook import GradedCell, NotebookError, graded_text, read_graded_cells
+from grader.core.notebook import GradedCell, NotebookError, cells_text, read_graded_cells
 from grader.core.readback import list_dir, read_file
 from grader.core.sourcemap import SourceMap, for_file
 from grader.sandbox import memlimit, protocol
@@ -292,6 +292,7 @@ class NotebookWorker(_Worker):
         super().__init__(shared, scrubbed_env(shared.workdir, shared.gpu))
         self.notebooks = notebooks
         self._loaded: set[str] = set()
+        self._graded_cells: dict[str, list[GradedCell]] = {}
         self._graded_text: dict[str, str] = {}
         self._source_maps: dict[str, SourceMap] = {}
         self._load_failed: dict[str, dict] = {}
@@ -341,9 +342,15 @@ class NotebookWorker(_Worker):
         """The graded cells for the load request, read here (pairing already parsed the file, so
         this is a copy of that parse); None for an unreadable file, which the worker reports."""
         try:
-            return read_graded_cells(self.notebooks[assignment])
+            return self._read_cells(assignment)
         except (NotebookError, OSError, UnicodeDecodeError):
             return None
+
+    def _read_cells(self, assignment: str) -> list[GradedCell]:
+        """The notebook's graded cells, read once: for the load request and the kernels' source."""
+        if assignment not in self._graded_cells:
+            self._graded_cells[assignment] = read_graded_cells(self.notebooks[assignment])
+        return self._graded_cells[assignment]
 
     def loaded(self, assignment: str) -> bool:
         return assignment in self._loaded
@@ -352,7 +359,7 @@ class NotebookWorker(_Worker):
         """The graded cells of the submission's notebook, read here (the worker cannot write
         the submission's files: they stay the grader's and read-only to it, so it is read once)."""
         if assignment not in self._graded_text:
-            self._graded_text[assignment] = graded_text(self.notebooks[assignment])
+            self._graded_text[assignment] = cells_text(self._read_cells(assignment))
         return self._graded_text[assignment]
 
     def source_map(self, assignment: str) -> SourceMap:
