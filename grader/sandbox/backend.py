@@ -15,7 +15,11 @@ output tail.
 
 Timeouts: each request has its own deadline; on expiry the whole worker (process group and PID
 namespace) is killed with SIGKILL, the caller gets ``WorkerTimeout`` and the next request starts a
-fresh worker. One `grader.sandbox.budget.Budget` per submission (``limits.submission_timeout_s``),
+fresh worker. A reply that breaks the protocol (malformed, over a bound) kills the worker too, and
+the function whose call it answered is not called again in the grading: only a tampered worker
+sends one (`protocol.encode_reply` refuses in the worker whatever this side would), and each
+could cost this side another refused reply and another start. One
+`grader.sandbox.budget.Budget` per submission (``limits.submission_timeout_s``),
 shared by its three workers, bounds everything: a request's deadline is the sooner of its own
 timeout and what is left; once spent, requests answer ``WorkerTimeout`` at once.
 """
@@ -268,11 +272,16 @@ class _Worker:
                 return trusted_error(WORKER_CRASHED, memlimit.kill_message(self.limits.memory_mb))
             if exc.kind == WORKER_CRASHED:
                 code = self._kill()
-                if not exc.exited:
-                    code = None  # a protocol violation: say what it was, not how it ended
+                if not exc.exited:  # a protocol violation: say what it was, not how it ended
+                    self._broke_protocol(req, exc.message)
+                    return trusted_error(WORKER_CRASHED, exc.message)
                 return trusted_error(WORKER_CRASHED, self._crash_message(code, exc.message))
             self._kill()
             return trusted_error(exc.kind, exc.message)
+
+    def _broke_protocol(self, req: dict, message: str) -> None:
+        """The reply to `req` broke the protocol (what `message` says), which only a tampered
+        worker does (`protocol.encode_reply` never sends what this side refuses)."""
 
     def _exchange(self, req: dict, deadline: float) -> dict:
         proc = self._proc
@@ -296,6 +305,7 @@ class NotebookWorker(_Worker):
         self._graded_text: dict[str, str] = {}
         self._source_maps: dict[str, SourceMap] = {}
         self._load_failed: dict[str, dict] = {}
+        self._barred: dict[tuple[str, str], str] = {}
 
     def _notebooks(self) -> dict[str, Path]:
         return self.notebooks
@@ -311,6 +321,8 @@ class NotebookWorker(_Worker):
         if assignment in self._load_failed:
             err = self._load_failed[assignment]["error"]
             return trusted_error(err["type"], f"not run: {err['message']}")
+        if (barred := self._barred.get((assignment, str(req.get("name"))))) is not None:
+            return trusted_error(WORKER_CRASHED, barred)
         if self.budget.left <= 0:
             return self.budget.spent_reply()
         # read before the budget's clock starts: the student's time is the worker's
@@ -337,6 +349,17 @@ class NotebookWorker(_Worker):
                 if req.get("op") == "load":
                     return reply
             return self._timed(req, timeout, what, budget_end)
+
+    def _broke_protocol(self, req: dict, message: str) -> None:
+        """A function whose call broke the protocol is not called again in this grading: each
+        call could make this side read and refuse another reply (24 MB of them, in the corpus)
+        and start the worker again, and a tampered harness earns nothing."""
+        name = req.get("name")
+        if isinstance(name, str) and name and isinstance(req.get("assignment"), str):
+            self._barred[(req["assignment"], name)] = (
+                f"{name} is not called again in this grading: a call of it broke the grader's "
+                f"protocol ({message})"
+            )
 
     def _cells(self, assignment: str) -> list[GradedCell] | None:
         """The graded cells for the load request, read here (pairing already parsed the file, so

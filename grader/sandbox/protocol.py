@@ -129,20 +129,37 @@ def trusted_error(kind: str, message: str) -> dict:
 
 
 def encode_reply(reply: dict, function: str = "") -> bytes:
-    """Encode a harness reply, turning a non-plain result into an error reply.
+    """Encode a harness reply, turning a result that cannot travel into an error reply.
 
-    Calls ``wire.encode`` through the module at each call, as everything in the worker does:
-    student code can patch it there, and the trusted side's checks are what bound the result.
+    Every bound the trusted side checks on a reply (the header's, and the frame's
+    MAX_REPLY_BYTES) is checked here first, so an honest worker never sends a reply the trusted
+    side refuses: a refused reply means the harness was tampered with (see
+    `grader.sandbox.backend`, which then stops calling that function). Calls ``wire.encode``
+    through the module at each call, as everything in the worker does: student code can patch
+    it there, and the trusted side's checks are what bound the result.
     """
     try:
-        return wire.encode(reply)
+        data = wire.encode(reply)
     except wire.NotPlainData as exc:
         return wire.encode(not_plain(exc, function))
+    if len(data) > MAX_REPLY_BYTES:
+        return wire.encode(
+            not_plain(
+                wire.OverTheLimit(
+                    f"a reply of {len(data) / 1e6:.0f} MB, over the {MAX_REPLY_BYTES >> 20} MiB a "
+                    "reply may carry"
+                ),
+                function,
+            )
+        )
+    return data
 
 
 def not_plain(exc: Exception, function: str = "") -> dict:
     """The error reply for a result that `wire` cannot carry."""
     what = f"{function} returned" if function else "the result was"
+    if isinstance(exc, wire.OverTheLimit):
+        return error(NOT_PLAIN_DATA, f"{what} more than the grader carries back: {exc}")
     return error(
         NOT_PLAIN_DATA,
         f"{what} something that is not plain data ({exc}); return numbers, "

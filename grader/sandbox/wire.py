@@ -37,6 +37,28 @@ class NotPlainData(SubmissionError, TypeError):
     """A value that is not plain data (or a malformed message) tried to cross the boundary."""
 
 
+class OverTheLimit(NotPlainData):
+    """Plain data, but more of it than a message's header may carry (`MAX_HEADER_BYTES`,
+    `MAX_VALUES`). `encode` refuses it as `decode` does, so that an honest sender never sends
+    what the receiver must refuse: a refused message then means a tampered sender."""
+
+
+def _check_header_size(size: int) -> None:
+    if size > MAX_HEADER_BYTES:
+        raise OverTheLimit(
+            f"the value is {size / 1e6:.0f} MB of lists, dicts and scalars, over the "
+            f"{MAX_HEADER_BYTES >> 20} MiB limit; return bulk data as a numpy array"
+        )
+
+
+def _check_header_values(header: bytes) -> None:
+    if count_values(header, MAX_VALUES) > MAX_VALUES:
+        raise OverTheLimit(
+            f"the value holds more than {MAX_VALUES:,} lists, dicts and scalars (the "
+            "limit); return bulk data as a numpy array"
+        )
+
+
 def describe(value: Any) -> str:
     """A short, safe description of a value for feedback (never calls its repr)."""
     t = type(value)
@@ -108,12 +130,15 @@ def _scalar_from(node: dict, buffers: list[memoryview], depth: int) -> np.generi
 
 
 def encode(value: Any) -> bytes:
-    """Serialise plain data; raises NotPlainData for anything else."""
+    """Serialise plain data; raises NotPlainData for anything else, OverTheLimit for a header
+    `decode` would refuse."""
     buffers: list[bytes] = []
     tree = _to_tree(value, buffers, 0)
     header = json.dumps(
         {"value": tree, "buffers": [len(b) for b in buffers]}, allow_nan=False
     ).encode()
+    _check_header_size(len(header))
+    _check_header_values(header)
     out = b"".join([MAGIC, struct.pack(">I", len(header)), header, *buffers])
     if len(out) > MAX_MESSAGE_BYTES:
         raise NotPlainData(f"message of {len(out)} bytes exceeds {MAX_MESSAGE_BYTES}")
@@ -185,18 +210,10 @@ def decode(data: bytes | bytearray, deadline: float | None = None) -> Any:
     (hlen,) = struct.unpack(">I", view[4:8])
     if 8 + hlen > len(view):
         raise NotPlainData("truncated message")
-    if hlen > MAX_HEADER_BYTES:
-        raise NotPlainData(
-            f"the value is {hlen / 1e6:.0f} MB of lists, dicts and scalars, over the "
-            f"{MAX_HEADER_BYTES >> 20} MiB limit; return bulk data as a numpy array"
-        )
+    _check_header_size(hlen)
     raw = bytes(view[8 : 8 + hlen])
     _in_time(deadline)
-    if count_values(raw, MAX_VALUES) > MAX_VALUES:
-        raise NotPlainData(
-            f"the value holds more than {MAX_VALUES:,} lists, dicts and scalars (the "
-            "limit); return bulk data as a numpy array"
-        )
+    _check_header_values(raw)
     _in_time(deadline)
     try:
         header = json.loads(raw)

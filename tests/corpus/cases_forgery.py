@@ -396,5 +396,7 @@ CASES: list[Case] = [
     Case("reply_70_dimensions", "save_metric('', ...) answers with a reply whose header names a "
          "70-dimensional array (numpy refuses it in the trusted process) instead of raising",
          with_source(M9, _dims_70),
-         Expect(M9, [Rule(r"\[save_metric\(path, key=''", BROKEN, ("malformed reply",))])),
+         # the first call that broke the protocol names the reply; save_metric is not called again
+         Expect(M9, [Rule(r"\[save_metric\(path, key=''", BROKEN, ("malformed reply",)),
+                     Rule(_fn("save_metric"), OK + BROKEN, ("not called again",))])),
 ]

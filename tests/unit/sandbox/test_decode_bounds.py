@@ -11,8 +11,14 @@ import pytest
 from grader.sandbox import wire
 
 
+def _message(value: bytes) -> bytes:
+    """A message as a tampered sender writes it, past `wire.encode`'s own checks."""
+    header = b'{"value": ' + value + b', "buffers": []}'
+    return wire.MAGIC + struct.pack(">I", len(header)) + header
+
+
 def test_many_small_objects_refused_before_parsing():
-    msg = wire.encode([[] for _ in range(3_000_000)])
+    msg = _message(b"[" + b"[]," * 3_000_000 + b"[]]")
     start = time.perf_counter()
     with pytest.raises(wire.NotPlainData, match="numpy array"):
         wire.decode(msg)
@@ -34,9 +40,20 @@ def test_arrays_are_not_counted():
 
 
 def test_header_over_the_byte_limit(monkeypatch):
+    msg = wire.encode("x" * 2000)
     monkeypatch.setattr(wire, "MAX_HEADER_BYTES", 1000)
     with pytest.raises(wire.NotPlainData, match="MiB limit"):
-        wire.decode(wire.encode("x" * 2000))
+        wire.decode(msg)
+
+
+def test_the_encoder_refuses_what_the_decoder_would(monkeypatch):
+    """An honest sender never sends a header the receiver refuses: a refusal means tampering."""
+    with pytest.raises(wire.OverTheLimit, match="more than 2,000,000"):
+        wire.encode([[] for _ in range(3_000_000)])
+    monkeypatch.setattr(wire, "MAX_HEADER_BYTES", 1000)
+    with pytest.raises(wire.OverTheLimit, match="MiB limit"):
+        wire.encode("x" * 2000)
+    assert wire.decode(wire.encode("x" * 900)) == "x" * 900
 
 
 def test_decoding_counts_against_the_deadline():

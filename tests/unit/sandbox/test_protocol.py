@@ -177,6 +177,24 @@ def test_a_non_plain_result_becomes_an_error_reply():
     assert reply["error"]["message"].startswith("f returned something that is not plain data")
 
 
+def test_a_reply_over_the_frame_limit_becomes_an_error_reply_the_trusted_side_accepts(
+    monkeypatch,
+):
+    """The worker checks the trusted side's frame limit first, so an honest worker never sends
+    a frame that `channel.exchange` refuses (which would bar the function)."""
+    monkeypatch.setattr(protocol, "MAX_REPLY_BYTES", 1 << 20)
+    data = protocol.encode_reply({"ok": np.zeros(1 << 18, dtype=np.float64)}, "f")
+    assert len(data) <= protocol.MAX_REPLY_BYTES
+    err = wire.decode(data)["error"]
+    assert err["type"] == protocol.NOT_PLAIN_DATA
+    assert err["message"] == (
+        "f returned more than the grader carries back: a reply of 2 MB, over the 1 MiB a "
+        "reply may carry"
+    )
+    small = protocol.encode_reply({"ok": np.zeros(1000)}, "f")
+    assert wire.decode(small)["ok"].shape == (1000,)
+
+
 def test_the_infrastructure_kinds_are_the_ones_the_facade_honours():
     assert set(errors._INFRASTRUCTURE) == protocol.INFRASTRUCTURE
 

@@ -152,6 +152,10 @@ def forge_reply():
     return 1
 
 
+def empty_lists(n):
+    return [[] for _ in range(n)]
+
+
 def spawn(n):
     count = 0
     for _ in range(n):
@@ -562,10 +566,26 @@ def test_memory_bomb_is_an_error_and_grader_survives(student, backend):
     assert student.add(5, 5) == 10
 
 
-def test_forged_reply_is_a_crash_not_trusted(student):
+def test_forged_reply_is_a_crash_not_trusted(student, backend):
     with pytest.raises(WorkerCrashed, match="limit|malformed|wrong shape"):
         student.forge_reply()
     assert student.add(1, 2) == 3
+    # A function that broke the protocol is not called again: no worker start, no reply read.
+    starts = backend.starts
+    with pytest.raises(WorkerCrashed, match="forge_reply is not called again.*broke the grader"):
+        student.forge_reply()
+    assert backend.starts == starts
+    assert student.add(2, 2) == 4
+
+
+def test_a_value_over_the_header_limits_is_refused_in_the_worker_and_not_barred(student, backend):
+    """An honest worker refuses what the trusted side would (wire.OverTheLimit), as an error
+    reply: no protocol violation, so the function is still called with a smaller input."""
+    starts = backend.starts
+    with pytest.raises(NotPlainResult, match="empty_lists returned more than the grader carries"):
+        student.empty_lists(wire.MAX_VALUES + 1)
+    assert student.empty_lists(3) == [[], [], []]
+    assert backend.starts == starts
 
 
 def test_processes_are_bounded_and_killed(student, backend):
