@@ -48,8 +48,10 @@ def test_header_over_the_byte_limit(monkeypatch):
 
 def test_the_encoder_refuses_what_the_decoder_would(monkeypatch):
     """An honest sender never sends a header the receiver refuses: a refusal means tampering."""
-    with pytest.raises(wire.OverTheLimit, match="more than 2,000,000"):
-        wire.encode([[] for _ in range(3_000_000)])
+    monkeypatch.setattr(wire, "MAX_VALUES", 1000)
+    with pytest.raises(wire.OverTheLimit, match="more than 1,000 lists"):
+        wire.encode([[] for _ in range(1001)])
+    assert wire.decode(wire.encode([[] for _ in range(400)])) == [[]] * 400
     monkeypatch.setattr(wire, "MAX_HEADER_BYTES", 1000)
     with pytest.raises(wire.OverTheLimit, match="MiB limit"):
         wire.encode("x" * 2000)
