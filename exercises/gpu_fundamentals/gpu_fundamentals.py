@@ -123,7 +123,7 @@ def _colab_install(numba_cuda="0.30.4"):
 
 _colab_install()
 
-# %% deletable=false editable=false nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false, "checksum": "026c9322fdb177d8e4065d52f89b6550", "cell_type": "code"}
+# %% deletable=false editable=false nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false, "checksum": "55377345c8901fbcde8e3f7d96a2d72a", "cell_type": "code"}
 # Setup. Decide GPU or simulator BEFORE numba is imported: Numba reads NUMBA_ENABLE_CUDASIM once,
 # at import time. GRADER_DEVICE=cpu|gpu overrides the detection.
 import math
@@ -239,6 +239,8 @@ def _gpu_present() -> bool:
 if not _gpu_present():
     os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
+# %% deletable=false editable=false nbgrader={"grade": false, "grade_id": "numba_setup", "locked": true, "schema_version": 3, "solution": false, "task": false, "checksum": "9f7834d577ea2a29a2114f7b89b5e0b1", "cell_type": "code"}
+# Numba, imported now that the cell above has chosen the GPU or the simulator.
 import numba
 from numba import config as numba_config
 from numba import cuda

@@ -6,6 +6,7 @@ is data, and the verdicts are the suites' asserts here.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import platform
@@ -13,7 +14,7 @@ import re
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from datetime import datetime
 from pathlib import Path
@@ -27,7 +28,7 @@ from grader.core.late import late_penalty
 from grader.core.preflight import gpu_preflight
 from grader.core.results import AssignmentResult, Environment, GradeResult
 from grader.grading.intake import prepare
-from grader.sandbox import WorkerBackend, protocol
+from grader.sandbox import Budget, KernelWorkers, WorkerBackend, kernel_workers, protocol
 from grader.sandbox.isolation import Decision, decide
 from grader.suites.runner import run_assignment, suite_dirs
 from grader.suites.student import Backend, InProcessBackend
@@ -56,13 +57,18 @@ class GradingBackend:
         self.refusal: compiler.PtxCompilerMissing | None = None
 
     def warm(
-        self, assignments: list[str], ptx_assignments: list[str], compiler_timeout: float = 0.0
+        self,
+        assignments: list[str],
+        ptx_assignments: list[str],
+        compiler_timeout: float = 0.0,
+        early: EarlyKernels | None = None,
     ) -> None:
         """Start the sandboxed workers and run the notebooks in the background while this
         process imports pytest and collects the suites. The worker and its PTX sibling warm up
         in threads of their own: a call waits only for the worker, a kernel for both. With a
         `compiler_timeout`, the PTX thread then runs the compile probe (`check_compiler`), so
-        every kernel request, which waits for that thread, comes after the probe."""
+        every kernel request, which waits for that thread, comes after the probe. `early`: the
+        kernel workers are already starting there; the PTX thread waits for them instead."""
         warm = getattr(self.inner, "warm", None)
         if warm is None:
             return
@@ -70,12 +76,16 @@ class GradingBackend:
         ptx = [a for a in ptx_assignments if a in ok]
 
         def warm_kernels() -> None:
-            warm([], ptx)
-            if compiler_timeout > 0:
-                self.check_compiler(compiler_timeout)
+            if early is not None:
+                early.started.join()
+            if ptx:
+                warm([], ptx)  # starts nothing that `early` started
+                if compiler_timeout > 0:
+                    self.check_compiler(compiler_timeout)
 
         self._warming = [threading.Thread(target=warm, args=(ok, []), daemon=True)]
-        self._warming_ptx = [threading.Thread(target=warm_kernels, daemon=True)] if ptx else []
+        kernels = ptx or early is not None  # a kernel request also waits for `early`'s start
+        self._warming_ptx = [threading.Thread(target=warm_kernels, daemon=True)] if kernels else []
         for t in self._warming + self._warming_ptx:
             t.start()
 
@@ -209,6 +219,52 @@ def apply_late_policy(result: AssignmentResult, course: Course, submitted: datet
     result.score, _ = points.after_penalty(result.raw_score, fraction)
 
 
+class EarlyKernels:
+    """The kernel workers, started as soon as the isolation decision is in, while intake reads
+    the submission: they load no notebook, on a scratch directory of their own
+    (`grader.sandbox.kernel_workers`), so nothing they need waits for intake. `workers` is set
+    (made, not yet started) before `made` is; None when the decision refused, which the
+    grading raises itself. A `WorkerBackend` takes them with `budget` and the same decision."""
+
+    def __init__(
+        self, workdir: Path, course: Course, gpu: bool, decided: Callable[[], Decision | None]
+    ) -> None:
+        self.budget = Budget(course.limits.submission_timeout_s)
+        self.workers: KernelWorkers | None = None
+        self.made = threading.Event()
+        self.started = threading.Thread(
+            target=self._run, args=(workdir, course, gpu, decided), name="kernels", daemon=True
+        )
+        self.started.start()
+
+    def _run(
+        self, workdir: Path, course: Course, gpu: bool, decided: Callable[[], Decision | None]
+    ) -> None:
+        try:
+            decision = decided()
+            if decision is None:
+                return
+            # the same sandbox as the backend's own kernel workers would get, on another folder
+            self.workers = kernel_workers(workdir, course.limits, decision, self.budget, gpu=gpu)
+        except BaseException:  # noqa: BLE001 - the grading raises a refusal itself; otherwise
+            return  # the backend makes its own kernel workers, as without this
+        finally:
+            self.made.set()
+        self.workers.start()
+
+    def for_backend(self, decision: Decision | None) -> KernelWorkers | None:
+        """The workers, when they are under `decision` (the grading's); else None."""
+        self.made.wait()
+        if self.workers is not None and self.workers.shared.decision is decision:
+            return self.workers
+        return None
+
+    def close(self) -> None:
+        self.started.join()
+        if self.workers is not None:
+            self.workers.close()
+
+
 def _decide_in_background(allow_incomplete: bool) -> Future[Decision]:
     """`decide` in a thread: its probe is a sandboxed process of its own (0.2-0.4 s)."""
     future: Future[Decision] = Future()
@@ -258,7 +314,8 @@ def grade_submission(
     deciding = (
         _decide_in_background(allow_incomplete_isolation) if sandbox and decision is None else None
     )
-    with tempfile.TemporaryDirectory(prefix="grade-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="grade-") as scratch, contextlib.ExitStack() as stack:
+        early: EarlyKernels | None = None
         try:
             course = course or load_course(root)
             root = course.root
@@ -268,6 +325,11 @@ def grade_submission(
             gpu = device.has_gpu()
             # before any student code runs: a broken GPU stops the grading (InfrastructureError)
             check = gpu_preflight() if sandbox and gpu else None
+            if sandbox and any(_compiles_ptx(root, a) for a in ids):
+                given = decision
+                decided = deciding.result if deciding is not None else lambda: given
+                early = EarlyKernels(Path(scratch) / "kernels", course, gpu, decided)
+                stack.callback(early.close)
             work = Path(scratch) / "work"
             intake = prepare(Path(submission), work, course, root / "exercises")
         finally:  # the decision first: a refusal (IsolationRefused) replaces any other failure
@@ -276,12 +338,15 @@ def grade_submission(
         decision = decision if sandbox else None
         inner: Backend
         if sandbox:
+            kernels = early.for_backend(decision) if early is not None else None
             inner = WorkerBackend(
                 work,
                 intake.notebooks,
                 course.limits,
                 gpu=gpu,
                 decision=decision,
+                budget=early.budget if kernels is not None and early is not None else None,
+                kernels=kernels,
             )
         else:
             inner = InProcessBackend(intake.notebooks)
@@ -293,7 +358,7 @@ def grade_submission(
         backend = GradingBackend(inner, errors)
         ptx = [a for a in ids if a not in errors and _compiles_ptx(root, a)]
         if sandbox:  # the compile probe runs in the warm-up, before any graded kernel
-            backend.warm(ids, ptx, compiler_timeout=course.limits.kernel_timeout_s)
+            backend.warm(ids, ptx, course.limits.kernel_timeout_s, early)
         results = []
         warnings = list(intake.warnings)
         try:

@@ -17,14 +17,26 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from grader.sandbox.backend import WorkerBackend
+    from grader.sandbox.backend import KernelWorkers, WorkerBackend, kernel_workers
+    from grader.sandbox.budget import Budget
     from grader.sandbox.isolation import ALL_LAYERS, isolation_available
     from grader.sandbox.procs import describe_exit
 
-__all__ = ["ALL_LAYERS", "WorkerBackend", "describe_exit", "isolation_available"]
+__all__ = [
+    "ALL_LAYERS",
+    "Budget",
+    "KernelWorkers",
+    "WorkerBackend",
+    "describe_exit",
+    "isolation_available",
+    "kernel_workers",
+]
 
 _HOMES = {
     "ALL_LAYERS": "grader.sandbox.isolation",
+    "Budget": "grader.sandbox.budget",
+    "KernelWorkers": "grader.sandbox.backend",
+    "kernel_workers": "grader.sandbox.backend",
     "WorkerBackend": "grader.sandbox.backend",
     "describe_exit": "grader.sandbox.procs",
     "isolation_available": "grader.sandbox.isolation",

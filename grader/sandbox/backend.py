@@ -136,6 +136,11 @@ class _Worker:
                 os.close(self._scratch_fd)
             self._scratch_fd = None
 
+    @property
+    def running(self) -> bool:
+        """Whether a worker process was started and not since stopped."""
+        return self._proc is not None
+
     def output_tail(self) -> str:
         """The last bytes the worker printed (stdout and stderr), for diagnostics."""
         return self._tail.text()
@@ -451,10 +456,66 @@ class KernelWorker(_Worker):
         self._serve({"op": "ping"}, STARTUP_ALLOWANCE_S, "starting a kernel worker", budget_end)
 
 
+class KernelWorkers:
+    """A submission's two kernel workers (`KernelWorker`, each made on first use) over one
+    `Shared`: the notebook worker's, or, with `kernel_workers`, a scratch directory of their own,
+    which holds nothing of the submission, so that they can start before intake has read it."""
+
+    def __init__(self, shared: Shared):
+        self.shared = shared
+        self._workers: dict[str, KernelWorker] = {}
+
+    def get(self, target: str) -> KernelWorker:
+        """The kernel worker of `target`, made (not started) on first use."""
+        if target not in self._workers:
+            self._workers[target] = KernelWorker(self.shared, target)
+        return self._workers[target]
+
+    def start(self) -> None:
+        """Start both at once (each is an interpreter importing numba): their wall time is
+        charged to the budget once. Failures are kept for the first request to report."""
+        budget = self.shared.budget
+        if budget.left <= 0 or all(self.get(t).running for t in KERNEL_TARGETS):
+            return
+        budget_end = budget.deadline()
+        starts = [
+            threading.Thread(target=self.get(t).start, args=(budget_end,), daemon=True)
+            for t in KERNEL_TARGETS
+        ]
+        with budget.charge():
+            for s in starts:
+                s.start()
+            for s in starts:
+                s.join()
+
+    def close(self) -> None:
+        for worker in self._workers.values():
+            worker.close()
+
+
+def kernel_workers(
+    workdir: Path,
+    limits: Limits,
+    decision: Decision,
+    budget: Budget,
+    gpu: bool = False,
+    course_root: Path | None = None,
+) -> KernelWorkers:
+    """Kernel workers on `workdir`, an empty directory of their own, under the grading's
+    `decision` and the submission's `budget` (hand both to the `WorkerBackend` too)."""
+    workdir = Path(workdir).resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    prepare_workdir(workdir)
+    root = Path(course_root).resolve() if course_root is not None else course_root_default()
+    box = sandbox_for(workdir, limits, decision, gpu=gpu, course_root=root)
+    return KernelWorkers(Shared(workdir, limits, gpu, decision, box, budget))
+
+
 class WorkerBackend:
     """The `grader.suites.student.Backend` protocol for one submission: its `NotebookWorker`
-    and its two kernel workers (`KernelWorker`, made on first use), all under one `Decision` and
-    one `Budget`."""
+    and its two kernel workers (`KernelWorkers`), all under one `Decision` and one `Budget`.
+    `kernels` are workers made (and maybe started) earlier by `kernel_workers`, under the same
+    decision and budget: `budget` and `decision` must be theirs."""
 
     def __init__(
         self,
@@ -465,6 +526,8 @@ class WorkerBackend:
         hide: list[Path] | None = None,
         course_root: Path | None = None,
         decision: Decision | None = None,
+        budget: Budget | None = None,
+        kernels: KernelWorkers | None = None,
     ):
         workdir = Path(workdir).resolve()
         notebooks = {k: Path(v).resolve() for k, v in notebooks.items()}
@@ -485,10 +548,14 @@ class WorkerBackend:
             course_root=root,
             hide=tuple(Path(h) for h in hide or ()),
         )
-        self.budget = Budget(limits.submission_timeout_s)
+        self.budget = budget if budget is not None else Budget(limits.submission_timeout_s)
         self._shared = Shared(workdir, limits, gpu, self.decision, box, self.budget)
         self.notebook_worker = NotebookWorker(self._shared, notebooks)
-        self._kernel_workers: dict[str, KernelWorker] = {}
+        if kernels is not None and (
+            kernels.shared.budget is not self.budget or kernels.shared.decision is not self.decision
+        ):
+            raise ValueError("the kernel workers must share the backend's budget and decision")
+        self.kernels = kernels if kernels is not None else KernelWorkers(self._shared)
         self._layers = [x for x in ALL_LAYERS if x in self.decision.probe.layers]
 
     # ---- public protocol
@@ -539,9 +606,7 @@ class WorkerBackend:
 
     def kernel_worker(self, target: str) -> KernelWorker:
         """The kernel worker of `target`, made (not started) on first use."""
-        if target not in self._kernel_workers:
-            self._kernel_workers[target] = KernelWorker(self._shared, target)
-        return self._kernel_workers[target]
+        return self.kernels.get(target)
 
     def warm(self, assignments: list[str], ptx_assignments: Sequence[str] = ()) -> None:
         """Start the notebook worker and run these notebooks now, and start both kernel workers
@@ -555,25 +620,11 @@ class WorkerBackend:
         for a in assignments:
             if a in notebooks.notebooks and not notebooks.loaded(a):
                 notebooks.request({"assignment": a, "op": "load"}, timeout)
-        if any(a in notebooks.notebooks for a in ptx_assignments) and self.budget.left > 0:
-            # Both kernel workers start at once (each is an interpreter importing numba): their
-            # wall time is charged once.
-            budget_end = self.budget.deadline()
-            starts = [
-                threading.Thread(
-                    target=self.kernel_worker(t).start, args=(budget_end,), daemon=True
-                )
-                for t in KERNEL_TARGETS
-            ]
-            with self.budget.charge():
-                for t in starts:
-                    t.start()
-                for t in starts:
-                    t.join()
+        if any(a in notebooks.notebooks for a in ptx_assignments):
+            self.kernels.start()
 
     def close(self) -> None:
-        for worker in self._kernel_workers.values():
-            worker.close()
+        self.kernels.close()
         self.notebook_worker.close()
 
     def __enter__(self) -> WorkerBackend:

@@ -154,6 +154,8 @@ def _gpu_present() -> bool:
 if not _gpu_present():
     os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
+# %% nbgrader={"grade": false, "grade_id": "numba_setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# Numba, imported now that the cell above has chosen the GPU or the simulator.
 import numba
 from numba import config as numba_config
 from numba import cuda

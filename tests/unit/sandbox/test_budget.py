@@ -99,3 +99,28 @@ def test_the_parallel_kernel_warm_up_charges_its_wall_time_once(backend, monkeyp
     backend.warm([], ["a"])
     assert sorted(started) == ["compile", "run"]
     assert 0.5 <= backend.budget.spent < 0.9  # once, not 1 s for the two
+
+
+def test_kernel_workers_made_before_intake_join_the_backend_on_a_folder_of_their_own(tmp_path):
+    # grading makes them while intake still reads the submission (`grader.grading.grade`)
+    decision = isolation.decide(allow_incomplete=True)
+    budget = Budget(LIMITS.submission_timeout_s)
+    kernels = sandbox_backend.kernel_workers(tmp_path / "kernels", LIMITS, decision, budget)
+    work = tmp_path / "work"
+    (work / "exercises" / "a").mkdir(parents=True)
+    (work / "exercises" / "a" / "a.py").write_text("x = 1\n")
+    notebooks = {"a": work / "exercises/a/a.py"}
+    with pytest.raises(ValueError, match="share the backend's budget and decision"):
+        sandbox_backend.WorkerBackend(work, notebooks, LIMITS, decision=decision, kernels=kernels)
+    b = sandbox_backend.WorkerBackend(
+        work, notebooks, LIMITS, decision=decision, budget=budget, kernels=kernels
+    )
+    try:
+        run = b.kernel_worker("run")
+        assert run is kernels.get("run") and b.kernel_worker("compile") is kernels.get("compile")
+        assert run.budget is b.budget is budget and run.decision is b.decision
+        # nothing of the submission where the kernel workers run, and not inside its folder
+        assert run.workdir == (tmp_path / "kernels").resolve() != b.notebook_worker.workdir
+        assert sorted(p.name for p in run.workdir.iterdir()) == [".sandbox"]
+    finally:
+        b.close()

@@ -8,6 +8,8 @@ in the sandbox, which needs bubblewrap).
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -17,7 +19,7 @@ from factories import ROOT
 
 from grader.core.kernel_source import extract
 from grader.core.notebook import graded_cells, graded_text, read_notebook
-from grader.sandbox.harness import Harness, load_module
+from grader.sandbox.harness import Harness, device_cell, load_module
 
 NOTEBOOK = """\
 # %% [markdown]
@@ -133,6 +135,55 @@ def test_the_reference_still_loads_strictly(tmp_path):
     with pytest.raises(Exception, match="google"):
         load_module(path, "cells_strict_reference")
     sys.modules.pop("cells_strict_reference", None)
+
+
+@pytest.mark.parametrize(
+    ("source", "device"),
+    [
+        ("import numba", True),
+        ("import os, numba.cuda as c", True),
+        ("from numba import cuda", True),
+        ("from numba.cuda import jit", True),
+        ("@cuda.jit\ndef k(a):\n    a[0] = 1", True),
+        ("def wrapper(a):\n    k[1, 32](cuda.to_device(a))", True),
+        ("import numpy as np\ndef f(x):\n    return np.sum(x)", False),
+        ("numbas = 1\ncuda_count = 2\nnote = 'from numba import cuda'", False),
+        ("def broken(:", False),
+    ],
+)
+def test_a_device_cell_imports_numba_or_names_cuda(source, device):
+    assert device_cell(source) is device
+
+
+def test_the_reference_loads_without_numba_and_names_what_it_left_out():
+    # in a fresh interpreter: this one has imported numba already
+    solution = ROOT / "solutions" / "gpu_fundamentals" / "gpu_fundamentals.py"
+    script = (
+        "import sys\n"
+        "from grader.sandbox.harness import load_module\n"
+        f"ref = load_module({str(solution)!r}, 'r')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'numba'))\n"
+        "print(ref.ridge_point(1e12, 5e11), ref.sectors_per_warp(2))\n"
+        "for name in ('vector_add', 'gpu_vector_add', 'no_such_name'):\n"
+        "    try:\n"
+        "        getattr(ref, name)\n"
+        "    except AttributeError as exc:\n"
+        "        print(exc)\n"
+    )
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.splitlines()[-5:]
+    assert lines[0] == "[]", lines  # no numba module at all
+    assert lines[1] == "2.0 8", lines
+    for name in ("vector_add", "gpu_vector_add"):
+        assert any(
+            ln.startswith(f"{name} is defined in a device cell of gpu_fundamentals.py")
+            for ln in lines
+        )
+    assert lines[-1] == "module 'r' has no attribute 'no_such_name'"
 
 
 @pytest.mark.parametrize(
