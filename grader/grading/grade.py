@@ -33,6 +33,8 @@ from grader.sandbox.isolation import Decision, decide
 from grader.suites.runner import run_assignment, suite_dirs
 from grader.suites.student import Backend, InProcessBackend
 
+COMPILE_OUTPUT_CHARS = 600  # of the compile worker's output in a refusal
+
 
 class GradingBackend:
     """The worker backend as grading uses it.
@@ -94,7 +96,18 @@ class GradingBackend:
         probe = protocol.compile_request(compiler.probe_source(), compiler.PROBE_SIGNATURE, (7, 5))
         reason = compiler.missing_reason(self.inner.kernel(probe, max(timeout, 120.0), "compile"))
         if reason is not None:
-            self.refusal = compiler.refusal(reason)
+            self.refusal = compiler.refusal(reason + self._compile_output())
+
+    def _compile_output(self) -> str:
+        """What the compile worker last printed (why NVVM or numba failed to load, say), for the
+        refusal; no student code has reached that worker before the probe. '' when none."""
+        worker = getattr(self.inner, "kernel_worker", None)
+        if worker is None:
+            return ""
+        text = worker("compile").output_tail()
+        text = "".join(c if c.isprintable() or c == "\n" else "?" for c in text).strip()
+        text = text[-COMPILE_OUTPUT_CHARS:]
+        return f" (the compile worker's last output: {text})" if text else ""
 
     def raise_refusal(self) -> None:
         """Raise `refusal` (`PtxCompilerMissing`) once the probe has run and failed."""

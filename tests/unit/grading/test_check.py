@@ -18,6 +18,7 @@ from grader.core.course import load_course
 from grader.grading.check import check
 from grader.grading.grade import GradingBackend
 from grader.reports.terminal import check_report
+from grader.sandbox import backend as sandbox_backend
 from grader.sandbox import protocol
 from grader.suites.inprocess import ChildWorker, InProcessBackend
 from grader.suites.student import Student, WorkerTimeout
@@ -203,9 +204,16 @@ def test_a_failed_compile_probe_refuses_the_grading_and_runs_no_graded_kernel(
 
     monkeypatch.setattr(grade.GradingBackend, "_kernel", counted)
     monkeypatch.setattr(compiler, "missing_reason", lambda reply: "NVVM missing (the test's)")
+    # what the compile worker printed last goes with the refusal, control characters replaced
+    printed = "x" * 2000 + "libnvvm.so: cannot open \x1b[31mshared object\n"
+    monkeypatch.setattr(sandbox_backend._Worker, "output_tail", lambda self: printed)
     with pytest.raises(compiler.PtxCompilerMissing, match="grading refused") as refused:
         grade.grade_submission(sub, root=root, assignments=[AID], student="s")
-    assert "NVVM missing (the test's)" in str(refused.value.detail)
+    detail = str(refused.value.detail)
+    assert "NVVM missing (the test's)" in detail
+    assert "last output: " in detail and "libnvvm.so: cannot open ?[31mshared object)" in detail
+    assert "x" * (grade.COMPILE_OUTPUT_CHARS - 50) in detail
+    assert "x" * grade.COMPILE_OUTPUT_CHARS not in detail
     assert graded_kernels == []
     monkeypatch.setattr(compiler, "missing_reason", lambda reply: None)
     result = grade.grade_submission(sub, root=root, assignments=[AID], student="s")
