@@ -338,7 +338,8 @@ def grade_submission(
             gpu = device.has_gpu()
             # before any student code runs: a broken GPU stops the grading (InfrastructureError)
             check = gpu_preflight() if sandbox and gpu else None
-            if sandbox and any(_compiles_ptx(root, a) for a in ids):
+            compiles = [a for a in ids if _compiles_ptx(root, a)]
+            if sandbox and compiles:
                 given = decision
                 decided = deciding.result if deciding is not None else lambda: given
                 early = EarlyKernels(Path(scratch) / "kernels", course, gpu, decided)
@@ -352,13 +353,14 @@ def grade_submission(
         inner: Backend
         if sandbox:
             kernels = early.for_backend(decision) if early is not None else None
+            budget = kernels.shared.budget if kernels is not None else None
             inner = WorkerBackend(
                 work,
                 intake.notebooks,
                 course.limits,
                 gpu=gpu,
                 decision=decision,
-                budget=early.budget if kernels is not None and early is not None else None,
+                budget=budget,
                 kernels=kernels,
             )
         else:
@@ -369,7 +371,7 @@ def grade_submission(
             if a not in intake.notebooks
         }
         backend = GradingBackend(inner, errors)
-        ptx = [a for a in ids if a not in errors and _compiles_ptx(root, a)]
+        ptx = [a for a in compiles if a not in errors]
         if sandbox:  # the compile probe runs in the warm-up, before any graded kernel
             backend.warm(ids, ptx, course.limits.kernel_timeout_s, early)
         results = []

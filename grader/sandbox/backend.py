@@ -505,10 +505,23 @@ def kernel_workers(
     `decision` and the submission's `budget` (hand both to the `WorkerBackend` too)."""
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
+    return KernelWorkers(_shared(workdir, limits, decision, budget, gpu, course_root))
+
+
+def _shared(
+    workdir: Path,
+    limits: Limits,
+    decision: Decision,
+    budget: Budget,
+    gpu: bool,
+    course_root: Path | None,
+    hide: tuple[Path, ...] = (),
+) -> Shared:
+    """The sandbox of the workers on `workdir` (resolved), and what they share."""
     prepare_workdir(workdir)
     root = Path(course_root).resolve() if course_root is not None else course_root_default()
-    box = sandbox_for(workdir, limits, decision, gpu=gpu, course_root=root)
-    return KernelWorkers(Shared(workdir, limits, gpu, decision, box, budget))
+    box = sandbox_for(workdir, limits, decision, gpu=gpu, course_root=root, hide=hide)
+    return Shared(workdir, limits, gpu, decision, box, budget)
 
 
 class WorkerBackend:
@@ -538,18 +551,11 @@ class WorkerBackend:
         # The grading's one isolation decision; a backend built alone decides here, and refuses
         # unless every layer holds (only `decide(allow_incomplete=True)` grades without one).
         self.decision = decision if decision is not None else decide()
-        prepare_workdir(workdir)
-        root = Path(course_root).resolve() if course_root is not None else course_root_default()
-        box = sandbox_for(
-            workdir,
-            limits,
-            self.decision,
-            gpu=gpu,
-            course_root=root,
-            hide=tuple(Path(h) for h in hide or ()),
-        )
         self.budget = budget if budget is not None else Budget(limits.submission_timeout_s)
-        self._shared = Shared(workdir, limits, gpu, self.decision, box, self.budget)
+        hidden = tuple(Path(h) for h in hide or ())
+        self._shared = _shared(
+            workdir, limits, self.decision, self.budget, gpu, course_root, hidden
+        )
         self.notebook_worker = NotebookWorker(self._shared, notebooks)
         if kernels is not None and (
             kernels.shared.budget is not self.budget or kernels.shared.decision is not self.decision
