@@ -20,8 +20,10 @@ setup: $(VENV)/.installed
 demo: setup
 	$(BIN)/grader demo --out demo-output
 
+# One worker per core (at most 4), each taking whole test files, so that a file's session fixtures
+# (the corpus's one batch grading) are made once; pytest-xdist. Bare `pytest` runs them in one process.
 test: setup
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n auto --maxprocesses=4 --dist loadfile
 
 lint: setup typecheck deadcode
 	$(BIN)/ruff check .

@@ -38,6 +38,9 @@ REGRADE = ROOT / ".github" / "workflows" / "regrade.yml"
 FAKE_GH = ROOT / "tests" / "unit" / "github" / "fake_gh.py"
 PYENV_ROOT = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
 SHARDS = 3
+# the act runs of tests/slow go one at a time under pytest-xdist (.ci/run's slow run): both use
+# this machine's act cache folders (~/.cache/act)
+pytestmark = pytest.mark.xdist_group("act")
 # the demo class less eve_hangs, whose submission spins until the sandbox's timeout kills it
 STUDENTS = ["ada_reference", "bob_untouched", "cy_partial", "dan_hardcoded"]
 SCORE = re.compile(r"\d+(?:\.\d+)?\s*/\s*\d+")

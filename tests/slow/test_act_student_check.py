@@ -27,6 +27,9 @@ from grader.grading.reference import reference_record
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCK = ROOT / "locks" / "student-py3.12-linux.txt"
+# the act runs of tests/slow go one at a time under pytest-xdist (.ci/run's slow run): both use
+# this machine's act cache folders (~/.cache/act)
+pytestmark = pytest.mark.xdist_group("act")
 PYENV_ROOT = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
 
 

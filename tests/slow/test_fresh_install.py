@@ -38,7 +38,8 @@ ROW = re.compile(r"^(public/\S+)\s+(\S+ / \S+)\s+(passed|failed|error|timeout|sk
 STUB = re.compile(r"^\w+ is still the stub: fill in its body$")
 METRICS_MISSING = "metrics.json not found at the repository root"
 
-pytestmark = pytest.mark.slow
+# one group under pytest-xdist (.ci/run's slow run): the module's installs are made once
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("fresh-install")]
 
 
 def interpreter(version: str) -> str | None:

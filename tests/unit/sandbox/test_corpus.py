@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 import build as corpus  # tests/corpus, on the path by pyproject.toml's pythonpath
+import corpus_times
 import pytest
 from factories import ROOT
 
@@ -97,29 +98,19 @@ def ctx(tmp_path_factory, server, request):
     c = corpus.make_ctx(root, ROOT, server.port)
 
     class Summary:
-        """Registered as a plugin: prints the per-case wall times after the run."""
+        """Registered as a plugin: saves the per-case wall times after the run and shows them
+        (an xdist worker hands them to the controller, which shows them)."""
 
-        def pytest_terminal_summary(self, terminalreporter) -> None:
+        def pytest_sessionfinish(self, session) -> None:
             if not TIMES:
                 return
-            out = ROOT / "tests" / "corpus" / "last_run.json"
-            for path in (out, os.environ.get(OUTCOMES_ENV)):
-                try:
-                    if path:
-                        Path(path).write_text(json.dumps(TIMES, indent=2, sort_keys=True) + "\n")
-                except OSError:
-                    pass
-            tr = terminalreporter
-            tr.section("corpus wall times")
-            tr.write_line(f"{'corpus case':<34}{'wall s':>8}{'bound':>7}  score")
-            for name, row in sorted(TIMES.items(), key=lambda kv: -kv[1]["wall_s"]):
-                tr.write_line(
-                    f"{name:<34}{row['wall_s']:>8.1f}{row['max_s']:>7.0f}  {row.get('score', '')}"
-                )
-            cases = sum(r["wall_s"] for k, r in TIMES.items() if not k.startswith("("))
-            tr.write_line(
-                f"{'total of the cases':<34}{cases:>8.1f}   (also in {out.relative_to(ROOT)})"
-            )
+            corpus_times.save(TIMES, corpus_times.LAST_RUN, os.environ.get(OUTCOMES_ENV))
+            if hasattr(session.config, "workeroutput"):
+                session.config.workeroutput[corpus_times.WORKER_KEY] = json.dumps(TIMES)
+
+        def pytest_terminal_summary(self, terminalreporter) -> None:
+            if TIMES and not hasattr(terminalreporter.config, "workeroutput"):
+                corpus_times.show(terminalreporter, TIMES)
 
     request.config.pluginmanager.register(Summary(), "corpus-summary")
     return c
@@ -685,6 +676,7 @@ def _pytest_as_user(user_world, select: str, wrap: list[str] = ()) -> tuple[int,
     return proc.returncode, proc.stdout + proc.stderr, outcomes
 
 
+@pytest.mark.xdist_group("ordinary-user")  # one useradd at a time (.ci/run's slow run)
 @pytest.mark.slow
 def test_hostile_corpus_as_ordinary_user(user_world):
     """The second pass of CI: the whole hostile corpus graded by an ordinary user, through
@@ -721,10 +713,11 @@ def _skip_reason(case: corpus.Case) -> str:
 
 
 def _last_root_pass() -> dict:
-    p = ROOT / "tests" / "corpus" / "last_run.json"
+    p = corpus_times.LAST_RUN
     return json.loads(p.read_text()) if p.exists() else {}
 
 
+@pytest.mark.xdist_group("ordinary-user")  # one useradd at a time (.ci/run's slow run)
 def test_ordinary_user_without_user_namespaces_is_refused(user_world):
     """A machine that blocks user namespaces for the grading user (here: a user namespace in
     which no further one may be made, which is what bwrap's --disable-userns leaves) makes that
