@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from grader import __version__
-from grader.core import compiler, device, points, sourcemap
+from grader.core import compiler, device, parse_lock, points, sourcemap
 from grader.core.course import Course, load_course
 from grader.core.feedback import EXCERPT_CHARS, clip
 from grader.core.late import late_penalty
@@ -322,6 +322,7 @@ def grade_submission(
     one place.
     """
     started = time.perf_counter()
+    parse_lock.install()  # this grading's threads parse Python at once (CPython 3.11's race)
     # decided once for the grading and handed to every worker it starts; the probe runs while
     # this process loads the course and reads the submission (no student code runs meanwhile)
     deciding = (

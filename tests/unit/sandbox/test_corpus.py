@@ -686,8 +686,8 @@ def test_hostile_corpus_as_ordinary_user(user_world):
     rc, out, outcomes = _pytest_as_user(
         user_world, "test_isolation_complete_or_refused or test_corpus_case"
     )
-    assert rc == 0, out[-6000:]
-    assert "passed" in out and " failed" not in out, out[-3000:]
+    assert rc == 0, _failures(out)
+    assert "passed" in out and " failed" not in out, _failures(out)
     ran = {k for k in outcomes if not k.startswith("(")}
     skipped = {c.name for c in corpus.CASES if c.name not in ran}
     assert ran and all(_skip_reason(corpus.by_name()[n]) for n in skipped), skipped
@@ -698,6 +698,15 @@ def test_hostile_corpus_as_ordinary_user(user_world):
     for name in comparable:
         assert outcomes[name]["score"] == root_pass[name]["score"], name
     assert comparable or not root_pass, "nothing to compare with root's pass"
+
+
+def _failures(out: str, limit: int = 8000) -> str:
+    """The failures of a pytest run's output (its FAILURES section, then its last lines): the
+    corpus's wall-times table comes after them, and the tail alone would show only that."""
+    start = out.find("= FAILURES =")
+    end = out.find("= short test summary info =")
+    section = out[start:end][:limit] if start >= 0 else ""
+    return section + "\n...\n" + out[-1500:]
 
 
 def _deterministic(case: corpus.Case) -> bool:
