@@ -17,11 +17,12 @@ batch, and the server's CPU (its children's included) is counted in the batch's 
 Elsewhere (macOS) each child is a `spawn`: an interpreter of its own that imports what it needs.
 Either way `grade_one` must be picklable: a top-level function or a functools.partial of one.
 
-The child writes nothing but `work_dir/grade.log` and `work_dir/.child-result.json` (the result,
-or the error): `collect` turns that, a timeout, or a death without a result into this student's
-`GradeResult` and whether it is a real grade. Children die with the batch, however it ends
-(`die_with_parent`), and `exit_on_termination` makes SIGTERM and SIGHUP on the batch run its
-cleanup like Ctrl-C does, so no grading outlives a killed run.
+The child writes nothing but `work_dir/grade.log` and `work_dir/.child-result.json` (the result
+or the error, and when it ended): `collect` turns that, a timeout, or a death without a result
+into this student's `Collected`: its `GradeResult`, whether it is a real grade, and the grading's
+seconds, from its start to the child's own end (not to when the batch got round to it). Children
+die with the batch, however it ends (`die_with_parent`), and `exit_on_termination` makes SIGTERM
+and SIGHUP on the batch run its cleanup like Ctrl-C does, so no grading outlives a killed run.
 """
 
 from __future__ import annotations
@@ -123,6 +124,7 @@ def run_child(
             "traceback": traceback.format_exc()[-8000:],
         }
         traceback.print_exc()
+    payload["ended"] = time.monotonic()  # the clock of `Running.started`
     tmp = work / (CHILD_RESULT + ".tmp")
     tmp.write_text(json.dumps(payload, allow_nan=False), encoding="utf-8")
     os.replace(tmp, work / CHILD_RESULT)
@@ -166,12 +168,25 @@ def _watch_pidfd(pidfd: int) -> None:
 
 @dataclass
 class Running:
-    """A started child: whose grading it is and since when."""
+    """A started child: whose grading it is and since when (`time.monotonic()`, a clock that
+    the children share with the batch: CLOCK_MONOTONIC on Linux, mach time on macOS)."""
 
     student: str
     process: Any
     started: float
     digest: str
+
+
+@dataclass
+class Collected:
+    """What a child left: this student's result, whether it is a real grade, and the seconds
+    from the child's start to its end (its own record of when it ended, so that the time the
+    batch spent committing other students before it got to this one does not count; the
+    batch's own clock where the child left no record: a timeout, a death)."""
+
+    result: GradeResult
+    ok: bool
+    seconds: float
 
 
 def error_result(student: str, course: Course, message: str, digest: str = "") -> GradeResult:
@@ -214,10 +229,12 @@ def exit_on_termination() -> Callable[[], None]:
 
 
 def collect(
-    job: Running, work: Path, course: Course, timed_out: bool, timeout: float
-) -> tuple[GradeResult, bool]:
-    """The child's result and True, or this student's error result and False."""
+    job: Running, work: Path, course: Course, timed_out: bool, timeout: float, now: float
+) -> Collected:
+    """The child's result (a real grade), or this student's error result; `now` is when the
+    batch saw the child end (`time.monotonic()`)."""
     path = work / CHILD_RESULT
+    seconds = now - job.started
     if timed_out:
         msg = f"grading timed out after {timeout:.0f} s and was killed"
     else:
@@ -228,14 +245,17 @@ def collect(
             how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
             msg = f"the grading process died ({how}) without a result; see grade.log"
         else:
+            ended = payload.get("ended")
+            if isinstance(ended, float) and job.started <= ended <= now:
+                seconds = ended - job.started
             if "result" in payload:
                 try:
                     validate(payload["result"])
                     path.unlink(missing_ok=True)
-                    return GradeResult.from_dict(payload["result"]), True
+                    return Collected(GradeResult.from_dict(payload["result"]), True, seconds)
                 except Exception as exc:  # off-schema: this submission's error row
                     msg = f"invalid result: {exc}"
             else:
                 msg = str(payload.get("error", "unknown error"))
     path.unlink(missing_ok=True)
-    return error_result(job.student, course, msg, job.digest), False
+    return Collected(error_result(job.student, course, msg, job.digest), False, seconds)

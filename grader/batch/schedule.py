@@ -33,6 +33,7 @@ from typing import IO, Any
 from grader.batch.audit import audit
 from grader.batch.children import (
     CHILD_RESULT,
+    Collected,
     GradeOne,
     Running,
     cause,
@@ -288,7 +289,7 @@ class _Run:
             daemon=False,
         )
         p.start()
-        return Running(student, p, time.perf_counter(), digest)
+        return Running(student, p, time.monotonic(), digest)
 
     def close(self, started: float, summary: IO[str]) -> BatchOutcome:
         """Compact the state file, export grades.csv, audit the points, print the summary."""
@@ -355,19 +356,27 @@ def _grade_children(
     run: _Run, todo: list[tuple[str, str]], grade_one: GradeOne, jobs: int, timeout: float
 ) -> None:
     """Grade `todo` in child processes (`grader.batch.children.context`), `jobs` at a time, each
-    killed after `timeout` s and committed by `run.finish` as it ends; interrupted, no child
-    outlives the run."""
+    killed after `timeout` s. The children that ended are collected, their slots given to the
+    next students, and only then committed by `run.finish` (reports, gradebook row, state
+    line): a slow commit keeps no slot idle. Interrupted, no child outlives the run."""
     queue = list(todo)
     running: dict[Any, Running] = {}
     restore = exit_on_termination()
     with children_context() as ctx:
+
+        def fill() -> None:
+            while queue and len(running) < jobs:
+                student, digest = queue.pop(0)
+                job = run.start(ctx, grade_one, student, digest)
+                running[job.process.sentinel] = job
+
         try:
             while queue or running:
-                while queue and len(running) < jobs:
-                    student, digest = queue.pop(0)
-                    job = run.start(ctx, grade_one, student, digest)
-                    running[job.process.sentinel] = job
-                _reap(run, running, wait(list(running), timeout=0.5), timeout)
+                fill()
+                ended = _ended(run, running, wait(list(running), timeout=0.5), timeout)
+                fill()
+                for job, got in ended:
+                    run.finish(job.student, job.digest, got.result, got.seconds, got.ok)
         finally:
             for job in running.values():  # interrupted: leave no orphan graders behind
                 job.process.kill()
@@ -375,9 +384,13 @@ def _grade_children(
             restore()
 
 
-def _reap(run: _Run, running: dict[Any, Running], ready: list[Any], timeout: float) -> None:
-    """Commit every child that ended, and kill (then commit) every one past `timeout`."""
-    now = time.perf_counter()
+def _ended(
+    run: _Run, running: dict[Any, Running], ready: list[Any], timeout: float
+) -> list[tuple[Running, Collected]]:
+    """Collect every child that ended, and kill (then collect) every one past `timeout`; each
+    leaves `running`."""
+    now = time.monotonic()
+    ended = []
     for key in list(running):
         job = running[key]
         timed_out = key not in ready and now - job.started > timeout
@@ -387,8 +400,9 @@ def _reap(run: _Run, running: dict[Any, Running], ready: list[Any], timeout: flo
             job.process.kill()
         job.process.join()
         del running[key]
-        result, ok = collect(job, run.out / job.student, run.course, timed_out, timeout)
-        run.finish(job.student, job.digest, result, now - job.started, ok)
+        work = run.out / job.student
+        ended.append((job, collect(job, work, run.course, timed_out, timeout, now)))
+    return ended
 
 
 def grade_all(

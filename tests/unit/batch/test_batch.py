@@ -612,3 +612,62 @@ def test_children_come_from_a_preloaded_fork_server_that_ends_with_its_batch(tmp
         assert run["servers_after"] == [], "the fork server outlived its batch"
         parents.append(run["seen"][0]["parent"])
     assert parents[0] != parents[1]  # each batch started its own
+
+
+# The first student's commit (its reports) is slow: 3 s. s01 grades for 0.8 s, so it ends while
+# that commit runs; s02 and s03 wait for a slot.
+SLOW_COMMIT_DRIVER = textwrap.dedent(
+    """
+    import json, os, sys, time
+    from pathlib import Path
+    from grader.batch import schedule
+    from grader.core.results import AssignmentResult, Environment, GradeResult, TestResult
+
+    COMMIT_S, GRADE_S = 3.0, {"s01": 0.8}
+
+    def grade(submission, student, work):
+        with open(os.environ["CALLS"], "a") as fh:
+            fh.write(json.dumps({"student": student, "started": time.monotonic()}) + "\\n")
+        time.sleep(GRADE_S.get(student, 0.1))
+        a = AssignmentResult("gpu_fundamentals", 4, 4, raw_score=4,
+                             tests=[TestResult("test_a", 4, 4, "passed", "fb")])
+        return GradeResult(student, 4, 4, Environment("cpu", True), [a])
+
+    real = schedule.write_reports
+
+    def slow_reports(result, *args, **kwargs):
+        if result.student == "s00":
+            time.sleep(COMMIT_S)
+            print(json.dumps({"committed": time.monotonic()}))
+        return real(result, *args, **kwargs)
+
+    if __name__ == "__main__":
+        from grader.core.course import load_course
+        schedule.write_reports = slow_reports
+        schedule.grade_all(Path(sys.argv[1]), Path(sys.argv[2]), jobs=2, grade_one=grade,
+                           course=load_course(os.environ["COURSE_ROOT"]),
+                           summary=open(os.devnull, "w"))
+    """
+)
+
+
+def test_a_slow_commit_neither_idles_a_slot_nor_counts_in_another_students_seconds(tmp_path):
+    """The batch commits a student (reports, gradebook row, state line) after it has given the
+    freed slots to the next students, and each student's seconds end when its own child ended."""
+    subs, driver = make_class(tmp_path, ["s00", "s01", "s02", "s03"])
+    driver.write_text(SLOW_COMMIT_DRIVER)
+    out = tmp_path / "out"
+    res = run_driver(tmp_path, driver, subs, out)
+    assert res.returncode == 0, res.stderr
+    committed = json.loads(res.stdout.splitlines()[-1])["committed"]
+    calls = tmp_path / "calls.txt"
+    started = {c["student"]: c["started"] for c in map(json.loads, calls.read_text().splitlines())}
+    # s02 took the slot s00 freed at once, not after s00's 3-second commit
+    assert started["s02"] < committed - 1.5, (started, committed)
+    seconds = {
+        json.loads(line)["student"]: json.loads(line)["seconds"]
+        for line in (out / "state.jsonl").read_text().splitlines()
+    }
+    assert set(seconds) == {"s00", "s01", "s02", "s03"}
+    # s01 graded for 0.8 s and ended during s00's commit: that commit is not its time
+    assert 0.8 <= seconds["s01"] < 2.5, seconds

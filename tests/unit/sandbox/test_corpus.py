@@ -313,12 +313,31 @@ def test_corpus_case(case, ctx, course, server, batch, tmp_path, monkeypatch):
     }
     check(case, result, ctx)
     bound = case.expect.max_s * corpus.SCALE
-    assert wall < bound, f"{case.name} took {wall:.1f} s (bound {bound:.0f} s at {corpus.SCALE}x)"
+    assert wall < bound, _over_bound(case, wall, bound, result, None if case.alone else batch)
     # Whatever the case, nothing reached the 127.0.0.1 server when the network layer is active.
     if "no-network" in result.environment.isolation:
         assert not received, received
     elif case.name == "socket_to_localhost":
         assert "no-network" not in result.environment.isolation  # the report lists it as absent
+
+
+def _over_bound(case: corpus.Case, wall: float, bound: float, result, batch) -> str:
+    """Why a case's grading went over its bound: its wall time, the part of it that
+    `grade_submission` itself measured, and for a batched case its child's log, which tell a
+    slow grading from a slow start or a stalled batch."""
+    tests = sorted((t for a in result.assignments for t in a.tests), key=lambda t: -t.duration_s)
+    lines = [
+        f"{case.name} took {wall:.1f} s (bound {bound:.0f} s at {corpus.SCALE}x); "
+        f"grade_submission measured {result.duration_s:.1f} s of it, its tests "
+        f"{sum(t.duration_s for t in tests):.1f} s (slowest: "
+        + ", ".join(f"{t.name} {t.duration_s:.1f} s" for t in tests[:3])
+        + ")"
+    ]
+    if batch is not None:
+        log = batch.out / corpus.student_of(case) / "grade.log"
+        text = log.read_text(errors="replace")[-3000:] if log.is_file() else "(none)"
+        lines.append(f"its child's grade.log: {text.strip() or '(empty)'}")
+    return "\n".join(lines)
 
 
 def test_corpus_has_everything():
