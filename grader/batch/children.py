@@ -28,6 +28,7 @@ and SIGHUP on the batch run its cleanup like Ctrl-C does, so no grading outlives
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import functools
 import json
 import multiprocessing
@@ -51,6 +52,7 @@ from grader.sandbox import procs
 GradeOne = Callable[[Path, str, Path], GradeResult]
 CHILD_RESULT = ".child-result.json"
 PRELOAD = "grader.batch.preload"  # what the fork server imports before its first fork
+STACKS_AT = 0.9  # of the batch's timeout: a child still grading then writes its threads' stacks
 
 
 _server_lock = threading.Lock()
@@ -100,6 +102,7 @@ def run_child(
     work_dir: str,
     digest: str,
     parent: int,
+    dump_after: float,
 ) -> None:
     """Runs in the child process: grade, then leave the result (or the error) as JSON.
 
@@ -111,6 +114,9 @@ def run_child(
     log = os.open(work / "grade.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.dup2(log, 1)
     os.dup2(log, 2)
+    # a grading still running at `dump_after` s leaves where each of its threads was in grade.log
+    # (fd 2 now): the batch kills it soon after, and that is all a hang would tell otherwise
+    faulthandler.dump_traceback_later(dump_after, exit=False)
     try:
         result = grade_one(Path(submission), student, work)
         if not isinstance(result, GradeResult):
@@ -236,7 +242,10 @@ def collect(
     path = work / CHILD_RESULT
     seconds = now - job.started
     if timed_out:
-        msg = f"grading timed out after {timeout:.0f} s and was killed"
+        msg = (
+            f"grading timed out after {timeout:.0f} s and was killed (grade.log shows where its "
+            "threads were shortly before)"
+        )
     else:
         try:
             payload = json.loads(path.read_text(encoding="utf-8"))

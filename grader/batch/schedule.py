@@ -33,6 +33,7 @@ from typing import IO, Any
 from grader.batch.audit import audit
 from grader.batch.children import (
     CHILD_RESULT,
+    STACKS_AT,
     Collected,
     GradeOne,
     Running,
@@ -268,9 +269,12 @@ class _Run:
         note = f"{seconds:.1f}s" + ("" if ok else f" ERROR: {result.warnings[-1][:200]}")
         self.line(student, result, note)
 
-    def start(self, ctx: Any, grade_one: GradeOne, student: str, digest: str) -> Running:
+    def start(
+        self, ctx: Any, grade_one: GradeOne, student: str, digest: str, timeout: float
+    ) -> Running:
         """One student's child process, started: its old result moved aside, its trusted time
-        and (for a partial regrade) its stale assignments bound into `grade_one`."""
+        and (for a partial regrade) its stale assignments bound into `grade_one`; it is killed
+        after `timeout` s, and leaves its threads' stacks in grade.log a little before."""
         work = self.out / student
         work.mkdir(parents=True, exist_ok=True)
         (work / CHILD_RESULT).unlink(missing_ok=True)
@@ -282,9 +286,10 @@ class _Run:
             one = functools.partial(one, timestamp=self.times[student])
         if student in self.plans:
             one = functools.partial(one, assignments=list(self.plans[student]))
+        where = (str(self.found[student]), student, str(work), digest)
         p = ctx.Process(
             target=run_child,
-            args=(one, str(self.found[student]), student, str(work), digest, os.getpid()),
+            args=(one, *where, os.getpid(), timeout * STACKS_AT),
             name=f"grade-{student}",
             daemon=False,
         )
@@ -367,7 +372,7 @@ def _grade_children(
         def fill() -> None:
             while queue and len(running) < jobs:
                 student, digest = queue.pop(0)
-                job = run.start(ctx, grade_one, student, digest)
+                job = run.start(ctx, grade_one, student, digest, timeout)
                 running[job.process.sentinel] = job
 
         try:

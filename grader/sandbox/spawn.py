@@ -11,6 +11,7 @@ probe; this module only builds and runs the command.
 from __future__ import annotations
 
 import concurrent.futures
+import concurrent.futures.thread  # noqa: F401 - see `_SPAWNER`
 import contextlib
 import fcntl
 import functools
@@ -22,13 +23,16 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import grader
 from grader.core.course import CourseError, Limits, find_root
 from grader.sandbox import memlimit, procs, seccomp
+
+T = TypeVar("T")
 
 SANDBOX_DIR = ".sandbox"
 BWRAP_ENV = "GRADER_BWRAP"  # the bwrap to run instead of the one on PATH (tests, odd installs)
@@ -92,7 +96,7 @@ class UidLease:
             self.uid = UID_BASE + slot
             if (nr := _keyctl_number()) is not None:  # the last holder's keys stay behind
                 try:
-                    procs.clear_user_keyrings(self.uid, nr)
+                    in_spawn_thread(procs.clear_user_keyrings, self.uid, nr)
                 except (OSError, subprocess.SubprocessError):
                     self.close()
                     raise
@@ -393,19 +397,15 @@ def spawn(
     keyctl_nr = _keyctl_number()
     before = functools.partial(_before_exec, box.limits, address_space, keyctl_nr)
     if box.bare:
-        return (
-            _spawner()
-            .submit(
-                subprocess.Popen,  # type: ignore[arg-type]  # Popen's overloads defeat submit's
-                command,
-                env=env,
-                close_fds=True,
-                start_new_session=True,
-                cwd=str(box.workdir / SANDBOX_DIR),
-                preexec_fn=before,
-                **popen,
-            )
-            .result()
+        return in_spawn_thread(
+            subprocess.Popen,
+            command,
+            env=env,
+            close_fds=True,
+            start_new_session=True,
+            cwd=str(box.workdir / SANDBOX_DIR),
+            preexec_fn=before,
+            **popen,
         )
     bwrap = bwrap_path()
     if bwrap is None:
@@ -420,19 +420,15 @@ def spawn(
     # --die-with-parent is the kernel's parent-death signal, which fires when the *thread* that
     # forked bwrap ends: fork from one thread that lives as long as this process.
     try:
-        return (
-            _spawner()
-            .submit(
-                subprocess.Popen,  # type: ignore[arg-type]  # Popen's overloads defeat submit's
-                argv,
-                env=env,
-                close_fds=True,
-                pass_fds=pass_fds,
-                start_new_session=True,
-                preexec_fn=before,
-                **popen,
-            )
-            .result()
+        return in_spawn_thread(
+            subprocess.Popen,
+            argv,
+            env=env,
+            close_fds=True,
+            pass_fds=pass_fds,
+            start_new_session=True,
+            preexec_fn=before,
+            **popen,
         )
     finally:
         if filter_fd is not None:
@@ -448,9 +444,19 @@ def _keyctl_number() -> int | None:
         return None
 
 
-@functools.cache
-def _spawner() -> concurrent.futures.ThreadPoolExecutor:
-    return concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox")
+# Every fork that runs Python in the child before exec (a `preexec_fn`) happens in this one
+# thread, for the life of the process. A fork with a `preexec_fn` runs the at-fork handlers that
+# modules register (`os.register_at_fork`); concurrent.futures.thread registers a lock's acquire
+# and release, so it is imported above, with this module: imported lazily (on the first submit,
+# as `concurrent.futures` does), its handlers could be registered while another thread was
+# between the two halves of a fork, whose release then freed a lock that a third thread held
+# ("release unlocked lock" in `submit`, a worker start lost; seen in the corpus batch).
+_SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox")
+
+
+def in_spawn_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """`fn(*args, **kwargs)` in the one thread that forks sandboxed processes, waited for."""
+    return _SPAWNER.submit(fn, *args, **kwargs).result()
 
 
 # --------------------------------------------------------------------------- environment

@@ -671,3 +671,45 @@ def test_a_slow_commit_neither_idles_a_slot_nor_counts_in_another_students_secon
     assert set(seconds) == {"s00", "s01", "s02", "s03"}
     # s01 graded for 0.8 s and ended during s00's commit: that commit is not its time
     assert 0.8 <= seconds["s01"] < 2.5, seconds
+
+
+HANG_DRIVER = textwrap.dedent(
+    """
+    import os, sys, time
+    from pathlib import Path
+    from grader.batch import grade_all
+    from grader.core.results import AssignmentResult, Environment, GradeResult, TestResult
+
+    def wait_for_nothing():
+        time.sleep(3600)
+
+    def grade(submission, student, work):
+        if student.startswith("hang"):
+            wait_for_nothing()
+        a = AssignmentResult("gpu_fundamentals", 4, 4, raw_score=4,
+                             tests=[TestResult("test_a", 4, 4, "passed", "fb")])
+        return GradeResult(student, 4, 4, Environment("cpu", True), [a])
+
+    if __name__ == "__main__":
+        from grader.core.course import load_course
+        out = grade_all(Path(sys.argv[1]), Path(sys.argv[2]), jobs=2, grade_one=grade,
+                        course=load_course(os.environ["COURSE_ROOT"]), timeout_s=4.0,
+                        summary=open(os.devnull, "w"))
+        print("FAILED=" + ",".join(out.failed))
+    """
+)
+
+
+def test_a_hung_grading_is_killed_and_leaves_where_it_hung_in_its_log(tmp_path):
+    subs, driver = make_class(tmp_path, ["hang-ada", "s01"])
+    driver.write_text(HANG_DRIVER)
+    out = tmp_path / "out"
+    res = run_driver(tmp_path, driver, subs, out)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines()[-1] == "FAILED=hang-ada"
+    result = json.loads((out / "hang-ada" / "result.json").read_text())
+    assert any("timed out after 4 s" in w and "grade.log" in w for w in result["warnings"])
+    log = (out / "hang-ada" / "grade.log").read_text()
+    # faulthandler's dump, taken at 90% of the timeout: the hung function is named
+    assert "most recent call first" in log and "wait_for_nothing" in log, log[-2000:]
+    assert "most recent call first" not in (out / "s01" / "grade.log").read_text()

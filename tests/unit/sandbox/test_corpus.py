@@ -296,7 +296,10 @@ def test_corpus_case(case, ctx, course, server, batch, tmp_path, monkeypatch):
         result, wall = grade_case(case, ctx, course, tmp_path / "submission", monkeypatch)
         received = server.received[before:]
     else:
-        assert student not in batch.outcome.failed, f"{student}: the batch could not grade it"
+        assert student not in batch.outcome.failed, (
+            f"{student}: the batch could not grade it: "
+            f"{batch.outcome.results[student].warnings[-1:]}\n{_child_log(batch, case)}"
+        )
         result, wall = batch.outcome.results[student], batch.seconds[student]
         received = batch.received  # the whole batch's: any connection fails every case
     a = result.assignments[0]
@@ -334,10 +337,16 @@ def _over_bound(case: corpus.Case, wall: float, bound: float, result, batch) -> 
         + ")"
     ]
     if batch is not None:
-        log = batch.out / corpus.student_of(case) / "grade.log"
-        text = log.read_text(errors="replace")[-3000:] if log.is_file() else "(none)"
-        lines.append(f"its child's grade.log: {text.strip() or '(empty)'}")
+        lines.append(_child_log(batch, case))
     return "\n".join(lines)
+
+
+def _child_log(batch: CorpusBatch, case: corpus.Case) -> str:
+    """The end of a batched case's grade.log: its child's output, and the stacks of its
+    threads when it ran into the batch's timeout."""
+    log = batch.out / corpus.student_of(case) / "grade.log"
+    text = log.read_text(errors="replace")[-6000:] if log.is_file() else "(none)"
+    return f"its child's grade.log: {text.strip() or '(empty)'}"
 
 
 def test_corpus_has_everything():
