@@ -376,8 +376,8 @@ def _grade_children(
                 running[job.process.sentinel] = job
 
         try:
-            while queue or running:
-                fill()
+            fill()
+            while running:
                 ended = _ended(run, running, wait(list(running), timeout=0.5), timeout)
                 fill()
                 for job, got in ended:
