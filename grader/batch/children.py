@@ -53,6 +53,13 @@ GradeOne = Callable[[Path, str, Path], GradeResult]
 CHILD_RESULT = ".child-result.json"
 PRELOAD = "grader.batch.preload"  # what the fork server imports before its first fork
 STACKS_AT = 0.9  # of the batch's timeout: a child still grading then writes its threads' stacks
+SLOW_S = 30.0  # and every this many seconds before that: a grading this slow is stuck somewhere
+
+
+def stacks_every(timeout: float) -> float:
+    """How often a child still grading writes its threads' stacks to grade.log: every `SLOW_S` s
+    (most gradings take 2-20 s), and at least once before the batch kills it at `timeout`."""
+    return min(SLOW_S, timeout * STACKS_AT)
 
 
 _server_lock = threading.Lock()
@@ -114,9 +121,10 @@ def run_child(
     log = os.open(work / "grade.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.dup2(log, 1)
     os.dup2(log, 2)
-    # a grading still running at `dump_after` s leaves where each of its threads was in grade.log
-    # (fd 2 now): the batch kills it soon after, and that is all a hang would tell otherwise
-    faulthandler.dump_traceback_later(dump_after, exit=False)
+    # a grading still running after `dump_after` s leaves where each of its threads was in
+    # grade.log (fd 2 now), and again each `dump_after` s: a stall that ends by itself (a slow
+    # grading) and a hang the batch kills both say where they were, which nothing else would
+    faulthandler.dump_traceback_later(dump_after, repeat=True, exit=False)
     try:
         result = grade_one(Path(submission), student, work)
         if not isinstance(result, GradeResult):
@@ -130,6 +138,7 @@ def run_child(
             "traceback": traceback.format_exc()[-8000:],
         }
         traceback.print_exc()
+    faulthandler.cancel_dump_traceback_later()
     payload["ended"] = time.monotonic()  # the clock of `Running.started`
     tmp = work / (CHILD_RESULT + ".tmp")
     tmp.write_text(json.dumps(payload, allow_nan=False), encoding="utf-8")

@@ -33,7 +33,6 @@ from typing import IO, Any
 from grader.batch.audit import audit
 from grader.batch.children import (
     CHILD_RESULT,
-    STACKS_AT,
     Collected,
     GradeOne,
     Running,
@@ -42,6 +41,7 @@ from grader.batch.children import (
     error_result,
     exit_on_termination,
     run_child,
+    stacks_every,
 )
 from grader.batch.children import context as children_context
 from grader.batch.inputs import (
@@ -274,7 +274,7 @@ class _Run:
     ) -> Running:
         """One student's child process, started: its old result moved aside, its trusted time
         and (for a partial regrade) its stale assignments bound into `grade_one`; it is killed
-        after `timeout` s, and leaves its threads' stacks in grade.log a little before."""
+        after `timeout` s, and leaves its threads' stacks in grade.log before (`stacks_every`)."""
         work = self.out / student
         work.mkdir(parents=True, exist_ok=True)
         (work / CHILD_RESULT).unlink(missing_ok=True)
@@ -289,7 +289,7 @@ class _Run:
         where = (str(self.found[student]), student, str(work), digest)
         p = ctx.Process(
             target=run_child,
-            args=(one, *where, os.getpid(), timeout * STACKS_AT),
+            args=(one, *where, os.getpid(), stacks_every(timeout)),
             name=f"grade-{student}",
             daemon=False,
         )
