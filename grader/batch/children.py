@@ -122,9 +122,10 @@ def run_child(
     os.dup2(log, 1)
     os.dup2(log, 2)
     # a grading still running after `dump_after` s leaves where each of its threads was in
-    # grade.log (fd 2 now), and again each `dump_after` s: a stall that ends by itself (a slow
-    # grading) and a hang the batch kills both say where they were, which nothing else would
-    faulthandler.dump_traceback_later(dump_after, repeat=True, exit=False)
+    # grade.log, and again each `dump_after` s: a stall that ends by itself (a slow grading) and
+    # a hang the batch kills both say where they were, which nothing else would. Written to
+    # `log` itself, not to fd 2: inside the suites, pytest's capture holds fds 1 and 2
+    faulthandler.dump_traceback_later(dump_after, repeat=True, exit=False, file=log)
     try:
         result = grade_one(Path(submission), student, work)
         if not isinstance(result, GradeResult):

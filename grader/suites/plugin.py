@@ -215,11 +215,13 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 def _seed_hypothesis(fn: Any, n: int) -> None:
     """Seed a hypothesis test and take out what varies with the machine rather than the
-    student: the example database (`seed` drops it), the deadline and the health checks.
+    student: the example database (`seed` drops it), the deadline, the health checks and the
+    constants of the process's own source (`without_local_constants`).
 
     `hypothesis.seed` is public; the settings go where it puts them (the attribute `@settings`
     sets, which refuses a second application), on top of the suite's own settings.
     """
+    without_local_constants()
     hypothesis_seed(n)(fn)
     fn._hypothesis_internal_use_settings = hypothesis_settings(
         fn._hypothesis_internal_use_settings,
@@ -228,6 +230,32 @@ def _seed_hypothesis(fn: Any, n: int) -> None:
         suppress_health_check=tuple(HealthCheck),
         print_blob=False,
     )
+
+
+def without_local_constants() -> None:
+    """Draw from hypothesis's own constants only, never from this process's source code.
+
+    Hypothesis mixes into its draws numbers and strings it finds in the source of every module in
+    `sys.modules` that it counts as the user's (outside site-packages and the standard library):
+    an editable grader's modules, and whatever else the process imported. Which those are depends
+    on how the grader was installed and what the process imported before the test, so one seed
+    drew different examples in `grader grade`, in a grade-all child (its fork server preloads
+    other modules) and in a student's own check. Hypothesis has no setting for it; its provider
+    asks `providers._get_local_constants` (a private name: tests/unit/suites/test_seeds.py fails
+    if a release changes it), which answers an empty set from here on.
+    """
+    from hypothesis.internal.conjecture import providers
+
+    if getattr(providers._get_local_constants, "_grader_pinned", False):
+        return
+    empty = providers.Constants()
+
+    def none_local() -> Any:
+        return empty
+
+    none_local._grader_pinned = True  # type: ignore[attr-defined]
+    providers._get_local_constants = none_local
+    providers.CONSTANTS_CACHE.cache.clear()  # what earlier draws kept of the old constants
 
 
 def assignment_of(path: Path) -> str:

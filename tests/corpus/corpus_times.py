@@ -37,3 +37,8 @@ def show(tr, times: dict[str, dict]) -> None:
     tr.write_line(
         f"{'total of the cases':<34}{cases:>8.1f}   (also in {LAST_RUN.relative_to(REPO)})"
     )
+    for name, row in sorted(times.items()):
+        if row.get("stacks"):  # a batched case over its bound: where its grading was
+            tr.write_line(f"{name} went over its bound; its first stacks in grade.log:")
+            for line in row["stacks"].splitlines():
+                tr.write_line("  " + line)

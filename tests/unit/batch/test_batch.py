@@ -680,12 +680,20 @@ HANG_DRIVER = textwrap.dedent(
     from grader.batch import grade_all
     from grader.core.results import AssignmentResult, Environment, GradeResult, TestResult
 
-    def wait_for_nothing():
-        time.sleep(3600)
+    HANGS = (
+        "import time\\n\\n"
+        "def wait_for_nothing():\\n    time.sleep(3600)\\n\\n"
+        "def test_hangs():\\n    wait_for_nothing()\\n"
+    )
 
     def grade(submission, student, work):
         if student.startswith("hang"):
-            wait_for_nothing()
+            # inside a test of a pytest session, as a grading's hang would be: pytest's
+            # capture has fds 1 and 2 then, and a dump written there would be lost
+            import pytest
+
+            (Path(work) / "test_hangs.py").write_text(HANGS)
+            pytest.main([str(Path(work) / "test_hangs.py"), "-q", "-p", "no:cacheprovider"])
         a = AssignmentResult("gpu_fundamentals", 4, 4, raw_score=4,
                              tests=[TestResult("test_a", 4, 4, "passed", "fb")])
         return GradeResult(student, 4, 4, Environment("cpu", True), [a])
@@ -693,7 +701,7 @@ HANG_DRIVER = textwrap.dedent(
     if __name__ == "__main__":
         from grader.core.course import load_course
         out = grade_all(Path(sys.argv[1]), Path(sys.argv[2]), jobs=2, grade_one=grade,
-                        course=load_course(os.environ["COURSE_ROOT"]), timeout_s=4.0,
+                        course=load_course(os.environ["COURSE_ROOT"]), timeout_s=8.0,
                         summary=open(os.devnull, "w"))
         print("FAILED=" + ",".join(out.failed))
     """
@@ -708,8 +716,10 @@ def test_a_hung_grading_is_killed_and_leaves_where_it_hung_in_its_log(tmp_path):
     assert res.returncode == 0, res.stderr
     assert res.stdout.splitlines()[-1] == "FAILED=hang-ada"
     result = json.loads((out / "hang-ada" / "result.json").read_text())
-    assert any("timed out after 4 s" in w and "grade.log" in w for w in result["warnings"])
+    assert any("timed out after 8 s" in w and "grade.log" in w for w in result["warnings"])
     log = (out / "hang-ada" / "grade.log").read_text()
-    # faulthandler's dump, taken at 90% of the timeout: the hung function is named
+    # faulthandler's dump, taken at 90% of the timeout (`stacks_every`), past pytest's capture:
+    # the hung function and its test are named
     assert "most recent call first" in log and "wait_for_nothing" in log, log[-2000:]
+    assert "test_hangs" in log, log[-2000:]
     assert "most recent call first" not in (out / "s01" / "grade.log").read_text()

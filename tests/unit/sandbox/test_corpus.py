@@ -316,6 +316,8 @@ def test_corpus_case(case, ctx, course, server, batch, tmp_path, monkeypatch):
     }
     check(case, result, ctx)
     bound = case.expect.max_s * corpus.SCALE
+    if wall >= bound and not case.alone:  # where it was, in the summary after the table
+        TIMES[case.name]["stacks"] = _first_stacks(batch, case)
     assert wall < bound, _over_bound(case, wall, bound, result, None if case.alone else batch)
     # Whatever the case, nothing reached the 127.0.0.1 server when the network layer is active.
     if "no-network" in result.environment.isolation:
@@ -347,6 +349,18 @@ def _child_log(batch: CorpusBatch, case: corpus.Case) -> str:
     log = batch.out / corpus.student_of(case) / "grade.log"
     text = log.read_text(errors="replace")[-6000:] if log.is_file() else "(none)"
     return f"its child's grade.log: {text.strip() or '(empty)'}"
+
+
+def _first_stacks(batch: CorpusBatch, case: corpus.Case) -> str:
+    """The first stack dump in a batched case's grade.log (its child writes one every
+    `grader.batch.children.SLOW_S` s while it grades): where a slow grading was stuck."""
+    log = batch.out / corpus.student_of(case) / "grade.log"
+    text = log.read_text(errors="replace") if log.is_file() else ""
+    start = text.find("Timeout (")
+    if start < 0:
+        return "(no stacks in grade.log: it never ran past the first dump)"
+    end = text.find("Timeout (", start + 1)
+    return text[start : end if end > 0 else None][:5000].strip()
 
 
 def test_corpus_has_everything():

@@ -82,8 +82,10 @@ def make_course(root: Path, suite: str = SUITE) -> tuple[Path, Path]:
     return root, sub
 
 
-def grade(root: Path, sub: Path, out: Path, hashseed: str, *extra: str) -> dict:
-    env = {**os.environ, "PYTHONHASHSEED": hashseed, "PYTHONPATH": str(ROOT)}
+def grade(
+    root: Path, sub: Path, out: Path, hashseed: str, *extra: str, path: str = str(ROOT)
+) -> dict:
+    env = {**os.environ, "PYTHONHASHSEED": hashseed, "PYTHONPATH": path}
     cmd = [sys.executable, "-m", "grader", "--root", str(root), "grade", str(sub)]
     cmd += ["--no-sandbox", "--assignment", ASSIGNMENT, "--json", str(out), *extra]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
@@ -209,3 +211,99 @@ def test_hidden_profile_has_nothing_machine_dependent():
     profile = settings.get_profile("grader-hidden")
     assert profile.database is None and profile.deadline is None
     assert set(profile.suppress_health_check) == set(HealthCheck)
+
+
+DRAWS_SUITE = """\
+import hashlib
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+FAST = settings.get_profile("grader-hidden")
+DRAWN = []
+
+
+@pytest.mark.points(1)
+@FAST
+@given(x=st.integers(min_value=0, max_value=10**6), y=st.floats(0, 1e6))
+def test_draws_recorded(student, x, y):
+    DRAWN.append((x, y))
+
+
+@pytest.mark.points(1)
+def test_zz_draws_shown(student):
+    assert False, "draws " + hashlib.sha256(repr(DRAWN).encode()).hexdigest()
+"""
+
+# numbers in the range of the suite's draws, in a module of no package (hypothesis counts it as
+# the user's own code): had the process that grades loaded it, hypothesis would mix them into
+# its draws
+CONSTANTS = "TABLE = (98765, 555012, 4321.5, 77777, 250000.25)\n"
+
+
+def _draws(data: dict) -> str:
+    return feedback(data)["hidden/test_zz_draws_shown"]
+
+
+def test_draws_do_not_depend_on_the_source_the_grading_process_loaded(tmp_path):
+    """Hypothesis draws some examples from the constants in the source of the modules a process
+    has loaded that it counts as the user's (an editable grader's, which differ between `grader
+    grade`, a grade-all child and a student's own check); the suites pin them away, so one
+    student's draws are the same wherever graded. The second grading's process loads such a
+    module first (a `sitecustomize` on its path)."""
+    root, sub = make_course(tmp_path / "course", DRAWS_SUITE)
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "constants_here.py").write_text(CONSTANTS)
+    (extra / "sitecustomize.py").write_text("import constants_here  # noqa: F401\n")
+    a = grade(root, sub, tmp_path / "a.json", "0", "--student", "kim")
+    b = grade(root, sub, tmp_path / "b.json", "0", "--student", "kim", path=f"{ROOT}:{extra}")
+    assert _draws(a).startswith("draws ") and _draws(a) == _draws(b)
+
+
+HAZARD = """\
+import sys
+from hypothesis import given, seed, settings, strategies as st
+
+def draws():
+    seen = []
+
+    @seed(1234)
+    @settings(database=None, max_examples=200, deadline=None)
+    @given(st.integers(0, 10**6), st.floats(0, 1e6))
+    def t(x, y):
+        seen.append((x, y))
+
+    t()
+    return seen
+
+if sys.argv[1] == "pinned":
+    from grader.suites.plugin import without_local_constants
+
+    without_local_constants()
+before = draws()
+sys.path.insert(0, sys.argv[2])
+import constants_here  # noqa: E402,F401 - a local module with numbers in the draws' range
+print("same" if draws() == before else "different")
+"""
+
+
+@pytest.mark.parametrize("mode,expected", [("unpinned", "different"), ("pinned", "same")])
+def test_hypothesis_mixes_local_constants_into_draws_unless_pinned(tmp_path, mode, expected):
+    """The hazard the pin removes is real in the hypothesis the locks install (if a release drops
+    it, "unpinned" fails here, and `without_local_constants` can go), and the pin removes it."""
+    (tmp_path / "constants_here.py").write_text(CONSTANTS)
+    script = tmp_path / "hazard.py"
+    script.write_text(HAZARD)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, str(script), mode, str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == expected
