@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck
 from hypothesis import seed as hypothesis_seed
 from hypothesis import settings as hypothesis_settings
+from hypothesis.internal.conjecture import providers as hypothesis_providers
 
 from grader.core import device, heap, points
 from grader.core.course import Course, CourseError, find_root, load_course
@@ -244,18 +245,16 @@ def without_local_constants() -> None:
     asks `providers._get_local_constants` (a private name: tests/unit/suites/test_seeds.py fails
     if a release changes it), which answers an empty set from here on.
     """
-    from hypothesis.internal.conjecture import providers
+    if hypothesis_providers._get_local_constants is not _no_local_constants:
+        hypothesis_providers._get_local_constants = _no_local_constants
+        hypothesis_providers.CONSTANTS_CACHE.cache.clear()  # earlier draws kept the old ones here
 
-    if getattr(providers._get_local_constants, "_grader_pinned", False):
-        return
-    empty = providers.Constants()
 
-    def none_local() -> Any:
-        return empty
+_NO_CONSTANTS = hypothesis_providers.Constants()
 
-    none_local._grader_pinned = True  # type: ignore[attr-defined]
-    providers._get_local_constants = none_local
-    providers.CONSTANTS_CACHE.cache.clear()  # what earlier draws kept of the old constants
+
+def _no_local_constants() -> Any:
+    return _NO_CONSTANTS
 
 
 def assignment_of(path: Path) -> str:
