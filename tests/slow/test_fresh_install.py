@@ -2,7 +2,10 @@
 venvs with the student profile exactly as STUDENT_README says, on Python 3.11, 3.12 and 3.13,
 and as a Mac gets it (no numba-cuda: Numba's own simulator). In each, `grader check` on the
 untouched stubs scores 0 with the stub message, and on the reference solutions every public
-point. pip's cache may be warm; nothing else of this machine's venvs is used.
+point. pip's cache may be warm; nothing else of this machine's venvs is used. pip compiles no
+bytecode (`--no-compile`, as the student check workflow installs): Python compiles what
+`grader check` imports on first use, so nothing the test proves depends on it, and pip's compile
+step was about 40% of each install's time.
 
 Slow (minutes: four installs, two at a time): marked `slow`, outside tests/unit, run by .ci/run
 on its own line.
@@ -121,7 +124,7 @@ def _install(exported: Path, where: Path, python: str, mac: bool) -> tuple[Path,
     t0 = time.monotonic()
     made = _run([python, "-m", "venv", ".venv"], repo, 120)
     assert made.returncode == 0, made.stderr
-    pip = [str(repo / ".venv" / "bin" / "python"), "-m", "pip", "install", "-q"]
+    pip = [str(repo / ".venv" / "bin" / "python"), "-m", "pip", "install", "-q", "--no-compile"]
     if mac:  # what `pip install -e ".[student]"` installs on a Mac
         proc = _run([*pip, "-e", ".", *_mac_requirements()], repo, INSTALL_TIMEOUT_S)
     else:  # STUDENT_README: pip install -e ".[student]"

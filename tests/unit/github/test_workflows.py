@@ -286,6 +286,22 @@ def test_student_check_pip_cache_is_saved_on_main_whatever_the_outcome():
     assert order.index("actions/cache/restore") < install < order.index("actions/cache/save")
 
 
+@pytest.mark.parametrize("path", ALL, ids=ids(ALL))
+def test_only_the_student_check_installs_without_bytecode(path):
+    """The check's venv lives for one run and imports a fraction of what it installs: no
+    bytecode at install. A grading's venv keeps it: its sandboxed workers cannot write it there,
+    so each would compile numba from source at every start."""
+    installs = [s["run"] for _, _, s in steps(load(path)) if "pip install" in s.get("run", "")]
+    for run in installs:
+        assert ("--no-compile" in run) == (path.name == "student-check.yml"), (path.name, run)
+    assert installs or path.name not in ("student-check.yml", "grade.yml", "regrade.yml")
+
+
+def test_make_setup_keeps_the_bytecode_that_sandboxed_grading_reads():
+    setup = (ROOT / "Makefile").read_text()
+    assert "pip install" in setup and "--no-compile" not in setup
+
+
 def test_exported_workflows_cite_only_exported_files():
     for path in STUDENT:
         assert "docs/" not in path.read_text(), f"{path.name} cites a file the export leaves out"
