@@ -483,9 +483,10 @@ def test_each_process_of_a_grading_is_named_by_its_role(argv, environ, want):
 
 @pytest.mark.skipif(not proc_cpu.PROC.is_dir(), reason="reads /proc: Linux only")
 def test_cpu_by_process_counts_a_child_that_burns_cpu(tmp_path):
-    # 0.4 s of CPU, then a pause in which the sampler reads it before the process ends
+    # 0.4 s of CPU, then a pause (long beside the 20 ms polls, on a busy machine too) in which
+    # the sampler reads it before the process ends
     burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.4:\n    pass\n"
-    (tmp_path / "burn.py").write_text(burn + "time.sleep(0.3)\n")
+    (tmp_path / "burn.py").write_text(burn + "time.sleep(1.0)\n")
     child = str(tmp_path / "burn.py")
     parent = f"import subprocess, sys; subprocess.run([sys.executable, {child!r}])"
     got = proc_cpu.cpu_by_process([sys.executable, "-c", parent], tmp_path)
