@@ -10,8 +10,9 @@ converted with jupytext (released once with `generate_assignment`, not counted).
 Contract: `part_one_submission(tmp, runs, trees)` prints the part's table and returns its JSON
 (`one_submission`): `ours` and `nbgrader` (wall and CPU summaries, runs, score), `ratio`,
 `cpu_ratio`, `target` and `met` (wall), `cpu_target` and `cpu_met`, `cpu_counts`, `by_process`
-(where one more run of ours spent its CPU, by process: `proc_cpu`, Linux only, else absent), and
-with trees `before` and `compare`.
+(where one more run of ours spent its CPU, by process: `proc_cpu`, Linux only, else absent),
+`floor` (`cpu_floor`: the CPU this design's processes pay before any work, and
+`cpu_ratio_ceiling`, nbgrader's CPU over it), and with trees `before` and `compare`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 
 import jupytext
 from compare import Tree, compared
+from cpu_floor import cpu_floor, floor_table
 from nbgrader.api import Gradebook
 from proc_cpu import PROC, by_process_table, cpu_by_process
 from timing import (
@@ -147,6 +149,14 @@ def _print(res: dict, setup_s: float) -> None:
     if "by_process" in res:
         print("\nwhere one more run of ours spent its CPU, by process (read from /proc):\n")
         print(table(*by_process_table(res["by_process"])))
+    floor = res["floor"]
+    print("\nthe CPU floor of this design: each process kind cold, doing only what it must:\n")
+    print(table(*floor_table(floor)))
+    print(
+        f"\nnbgrader's CPU / the floor: {floor['cpu_ratio_ceiling']:.2f}x, the most a CPU "
+        "ratio can reach in this design, with no test, kernel or notebook "
+        f"(target {res['cpu_target']:g}x)"
+    )
 
 
 def _before_after(res: dict, ours: list[dict], before: list[dict], trees: tuple[Tree, Tree]):
@@ -197,6 +207,8 @@ def part_one_submission(tmp: Path, runs: int, trees: tuple[Tree, Tree] | None = 
     res["cpu_met"] = res["cpu_ratio"] >= res["cpu_target"]
     if PROC.is_dir():  # untimed: the sampling costs the machine a little CPU of its own
         res["by_process"] = cpu_by_process(ours_cmd, ROOT, ours_env)
+    floor = res["floor"] = cpu_floor(runs)
+    floor["cpu_ratio_ceiling"] = ratio(res["nbgrader"]["cpu_s"]["median"], floor["cpu_s"])
     res["load"] = [load()]
     res["cpu_counts"] = ours[-1]["cpu_counts"]
     _print(res, setup_s)

@@ -33,6 +33,7 @@ BENCH = ROOT / "bench"
 # when run as `python bench/run.py`), so the folder goes on the path to import them here.
 sys.path.insert(0, str(BENCH))
 import compare  # noqa: E402
+import cpu_floor  # noqa: E402
 import part_class  # noqa: E402
 import part_gpu  # noqa: E402
 import part_nbgrader  # noqa: E402
@@ -110,6 +111,15 @@ def test_one_submission(bench):
         sum(v["cpu_s"] for k, v in byp.items() if k != "total"), abs=0.01
     )
     assert p["cpu_counts"] in ("cgroup (all processes)", "getrusage (no workers)")
+    floor = p["floor"]
+    assert len(floor["parts"]) == 4 and all(_spread_ok(s) for s in floor["parts"].values())
+    medians = [s["median"] for s in floor["parts"].values()]
+    assert floor["cpu_s"] == pytest.approx(sum(medians), abs=0.01)
+    # a lower bound: the least each process does costs less than the grading that does it all
+    assert floor["cpu_s"] < byp["total"]["cpu_s"], (floor, byp["total"])
+    assert floor["cpu_ratio_ceiling"] == pytest.approx(
+        p["nbgrader"]["cpu_s"]["median"] / floor["cpu_s"], rel=1e-2
+    )
 
 
 @pytest.mark.slow
@@ -495,3 +505,16 @@ def test_cpu_by_process_counts_a_child_that_burns_cpu(tmp_path):
     assert 0.35 <= got[name]["cpu_s"] <= got["total"]["cpu_s"], got
     headers, rows = proc_cpu.by_process_table(got)
     assert headers[0] == "process" and rows[0][0] == name and rows[-1][0] == "total"
+
+
+def test_the_floor_runs_each_worker_kind_with_the_numba_target_it_gets():
+    kinds = cpu_floor.kinds()
+    sim = [k for k, (_, env) in kinds.items() if env.get("NUMBA_ENABLE_CUDASIM") == "1"]
+    assert sorted(k.split(":")[0] for k in sim) == ["kernel worker", "notebook worker"]
+    compile_code, compile_env = kinds["compile worker: numba's CUDA target, the probe's PTX"]
+    assert "NUMBA_ENABLE_CUDASIM" not in compile_env
+    assert "compile_ptx" in compile_code and "(7, 5)" in compile_code  # the course GPU, a T4
+    headers, rows = cpu_floor.floor_table(
+        {"parts": {k: {"median": 0.5} for k in kinds}, "cpu_s": 2.0}
+    )
+    assert len(rows) == len(kinds) + 1 and rows[-1][1] == "**2.00 s**"
