@@ -1,14 +1,14 @@
 """The CPU floor of one grading under this design: what its processes cost before any work.
 
 A grading is one trusted process and three sandboxed workers that each import numba (the
-notebook worker and the kernel worker the simulator, the compile worker the real CUDA target,
-which cannot share a process with the simulator or with student code: ../shared/DESIGN.md,
-"Grading and its trust boundary"). `cpu_floor` starts each of these kinds cold and does only the
-least that kind must do (imports, and the compile worker's first PTX compile, which pays numba's
-compiler set-up), with the grader's public names and the libraries themselves: no notebook, no
-test, no graded kernel, no bubblewrap, no isolation probe. The sum is a lower bound of the CPU
-any grading pays; nbgrader's CPU divided by it is the most a CPU ratio can reach short of another
-design, which is what part 1 prints beside the 5x target.
+notebook worker and the kernel worker the simulator where there is no GPU, the compile worker
+the real CUDA target, which cannot share a process with the simulator or with student code:
+../shared/DESIGN.md, "Grading and its trust boundary"). `cpu_floor` starts each of these kinds
+cold and does only the least that kind must do (imports, and the compile worker's first PTX
+compile, which pays numba's compiler set-up), with the grader's public names and the libraries
+themselves: no notebook, no test, no graded kernel, no bubblewrap, no isolation probe. The sum
+is a lower bound of the CPU any grading pays; nbgrader's CPU divided by it is the most a CPU
+ratio can reach short of another design, which is what part 1 prints beside the 5x target.
 
 Contract: `cpu_floor(runs)` returns ``{"parts": {kind: summary}, "cpu_s": total of the medians}``
 (`timing.summary` spreads, CPU seconds); `floor_table(floor)` is its printed table.
@@ -21,6 +21,7 @@ import sys
 
 from timing import ROOT, summary, timed_run
 
+from grader.core import device
 from grader.core.compiler import PROBE_KERNEL, PROBE_SIGNATURE
 from grader.core.course import load_course
 
@@ -46,13 +47,18 @@ def _compile_probe(cc: tuple[int, int]) -> str:
 
 def kinds() -> dict[str, tuple[str, dict[str, str]]]:
     """{process kind: (the code it must run, the environment it runs in)}."""
-    sim = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
     real = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    # without a GPU the two workers that run kernels run them in the simulator
+    target, workers = (
+        ("CUDA target", real)
+        if device.has_gpu()
+        else ("simulator", {**real, "NUMBA_ENABLE_CUDASIM": "1"})
+    )
     cc = load_course(ROOT).gpu.compute_capability
     return {
         "trusted grader process: grading, pytest, hypothesis, jupytext imported": (TRUSTED, real),
-        "notebook worker: numpy and numba's simulator imported": (NUMBA, sim),
-        "kernel worker: numpy and numba's simulator imported": (NUMBA, sim),
+        f"notebook worker: numpy and numba's {target} imported": (NUMBA, workers),
+        f"kernel worker: numpy and numba's {target} imported": (NUMBA, workers),
         "compile worker: numba's CUDA target, the probe's PTX": (_compile_probe(cc), real),
     }
 

@@ -507,10 +507,15 @@ def test_cpu_by_process_counts_a_child_that_burns_cpu(tmp_path):
     assert headers[0] == "process" and rows[0][0] == name and rows[-1][0] == "total"
 
 
-def test_the_floor_runs_each_worker_kind_with_the_numba_target_it_gets():
+@pytest.mark.parametrize("gpu", [False, True])
+def test_the_floor_runs_each_worker_kind_with_the_numba_target_it_gets(monkeypatch, gpu):
+    monkeypatch.setattr(cpu_floor.device, "has_gpu", lambda: gpu)
     kinds = cpu_floor.kinds()
     sim = [k for k, (_, env) in kinds.items() if env.get("NUMBA_ENABLE_CUDASIM") == "1"]
-    assert sorted(k.split(":")[0] for k in sim) == ["kernel worker", "notebook worker"]
+    # the simulator for the two workers that run kernels, and only without a GPU
+    assert sorted(k.split(":")[0] for k in sim) == (
+        [] if gpu else ["kernel worker", "notebook worker"]
+    )
     compile_code, compile_env = kinds["compile worker: numba's CUDA target, the probe's PTX"]
     assert "NUMBA_ENABLE_CUDASIM" not in compile_env
     assert "compile_ptx" in compile_code and "(7, 5)" in compile_code  # the course GPU, a T4
