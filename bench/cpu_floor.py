@@ -66,10 +66,11 @@ def kinds() -> dict[str, tuple[str, dict[str, str]]]:
 def cpu_floor(runs: int) -> dict:
     """Each kind's CPU in `runs` cold processes (median per kind); the total of the medians."""
     parts: dict[str, dict] = {}
-    measured: dict[str, dict] = {}
+    measured: dict[tuple, dict] = {}
     for kind, (code, env) in kinds().items():
-        if code in measured:  # the two simulator workers do the same: measured once, counted twice
-            parts[kind] = measured[code]
+        same = (code, tuple(sorted(env.items())))  # what the process does, and where
+        if same in measured:  # the notebook and kernel workers: measured once, counted twice
+            parts[kind] = measured[same]
             continue
         cpu = []
         for _ in range(runs):
@@ -77,7 +78,7 @@ def cpu_floor(runs: int) -> dict:
             if r["rc"] != 0:
                 raise RuntimeError(f"the floor's {kind!r} failed:\n{r['stderr'][-2000:]}")
             cpu.append(r["cpu_s"])
-        parts[kind] = measured[code] = summary(cpu)
+        parts[kind] = measured[same] = summary(cpu)
     return {"parts": parts, "cpu_s": round(sum(p["median"] for p in parts.values()), 3)}
 
 
