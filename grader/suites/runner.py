@@ -56,8 +56,8 @@ def run_assignment(
     `course` is the course at `root` when the caller has loaded it (a grading loads it once and
     hands it to every assignment and every test); loaded here otherwise.
 
-    Long because much of it is pytest's argument list, each flag with the reason it is there,
-    next to the in-process session that the list configures.
+    Long because it builds the session the plugin reads, runs pytest on it (its flags are
+    `pytest_args`'s) and forgets the suites' modules after, in one place.
     """
     # lazy: grading starts its workers before it pays for pytest's import, so the two overlap
     # (bench/README.md, start-up); the plugin imports pytest too
@@ -93,34 +93,7 @@ def run_assignment(
         def pytest_configure(self, config: pytest.Config) -> None:
             config.stash[plugin.SESSION_KEY] = session
 
-    args = [
-        *map(str, dirs),
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "no:anyio",  # an autoloaded plugin no suite uses: 0.1-0.3 s of imports per grading
-        # The asserts' own messages are the feedback, and rewriting every module of every
-        # autoloaded plugin (hypothesis, grader) cost about 1 s per grading.
-        "--assert=plain",
-        # pytest's own failure report is never shown (the feedback comes from the exception);
-        # its default style parses the source of every frame of every failure with `ast`
-        "--tb=native",
-        "--import-mode=importlib",
-        "--rootdir",
-        str(root),
-        "-o",
-        "addopts=",
-        "-W",
-        "ignore::DeprecationWarning",
-        "-p",
-        "no:warnings",
-        # It reports exceptions raised where Python cannot raise them, as warnings (off above),
-        # and collects garbage five times at the end of every run: ~0.3 s per assignment.
-        "-p",
-        "no:unraisableexception",
-        *(["-k", select] if select else []),
-    ]
+    args = pytest_args(dirs, root, select)
     sink = io.StringIO()
     owns_backend = backend is None
     before = set(sys.modules)
@@ -154,3 +127,40 @@ def run_assignment(
         tests=tests,
         seed=seed,
     )
+
+
+def pytest_args(paths: Sequence[Path], root: Path, select: str | None = None) -> list[str]:
+    """pytest's arguments for a grading's run of `paths` (each flag with why it is there)."""
+    return [
+        *map(str, paths),
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:anyio",  # an autoloaded plugin no suite uses: 0.1-0.3 s of imports per grading
+        # The asserts' own messages are the feedback, and rewriting every module of every
+        # autoloaded plugin (hypothesis, grader) cost about 1 s per grading.
+        "--assert=plain",
+        # pytest's own failure report is never shown (the feedback comes from the exception);
+        # its default style parses the source of every frame of every failure with `ast`
+        "--tb=native",
+        "--import-mode=importlib",
+        "--rootdir",
+        str(root),
+        "-o",
+        "addopts=",
+        "-W",
+        "ignore::DeprecationWarning",
+        "-p",
+        "no:warnings",
+        # It reports exceptions raised where Python cannot raise them, as warnings (off above),
+        # and collects garbage five times at the end of every run: ~0.3 s per assignment.
+        "-p",
+        "no:unraisableexception",
+        # Its plugin cancels any pending `faulthandler.dump_traceback_later` at every failing
+        # test (`pytest_exception_interact`): a batch child's stack dumps (grader.batch.children)
+        # would stop at a grading's first lost point, and a later stall would leave no trace.
+        "-p",
+        "no:faulthandler",
+        *(["-k", select] if select else []),
+    ]

@@ -682,18 +682,21 @@ HANG_DRIVER = textwrap.dedent(
 
     HANGS = (
         "import time\\n\\n"
+        "def test_loses_a_point_first():\\n    assert False\\n\\n"
         "def wait_for_nothing():\\n    time.sleep(3600)\\n\\n"
         "def test_hangs():\\n    wait_for_nothing()\\n"
     )
 
     def grade(submission, student, work):
         if student.startswith("hang"):
-            # inside a test of a pytest session, as a grading's hang would be: pytest's
-            # capture has fds 1 and 2 then, and a dump written there would be lost
+            # inside a test of a pytest session run with a grading's own flags, after a failed
+            # test, as a grading's hang would be: pytest's capture has fds 1 and 2 then, and
+            # its faulthandler plugin would cancel the dumps at that failure
             import pytest
+            from grader.suites.runner import pytest_args
 
             (Path(work) / "test_hangs.py").write_text(HANGS)
-            pytest.main([str(Path(work) / "test_hangs.py"), "-q", "-p", "no:cacheprovider"])
+            pytest.main(pytest_args([Path(work) / "test_hangs.py"], Path(work)))
         a = AssignmentResult("gpu_fundamentals", 4, 4, raw_score=4,
                              tests=[TestResult("test_a", 4, 4, "passed", "fb")])
         return GradeResult(student, 4, 4, Environment("cpu", True), [a])
@@ -718,8 +721,9 @@ def test_a_hung_grading_is_killed_and_leaves_where_it_hung_in_its_log(tmp_path):
     result = json.loads((out / "hang-ada" / "result.json").read_text())
     assert any("timed out after 8 s" in w and "grade.log" in w for w in result["warnings"])
     log = (out / "hang-ada" / "grade.log").read_text()
-    # faulthandler's dump, taken at 90% of the timeout (`stacks_every`), past pytest's capture:
-    # the hung function and its test are named
+    # faulthandler's dump, taken at 90% of the timeout (`stacks_every`), past pytest's capture
+    # and its faulthandler plugin (the failed test before the hang): the hung function and its
+    # test are named
     assert "most recent call first" in log and "wait_for_nothing" in log, log[-2000:]
     assert "test_hangs" in log, log[-2000:]
     assert "most recent call first" not in (out / "s01" / "grade.log").read_text()
