@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import sys
+import tempfile
 from collections.abc import Sequence
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
@@ -56,8 +57,9 @@ def run_assignment(
     `course` is the course at `root` when the caller has loaded it (a grading loads it once and
     hands it to every assignment and every test); loaded here otherwise.
 
-    Long because it builds the session the plugin reads, runs pytest on it (its flags are
-    `pytest_args`'s) and forgets the suites' modules after, in one place.
+    Long because it builds the session the plugin reads, runs pytest on it in a scratch folder
+    of its own (its flags are `pytest_args`'s) and forgets the suites' modules after, in one
+    place.
     """
     # lazy: grading starts its workers before it pays for pytest's import, so the two overlap
     # (bench/README.md, start-up); the plugin imports pytest too
@@ -93,16 +95,17 @@ def run_assignment(
         def pytest_configure(self, config: pytest.Config) -> None:
             config.stash[plugin.SESSION_KEY] = session
 
-    args = pytest_args(dirs, root, select)
     sink = io.StringIO()
     owns_backend = backend is None
     before = set(sys.modules)
     try:
-        if quiet:
-            with redirect_stdout(sink), redirect_stderr(sink):
+        with tempfile.TemporaryDirectory(prefix="grader-suites-") as scratch:
+            args = pytest_args(dirs, root, Path(scratch) / "basetemp", select)
+            if quiet:
+                with redirect_stdout(sink), redirect_stderr(sink):
+                    code = pytest.main(args, plugins=[Inject()])
+            else:
                 code = pytest.main(args, plugins=[Inject()])
-        else:
-            code = pytest.main(args, plugins=[Inject()])
     finally:
         if owns_backend and session.backend is not None:
             session.backend.close()
@@ -129,11 +132,20 @@ def run_assignment(
     )
 
 
-def pytest_args(paths: Sequence[Path], root: Path, select: str | None = None) -> list[str]:
-    """pytest's arguments for a grading's run of `paths` (each flag with why it is there)."""
+def pytest_args(
+    paths: Sequence[Path], root: Path, basetemp: Path, select: str | None = None
+) -> list[str]:
+    """pytest's arguments for a grading's run of `paths` (each flag with why it is there);
+    `basetemp` is the suites' `tmp_path` root, a folder of this run's own."""
     return [
         *map(str, paths),
         "-q",
+        # Without it, pytest numbers a session folder under the machine's shared
+        # $TMPDIR/pytest-of-<user> and, as the session ends, deletes the older ones there:
+        # other sessions' folders (a test run's, a fresh install's venvs), whose deletion took
+        # 70-97 s of one student's grading in CI. Given, it is the only folder pytest touches.
+        "--basetemp",
+        str(basetemp),
         "-p",
         "no:cacheprovider",
         "-p",

@@ -696,7 +696,7 @@ HANG_DRIVER = textwrap.dedent(
             from grader.suites.runner import pytest_args
 
             (Path(work) / "test_hangs.py").write_text(HANGS)
-            pytest.main(pytest_args([Path(work) / "test_hangs.py"], Path(work)))
+            pytest.main(pytest_args([Path(work) / "test_hangs.py"], Path(work), Path(work) / "tmp"))
         a = AssignmentResult("gpu_fundamentals", 4, 4, raw_score=4,
                              tests=[TestResult("test_a", 4, 4, "passed", "fb")])
         return GradeResult(student, 4, 4, Environment("cpu", True), [a])

@@ -185,3 +185,23 @@ def test_public_suites_do_not_mention_the_reference(assignment):
     """Public suites ship to students: no `reference` fixture (it is the solution module)."""
     for path in (ROOT / "tests" / "public" / assignment).glob("test_*.py"):
         assert not re.search(r"\breference\b", path.read_text(encoding="utf-8")), path
+
+
+def test_a_grading_leaves_the_machines_pytest_folders_alone(tmp_path, monkeypatch):
+    """The suites' `tmp_path` lives in a folder of the grading's own: pytest's default would
+    number a session folder under $TMPDIR/pytest-of-<user> and delete the older ones there as
+    the session ends (other runs' folders: in CI, fresh-install venvs, 70-97 s of a grading)."""
+    import getpass
+
+    temproot = tmp_path / "temproot"
+    monkeypatch.setenv("PYTEST_DEBUG_TEMPROOT", str(temproot))
+    shared = temproot / f"pytest-of-{getpass.getuser()}"
+    for n in range(5):  # five earlier sessions' folders, ended (no .lock): pytest keeps 3
+        (shared / f"pytest-{n}").mkdir(parents=True)
+        (shared / f"pytest-{n}" / "left.txt").write_text("an earlier run's")
+    before = sorted(p.relative_to(temproot) for p in temproot.rglob("*"))
+    result = run_assignment(ROOT, "m9_roofline", ROOT / "solutions", select="save_metric")
+    # the selected tests ran and passed, and they write through tmp_path
+    assert result.tests and all(t.outcome == "passed" for t in result.tests), result.tests
+    assert "tmp_path" in (ROOT / "tests/hidden/m9_roofline/test_m9_hidden.py").read_text()
+    assert sorted(p.relative_to(temproot) for p in temproot.rglob("*")) == before
