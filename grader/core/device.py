@@ -37,6 +37,10 @@ def has_gpu() -> bool:
     return os.path.exists("/dev/nvidia0") or shutil.which("nvidia-smi") is not None
 
 
+# A process that must simulate whatever the machine has (the memory model's launches)
+SIMULATOR_ENV = {"GRADER_DEVICE": "cpu", "NUMBA_ENABLE_CUDASIM": "1"}
+
+
 def prepare_numba() -> None:
     """Select Numba's CUDA simulator when there is no GPU; call before importing numba.
 

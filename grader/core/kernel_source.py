@@ -84,6 +84,27 @@ class KernelSource:
     device_functions: tuple[str, ...]
     constants: tuple[str, ...]
     version: int = VERSION
+    # (line of `text`, line of the graded source) for each statement of the kernel and its
+    # device functions: the memory profile names the student's lines, not the extracted text's
+    lines: tuple[tuple[int, int], ...] = ()
+
+    def source_line(self, line: int) -> int | None:
+        """The graded source's line for `line` of `text` (None outside the functions)."""
+        return dict(self.lines).get(line)
+
+    def shared_arrays(self) -> dict[int, str]:
+        """The variable each ``cuda.shared.array(...)`` of `text` is bound to, by its line."""
+        found: dict[int, str] = {}
+        for node in ast.walk(ast.parse(self.text)):
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and isinstance(node.value, ast.Call)
+                and _dotted(node.value.func).endswith("shared.array")
+            ):
+                found[node.lineno] = node.targets[0].id
+        return found
 
 
 @dataclass
@@ -377,6 +398,7 @@ def _extract(source: str, name: str, filename: str, where: Callable[[int], str])
     _collect(fn, f"the kernel {name}", mod, order, constants, imports)
     lines = [imports[k] for k in sorted(imports)]
     lines += [f"{k} = {constants[k]!r}" for k in sorted(constants)]
+    line_map: dict[int, int] = {}
     for fname in [*order, name]:
         clean = copy.copy(mod.defs[fname])
         clean.decorator_list = []
@@ -388,13 +410,29 @@ def _extract(source: str, name: str, filename: str, where: Callable[[int], str])
             kw_defaults=[],
             defaults=[],
         )
-        lines.append(ast.unparse(ast.fix_missing_locations(clean)))
+        chunk = ast.unparse(ast.fix_missing_locations(clean))
+        first = sum(part.count("\n") + 2 for part in lines) + 1  # parts are joined by a blank line
+        _map_lines(clean, chunk, first, line_map)
+        lines.append(chunk)
     return KernelSource(
         name=name,
         text="\n\n".join(lines) + "\n",
         device_functions=tuple(order),
         constants=tuple(sorted(constants)),
+        lines=tuple(sorted(line_map.items())),
     )
+
+
+def _map_lines(clean: ast.FunctionDef, chunk: str, first: int, found: dict[int, int]) -> None:
+    """Each line of `chunk` (the unparsed `clean`, starting at line `first` of the text) mapped
+    to the line of the graded source its statement came from: the two trees have the same shape,
+    walked side by side."""
+    (reparsed,) = ast.parse(chunk).body
+    for original, printed in zip(ast.walk(clean), ast.walk(reparsed), strict=False):
+        if type(original) is not type(printed):
+            return  # not the same shape after all: the lines found so far are right
+        if isinstance(original, ast.stmt):
+            found.setdefault(printed.lineno + first - 1, original.lineno)
 
 
 def _collect(

@@ -1,24 +1,24 @@
-"""Numba's CUDA simulator, one simulated thread at a time: deterministic, ~25x less CPU.
+"""Numba's CUDA simulator, one simulated thread at a time on one Python thread: deterministic,
+any legal block, and a fraction of the simulator's CPU per simulated thread.
 
 The simulator runs each block of a launch as one new Python thread per CUDA thread, all started
 at once and left to the interpreter's scheduler, with a manager that scans them in a loop to
-release a ``syncthreads()`` barrier once every live thread waits at it. On this project's
-machines a thread costs 110-150 us to create and join, so a launch cost about 230 us per
-simulated thread, and the order in which threads ran (hence what a racy kernel computed) changed
-from run to run.
+release a ``syncthreads()`` barrier once every live thread waits at it. A thread costs 110-150 us
+to create and join here, the order in which threads ran (hence what a racy kernel computed)
+changed from run to run, and a block of more threads than the sandbox's process limit
+(``[limits] processes``) could not start at all once a barrier held them all alive.
 
-`install()` replaces the manager's ``run`` with a cooperative scheduler. The threads of a block
-run one at a time, in CUDA's order (``threadIdx.x`` fastest, as warps are formed): each runs
-until it ends or waits at a barrier, and once every live thread of the block waits there, they
-are resumed in the order they arrived. A barrier means what it means in the simulator and on a
-GPU: released when all the block's live threads reach it, threads that have ended not counted.
-What a thread sees of ``cuda.threadIdx``, ``cuda.blockIdx``, ``laneid``, shared memory, atomics
-and ``syncthreads_count/and/or`` is the simulator's own code, reading the same attributes of
-``threading.current_thread()``; only who runs when changes.
-
-The Python threads that carry simulated threads are kept in a pool and reused by later threads,
-blocks and launches, so a kernel without barriers runs a whole block on one of them, and a block
-needs as many as wait at one barrier at once (never more than the simulator started).
+`install()` replaces the manager's ``run`` with a cooperative scheduler. A block's simulated
+threads are greenlets (the `greenlet` package: stack switching inside one Python thread), run one
+at a time in CUDA's order (``threadIdx.x`` fastest, as warps are formed): each runs until it ends
+or waits at a barrier, and once every live thread of the block waits there, they are resumed in
+the order they arrived. A barrier means what it means in the simulator and on a GPU: released
+when all the block's live threads reach it, threads that have ended not counted. What a thread
+sees of ``cuda.threadIdx``, ``cuda.blockIdx``, ``laneid``, shared memory, atomics and
+``syncthreads_count/and/or`` is the simulator's own code, reading the same attributes of
+``threading.current_thread()``: one Python thread (the carrier, a subclass of the simulator's
+``BlockThread``) runs every block, and takes on the attributes of whichever simulated thread it
+switches to. So a block of 1,024 threads with barriers needs one Python thread, not 1,024.
 
 Consequences, all on purpose:
 - The same kernel and inputs always run in the same order, so a race (a missing barrier) gives
@@ -30,11 +30,13 @@ Consequences, all on purpose:
 - One thread that waits, spinning, for another thread's write without a barrier between them
   never lets that thread run: the launch hangs, and the worker's time limit ends it as it ends any
   other endless kernel. CUDA promises no such progress either before Volta.
+- Observers (`grader.core.memtrace`) learn which simulated thread runs and when a barrier is
+  released through `observe`; the scheduler itself records nothing.
 
 It applies only to Numba's simulator (``NUMBA_ENABLE_CUDASIM=1``), in the processes that launch
 kernels there: the kernel worker, the notebook worker and the in-process backend. A Numba whose
-simulator lacks the names it replaces is left alone and `install` returns False (the pinned
-numba-cuda is checked by ``tests/unit/core/test_simulator.py``).
+simulator lacks the names it replaces, or an interpreter without greenlet, is left alone and
+`install` returns False (the pinned numba-cuda is checked by ``tests/unit/core/test_simulator.py``).
 """
 
 from __future__ import annotations
@@ -53,6 +55,14 @@ def _kernel_module() -> Any:
     return kernel
 
 
+def _greenlet() -> Any:
+    try:
+        import greenlet  # lazy: only processes that simulate kernels load it
+    except ImportError:
+        return None
+    return greenlet
+
+
 def install() -> bool:
     """Use the cooperative scheduler for every later simulated launch in this process; whether
     it is in use (False without the simulator, or with a simulator of another shape)."""
@@ -65,7 +75,14 @@ def install() -> bool:
     thread_base = getattr(kernel, "BlockThread", None)
     dim3 = getattr(kernel, "Dim3", None)
     kernelapi = _kernelapi_module()
-    if base is None or thread_base is None or dim3 is None or not _known_shape(base, kernelapi):
+    greenlet = _greenlet()
+    if (
+        base is None
+        or thread_base is None
+        or dim3 is None
+        or greenlet is None
+        or not _known_shape(base, kernelapi)
+    ):
         return False
     pool = _Pool(_carrier_class(thread_base))
 
@@ -75,7 +92,7 @@ def install() -> bool:
         cooperative = True
 
         def run(self, grid_point: Any, *args: Any) -> None:
-            _Block(self, dim3, grid_point, args, pool).run()  # type: ignore[arg-type]
+            _Block(self, dim3, greenlet, grid_point, args).run(pool)
 
     kernel.BlockManager = CooperativeBlockManager
     _fill_new_arrays(kernelapi)
@@ -113,7 +130,8 @@ def _fill_new_arrays(kernelapi: Any) -> None:
     (a missing barrier, an accumulator never zeroed) reads the same NaN or -1 on every run, as
     wrong as on a GPU but the same each time. Dynamic shared memory is the simulator's own
     (zeroed). A shared array is still one per line of source and launch, as the simulator keys
-    it; the caller's line is read from its frame, not a whole extracted stack."""
+    it; the caller's line is read from its frame, not a whole extracted stack. An observer
+    (`observe`) may wrap each new shared array to see its accesses."""
     shared, local = kernelapi.FakeCUDAShared, kernelapi.FakeCUDALocal
     if getattr(shared, "fills", False):
         return
@@ -133,7 +151,10 @@ def _fill_new_arrays(kernelapi: Any) -> None:
         key = (caller.f_code.co_filename, caller.f_lineno)
         found = self._allocations.get(key)
         if found is None:
-            found = self._allocations[key] = fresh(shape, dtype)
+            found = fresh(shape, dtype)
+            if _observer is not None:
+                found = _observer.shared_array(found, key)
+            self._allocations[key] = found
         return found
 
     def local_array(self: Any, shape: Any, dtype: Any, alignment: Any = None) -> Any:
@@ -143,6 +164,29 @@ def _fill_new_arrays(kernelapi: Any) -> None:
 
     shared.array, shared.fills = shared_array, True
     local.array = local_array
+
+
+class Observer:
+    """What a scheduler's observer is told (`grader.core.memtrace.Recorder` is one). The default
+    methods do nothing, so an observer overrides only what it needs."""
+
+    def shared_array(self, array: Any, key: tuple[str, int]) -> Any:
+        """A block's new shared array, allocated at `key` (file, line): what the kernel gets."""
+        return array
+
+    def barrier(self, block: tuple[int, int, int], waiting: int) -> None:
+        """A barrier of `block` released, with `waiting` threads at it."""
+
+
+_observer: Observer | None = None
+
+
+def observe(observer: Observer | None) -> Observer | None:
+    """Tell `observer` about every later simulated launch in this process (None: stop); the
+    previous one is returned, so a caller can put it back."""
+    global _observer
+    previous, _observer = _observer, observer
+    return previous
 
 
 def _turn() -> Any:
@@ -158,11 +202,10 @@ def _carrier_class(thread_base: type) -> type:
     ``syncthreads_count/and/or`` and its ``threading.current_thread()`` reads work unchanged."""
 
     class Carrier(thread_base):  # the simulator's class
-        """A Python thread that runs simulated threads, one after another, for whichever block
-        hands it the turn."""
+        """The Python thread that runs blocks, a simulated thread at a time, each a greenlet."""
 
         def __init__(self) -> None:
-            threading.Thread.__init__(self, name="simulated-thread", daemon=True)
+            threading.Thread.__init__(self, name="simulated-threads", daemon=True)
             self.turn = _turn()
             self.block: _Block | None = None
             self.abort = False
@@ -179,7 +222,7 @@ def _carrier_class(thread_base: type) -> type:
                 raise RuntimeError("abort flag set on syncthreads call")
             block = self.block
             assert block is not None, "syncthreads outside a simulated block"
-            block.wait_at_barrier(self)
+            block.wait_at_barrier()
             if self.abort:
                 raise RuntimeError("abort flag set on syncthreads clear")
 
@@ -187,114 +230,141 @@ def _carrier_class(thread_base: type) -> type:
 
 
 class _Pool:
-    """Idle carriers, started on first need and kept for the process's life."""
+    """Idle carriers, started on first need and kept for the process's life (one, unless
+    blocks are launched from several Python threads at once)."""
 
     def __init__(self, carrier_class: type) -> None:
         self._carrier_class = carrier_class
         self._idle: list[Any] = []
 
-    def take(self, block: _Block) -> Any:
+    def take(self) -> Any:
         try:
-            carrier = self._idle.pop()  # atomic, whichever thread holds a turn
+            return self._idle.pop()  # atomic
         except IndexError:
             carrier = self._carrier_class()
             carrier.start()
-        carrier.block = block
-        return carrier
+            return carrier
 
     def give_back(self, carrier: Any) -> None:
         carrier.block = None
         self._idle.append(carrier)
 
 
-_START = object()  # `_Block._successor`: start the next thread not yet started
-_LAUNCHER = object()  # `_Block._successor`: hand the turn back to the launching thread
+class _Thread:
+    """One simulated thread: its place in the block, the greenlet it runs in, its abort flag."""
+
+    __slots__ = ("index", "linear", "greenlet", "abort")
+
+    def __init__(self, index: Any, linear: int, greenlet: Any) -> None:
+        self.index = index
+        self.linear = linear
+        self.greenlet = greenlet
+        self.abort = False
 
 
 class _Block:
-    """One block of a launch. Exactly one party holds the turn at a time: the launching thread
-    (in `run`) or one carrier (running a simulated thread). The holder that stops (its thread
-    ended or waits at a barrier) hands the turn straight to the party `_successor` names."""
+    """One block of a launch, run on a carrier. The carrier's own greenlet (the hub) schedules;
+    a worker greenlet runs simulated threads one after another, and one that waits at a barrier
+    keeps its worker until the barrier is released, so the hub starts another worker for the
+    threads after it. A block without barriers runs in one worker; one whose threads all wait
+    at a barrier needs a worker per thread (a greenlet costs a few microseconds, not a thread)."""
 
-    def __init__(self, manager: Any, dim3: type, grid_point: Any, args: tuple, pool: _Pool):
+    def __init__(
+        self, manager: Any, dim3: type, greenlet: Any, grid_point: Any, args: tuple
+    ) -> None:
         self._manager = manager
         self._dim3 = dim3
+        self._greenlet = greenlet
         self._args = args
-        self._pool = pool
         self._block_idx = dim3(*grid_point)
         dims = (*tuple(manager._block_dim), 1, 1, 1)
         self._x, self._y, self._z = dims[:3]
         self._count = self._x * self._y * self._z
         self._next = 0  # the linear id of the next thread to start
-        self._waiting: list[Any] = []  # carriers at the barrier, in arrival order
-        self._ready: deque[Any] = deque()  # carriers past a released barrier, not yet resumed
+        self._waiting: list[_Thread] = []  # at the barrier, in arrival order
+        self._ready: deque[_Thread] = deque()  # past a released barrier, not yet resumed
+        self._current: _Thread | None = None
         self._error: tuple[BaseException, Any] | None = None
-        self._back = _turn()  # the launching thread's turn
+        self._hub: Any = None
+        self._carrier: Any = None
+        self._done = _turn()  # the launching thread's turn
 
-    def run(self) -> None:
-        """Run every thread of the block; raise the first thread's exception, as the simulator."""
+    def run(self, pool: _Pool) -> None:
+        """On the launching thread: run every thread of the block on a carrier; raise the first
+        thread's exception, as the simulator does."""
         if self._count == 0:
             return
-        self._pool.take(self).turn.release()
-        self._back.acquire()
+        carrier = pool.take()
+        carrier.block = self
+        carrier.turn.release()
+        self._done.acquire()
+        pool.give_back(carrier)
         if self._error is not None:
-            self._abort()
             error, traceback = self._error
             raise error.with_traceback(traceback)
 
     def serve(self, carrier: Any) -> None:
-        """On a carrier given the turn to start threads: run them one after another while
-        threads are left to start, then free the carrier and hand the turn on."""
-        while (successor := self._successor()) is _START:
-            linear = self._next
-            self._next += 1
-            self._simulate(carrier, linear)
-        self._pool.give_back(carrier)
-        self._give(successor)
-
-    def wait_at_barrier(self, carrier: Any) -> None:
-        """On a carrier holding the turn: wait here until every live thread of the block has
-        arrived and the threads that arrived before this one have run on."""
-        self._waiting.append(carrier)
-        successor = self._successor()
-        if successor is carrier:  # the last to arrive, and the only one waiting
-            return
-        if successor is _START:
-            try:
-                successor = self._pool.take(self)
-            except BaseException:
-                self._waiting.remove(carrier)
-                raise
-        self._give(successor)
-        carrier.turn.acquire()
-
-    def _successor(self) -> Any:
-        """Who runs next: a thread past the barrier, a thread not yet started, the barrier's
-        first thread once every live thread waits there, else (done, or failed) the launcher."""
-        if self._error is not None:
-            return _LAUNCHER
-        if self._ready:
-            return self._ready.popleft()
-        if self._next < self._count:
-            return _START
-        if self._waiting:
-            self._ready, self._waiting = deque(self._waiting), []
-            return self._ready.popleft()
-        return _LAUNCHER
-
-    def _give(self, successor: Any) -> None:
-        (self._back if successor is _LAUNCHER else successor.turn).release()
-
-    def _simulate(self, carrier: Any, linear: int) -> None:
-        """One simulated thread, on `carrier`, with the attributes the simulator's API reads."""
-        x, rest = linear % self._x, linear // self._x
-        y, z = rest % self._y, rest // self._y
-        carrier.threadIdx = self._dim3(x, y, z)
+        """On the carrier: the hub's loop, until every thread ended or one failed."""
+        self._carrier, self._hub = carrier, self._greenlet.getcurrent()
         carrier.blockIdx = self._block_idx
-        carrier.thread_id = linear
         carrier._manager = self._manager
         carrier.debug = self._manager._debug
-        carrier.abort = False
+        try:
+            while self._error is None:
+                if self._ready:  # past a released barrier, in arrival order
+                    self._switch(self._ready.popleft())
+                elif self._next < self._count:  # threads not yet started: a worker starts them
+                    self._greenlet.greenlet(self._work).switch()
+                elif self._waiting:  # every live thread waits: release the barrier
+                    if _observer is not None:
+                        _observer.barrier(tuple(self._block_idx), len(self._waiting))
+                    self._ready, self._waiting = deque(self._waiting), []
+                else:
+                    break
+            self._abort()
+        except BaseException as exc:  # noqa: BLE001  # the scheduler's own failure fails the launch
+            if self._error is None:
+                self._error = (exc, exc.__traceback__)
+        finally:
+            self._current = None
+            self._done.release()
+
+    def wait_at_barrier(self) -> None:
+        """In a simulated thread's worker: wait here until every live thread of the block has
+        arrived and the threads that arrived before this one have run on."""
+        thread = self._current
+        assert thread is not None, "a barrier outside a simulated thread"
+        self._waiting.append(thread)
+        self._hub.switch()
+
+    def _work(self) -> None:
+        """A worker greenlet: start threads one after another while threads are left to start
+        and none is ready past a barrier (CUDA's order, as the hub would choose)."""
+        worker = self._greenlet.getcurrent()
+        while self._error is None and not self._ready and self._next < self._count:
+            linear = self._next
+            self._next += 1
+            x, rest = linear % self._x, linear // self._x
+            thread = _Thread(self._dim3(x, rest % self._y, rest // self._y), linear, worker)
+            self._enter(thread)
+            self._simulate()
+
+    def _enter(self, thread: _Thread) -> None:
+        """Give the carrier `thread`'s identity (what the simulator's API reads)."""
+        carrier = self._carrier
+        carrier.threadIdx = thread.index
+        carrier.thread_id = thread.linear
+        carrier.abort = thread.abort
+        self._current = thread
+
+    def _switch(self, thread: _Thread) -> None:
+        """From the hub: resume `thread` where it waits, until it ends or waits again."""
+        self._enter(thread)
+        thread.greenlet.switch()
+
+    def _simulate(self) -> None:
+        """The current simulated thread's body, in its worker (the carrier holds its identity)."""
+        carrier = self._carrier
         try:
             if carrier.debug:
                 import numpy as np  # lazy: numba already imported it
@@ -314,10 +384,9 @@ class _Block:
         unwinds (the simulator's rule); threads not yet started never start."""
         pending = [*self._ready, *self._waiting]
         self._ready, self._waiting = deque(), []
-        for carrier in pending:
-            carrier.abort = True
-            carrier.turn.release()
-            self._back.acquire()
+        for thread in pending:
+            thread.abort = True
+            self._switch(thread)
 
 
 def _located(exc: Exception, carrier: Any) -> BaseException:
@@ -328,3 +397,5 @@ def _located(exc: Exception, carrier: Any) -> BaseException:
         return type(exc)(message)
     except Exception:  # noqa: BLE001  # a type that cannot be built from one message
         return exc
+
+

@@ -68,6 +68,7 @@ from grader.sandbox.spawn import (
 )
 
 KERNEL_TARGETS = ("compile", "run")
+MODEL = "model"  # the memory model's launches: the simulator, on every machine (`run` without a GPU)
 
 
 @dataclass(frozen=True)
@@ -426,12 +427,14 @@ class KernelWorker(_Worker):
     kernels = True
 
     def __init__(self, shared: Shared, target: str):
-        if target not in KERNEL_TARGETS:
+        if target not in (*KERNEL_TARGETS, MODEL):
             raise ValueError(f"unknown kernel target {target!r}")
         env = scrubbed_env(shared.workdir, shared.gpu)
         if target == "compile":
             env.pop("NUMBA_ENABLE_CUDASIM", None)
             env[device.PTX_ENV] = "1"
+        if target == MODEL:
+            env.update(device.SIMULATOR_ENV)
         super().__init__(shared, env)
         self.target = target
 
@@ -466,7 +469,10 @@ class KernelWorkers:
         self._workers: dict[str, KernelWorker] = {}
 
     def get(self, target: str) -> KernelWorker:
-        """The kernel worker of `target`, made (not started) on first use."""
+        """The kernel worker of `target`, made (not started) on first use; `MODEL` is the `run`
+        worker where that one simulates (no GPU), a third worker on a GPU machine."""
+        if target == MODEL and not self.shared.gpu:
+            target = "run"
         if target not in self._workers:
             self._workers[target] = KernelWorker(self.shared, target)
         return self._workers[target]
@@ -582,7 +588,8 @@ class WorkerBackend:
 
     def kernel(self, req: dict, timeout: float, target: str = "run") -> dict:
         """A ``kernel_*`` request to the kernel worker of `target`: ``compile`` (the real CUDA
-        target, never the simulator) or ``run`` (the device kernels run on)."""
+        target, never the simulator), ``run`` (the device kernels run on) or ``model`` (the
+        simulator, whatever the device: the memory model's launches)."""
         return self.kernel_worker(target).serve(req, timeout)
 
     def graded_source(self, assignment: str) -> str:

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.core import device, simulator
+from grader.core import device, memtrace, simulator
 from grader.core.errors import SubmissionError
 from grader.core.kernel_source import ALLOWED_BUILTINS
 from grader.core.notebook import GradedCell, read_graded_cells
@@ -497,6 +497,8 @@ class KernelHost:
                 kernel[grid, block](*dev)
                 _synchronize()
                 return protocol.ok([_host_copy(d) if _is_array(d) else None for d in dev])
+            if op == "kernel_profile":
+                return protocol.ok(self._profile(request))
             if op == "kernel_stage":
                 self._staged = None
                 kernel, grid, block, dev = self._prepare(request)
@@ -591,6 +593,29 @@ class KernelHost:
             ) from None
         return ptx
 
+    def _profile(self, request: dict) -> dict:
+        """One launch in the simulator with its memory accesses recorded: the outputs and the
+        launch's memory profile (`grader.core.memtrace`, `grader.core.memmodel`), as data."""
+        if not device.simulator_active():
+            raise RuntimeError("a memory profile was asked of a process not running the simulator")
+        kernel, grid, block, dev = self._prepare(request)
+        ns, _ = self._namespace(request)
+        code = ns[str(request["name"])].__code__
+        names = code.co_varnames[: code.co_argcount]
+        grid3, block3 = _three(grid), _three(block)
+        with memtrace.Recorder() as recorder:
+            recorder.launching(grid3)
+            traced = [
+                recorder.argument(d, n) if _is_array(d) else d
+                for d, n in zip(dev, names, strict=False)
+            ]
+            kernel[grid, block](*traced)
+            _synchronize()
+        return {
+            "outputs": [_host_copy(d) if _is_array(d) else None for d in dev],
+            "profile": recorder.profile(grid3, block3).to_plain(),
+        }
+
     def _prepare(self, request: dict) -> tuple[Any, Any, Any, list]:
         from numba import cuda  # lazy: numba reads NUMBA_ENABLE_CUDASIM when first imported
 
@@ -614,6 +639,12 @@ def _course_device(cc: tuple[int, int]) -> Iterator[None]:
         yield
     finally:
         dispatcher.get_current_device = current
+
+
+def _three(dims: Any) -> tuple[int, int, int]:
+    """Launch dimensions as (x, y, z)."""
+    items = (*(dims if isinstance(dims, tuple) else (dims,)), 1, 1)
+    return (int(items[0]), int(items[1]), int(items[2]))
 
 
 def _is_array(value: Any) -> bool:

@@ -141,6 +141,7 @@ class InProcessBackend:
         self.children = children
         self._notebook_worker: ChildWorker | None = None
         self._run_worker: ChildWorker | None = None
+        self._model_worker: ChildWorker | None = None  # the simulator on a GPU machine
         self._loaded: set[str] = set()
         self._load_failed: dict[str, dict] = {}
         if children:
@@ -180,6 +181,10 @@ class InProcessBackend:
     def kernel(self, req: dict, timeout: float, target: str = "run") -> dict:
         if target == "compile":
             return self._compile(req, timeout)
+        if target == "model" and device.has_gpu():  # this process runs the real target
+            if self._model_worker is None:
+                self._model_worker = ChildWorker(["--kernels"], {**os.environ, **device.SIMULATOR_ENV})
+            return self._model_worker.ask(req, timeout, str(req.get("op")))
         t0 = time.monotonic()
         if self._run_worker is not None:
             reply = self._run_worker.ask(req, timeout, str(req.get("op")))
@@ -220,7 +225,7 @@ class InProcessBackend:
         return list_dir(Path.cwd(), path)
 
     def close(self) -> None:
-        for worker in (self.compiler, self._notebook_worker, self._run_worker):
+        for worker in (self.compiler, self._notebook_worker, self._run_worker, self._model_worker):
             if worker is not None:
                 worker.close()
         self._loaded.clear()

@@ -18,6 +18,7 @@ from grader.sandbox.protocol import KERNEL_REFUSED
 from grader.suites.errors import grader_error, make_error, malformed
 
 if TYPE_CHECKING:
+    from grader.suites.memory import Profiled
     from grader.suites.student import Function
 
 TIME_TARGET_S = 0.25  # a timed request lasts at least this long: it swamps the round trip
@@ -81,6 +82,13 @@ class Launch:
         for original, result in zip(args, out, strict=True):
             if isinstance(original, np.ndarray):
                 np.copyto(original, result)
+
+    def profile(self, *args: Any) -> Profiled:
+        """One launch in the simulator with its memory accesses recorded: its outputs (copied
+        back in place, as a call does) and its memory profile (`grader.suites.memory`)."""
+        from grader.suites import memory  # memory imports this module's helpers
+
+        return memory.profile(self, list(args))
 
     def time(self, *args: Any, repeat: int = 10) -> float:
         """Milliseconds per launch on the trusted side's clock.

@@ -1428,6 +1428,21 @@ for s, n32 in zip(strides, fp32, strict=True):
 # `src`), `stride` an integer >= 0, several blocks, and the PTX compile for the T4 with the
 # signature `void(float32[:], float32[:], int64)`.
 #
+# **Counting sectors without a GPU.** Nobody can time sectors in a simulator, but they can be
+# counted. The grader launches your kernels once more in the simulator with every global and
+# shared memory access recorded, and groups them as the hardware does: a warp is 32 consecutive
+# threads of a block (`threadIdx.x` fastest), and one *request* is what the warp's lanes ask for
+# at the same line of your kernel at the same time (a lane's third access at a line meets the
+# other lanes' third access there). For each global request it counts the 32-byte sectors
+# touched against the *ideal*: the distinct bytes asked for, in whole sectors (4 for 32
+# neighbouring float32 values, 1 when every lane reads the same element). `grader profile
+# gpu_fundamentals` prints this table for each of your kernels, much like the memory workload
+# section of NVIDIA's Nsight Compute; `grader check` prints one line per kernel, and your pull
+# request's report carries the tables. The grader profiles `strided_copy` with `src.size = 32 x
+# stride` (so no warp wraps around `src`) and with elements of 1, 2, 4, 8 and 16 bytes: every
+# read request must touch exactly `sectors_per_warp(stride, itemsize)` sectors, the course's
+# answer for that stride and size, and every write request the ideal.
+#
 # **Exercise.** Write the body of the `strided_copy` kernel: global index, bounds check against
 # `dst.size`, then the strided, wrapped read.
 
@@ -1545,7 +1560,10 @@ plt.show()
 # `(src.shape[1], src.shape[0])`. Any block shape must work, and so must any matrix shape,
 # including shapes that are not multiples of the block (bounds-check both coordinates). The
 # grader tests float32 matrices in the simulator and compiles the kernel for the T4 with the
-# signature `void(float32[:, :], float32[:, :])`.
+# signature `void(float32[:, :], float32[:, :])`. It also profiles it on a 64 x 96 matrix with
+# 32 x 8 blocks: the reads of `src` must be coalesced (4 sectors per request, the ideal) and the
+# writes to `dst` strided (32 sectors per request), as described above. This is the slow kernel
+# that the next one fixes, and the profile shows the cost before any GPU does.
 
 
 # %% nbgrader={"grade": false, "grade_id": "transpose_naive", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1609,8 +1627,22 @@ print("transpose_naive: self-checks passed")
 # matrix is neither loaded nor stored, but every thread must still reach the barrier (a
 # `syncthreads()` inside an `if` that some threads skip can hang a real GPU). Use the module's
 # `TILE`, `TILE_PADDED` and `numba.float32`, as below; the grader compiles the kernel for the T4
-# with the signature `void(float32[:, :], float32[:, :])` and checks that the compiled kernel
-# declares a shared array of `TILE x TILE_PADDED` float32 values (4,224 bytes) and a barrier.
+# with the signature `void(float32[:, :], float32[:, :])`.
+#
+# The grader then profiles `transpose_tiled` on a 64 x 96 matrix (whole tiles) and checks what
+# the kernel does, not how it is written:
+#
+# * **coalesced both ways**: every request that reads `src` or writes `dst` touches the ideal
+#   number of sectors;
+# * **each element once**: every element of `src` is read from global memory once and every
+#   element of `dst` written once, and the data passes through shared memory, with at least one
+#   barrier in every block;
+# * **no bank conflicts**: the tile is read back from shared memory with one wavefront per
+#   request (no two lanes of a warp wait on the same bank).
+#
+# Any design that behaves this way earns the points: another padding, a kernel written for 2-D
+# blocks that loops over its rows with a stride of `cuda.blockDim.y`, more elements per thread.
+# A tile that is filled but not used, or that only some blocks use, does not.
 #
 # On a GPU runner the grader also times `transpose_tiled` at 8192 x 8192: it must reach at least
 # **50% of the bandwidth of your own stride-1 `strided_copy`** on the same elements, and
@@ -1674,8 +1706,9 @@ print("transpose_tiled: self-checks passed")
 # * return a Python `float`; `n` must be an integer >= 1 (`ValueError` for `n < 1`, `TypeError`
 #   for a non-integer).
 #
-# In the simulator the ratio means nothing (Python threads have no sectors), so the self-check
-# only asks for a positive number. On a GPU runner the grader calls `coalescing_slowdown(8192)`
+# In the simulator the ratio means nothing (its timings are Python's, not a memory system's), so
+# the self-check only asks for a positive number: the profile of `transpose_naive` above is the
+# simulator's view of the same cost. On a GPU runner the grader calls `coalescing_slowdown(8192)`
 # and expects **at least 1.5**, and it times your two kernels itself: your returned ratio must be
 # within a factor of 2 of the ratio it measures. Both tests pay only when the grader's record of
 # the call shows that it launched your `transpose_naive` and your `strided_copy`: a ratio that
@@ -1919,9 +1952,13 @@ print("matmul_naive: self-checks passed")
 # `K`, including sizes that are not multiples of `TILE`; float32; compared with `a @ b` to a
 # relative tolerance of 1e-4), launched with blocks of exactly `(TILE, 1)` threads and a grid of
 # `(ceil(N / TILE), ceil(M / TILE))` blocks. The grader compiles it for the T4 with the
-# signature `void(float32[:, :], float32[:, :], float32[:, :])` and checks that the compiled
-# kernel declares two shared tiles of `TILE x TILE` float32 values (4,096 bytes each) and a
-# barrier. On a GPU runner it also times both kernels on 2048 x 2048 matrices: `matmul_tiled`
+# signature `void(float32[:, :], float32[:, :], float32[:, :])`, and profiles it with `M = 64`,
+# `N = 32` and `K = 32`: its element loads from global memory must be at most `1.25 / TILE` of
+# the `2 x M x N x K` that the naive kernel makes (each element of a tile is loaded once and
+# reused `TILE` times from shared memory), every request that loads `a` or `b` must touch the
+# ideal number of sectors, and every block must pass at least one barrier. A padded tile or a
+# kernel written for 2-D blocks earns the points too; tiles filled and then bypassed do not.
+# On a GPU runner it also times both kernels on 2048 x 2048 matrices: `matmul_tiled`
 # must take less time than `matmul_naive` launched with 32 x 8 blocks.
 
 

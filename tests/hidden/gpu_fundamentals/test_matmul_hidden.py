@@ -3,8 +3,9 @@
 `tiled_intensity` is compared with the reference on drawn tiles and element sizes, with fixed
 examples that every seed runs. Both kernels run in the simulator on matrix shapes drawn at
 grading time, mostly not multiples of the block or the tile, against NumPy's product, and are
-compiled for the course GPU; the tiled one must declare its two shared tiles and a barrier. On
-a GPU runner the two kernels are timed by the grader and the tiled one must be the faster.
+compiled for the course GPU; how the tiled one reuses its loads is graded from the memory model
+(test_memory_hidden.py). On a GPU runner the two kernels are timed by the grader and the tiled
+one must be the faster.
 
 Stated rules (grader verify checks that every test here is listed, with a sentence that appears
 word for word in the released notebook):
@@ -19,8 +20,8 @@ word for word in the released notebook):
   `void(float32[:, :], float32[:, :], float32[:, :])`."
 - test_matmul_tiled_shapes: "Write `matmul_tiled(a, b, c)`, same contract as `matmul_naive`
   (any `M`, `N`, `K`, including sizes that are not multiples of `TILE`"
-- test_matmul_tiled_compiles_with_shared_tiles: "checks that the compiled kernel declares two
-  shared tiles of `TILE x TILE` float32 values (4,096 bytes each) and a barrier."
+- test_matmul_tiled_compiles_to_ptx: "The grader compiles it for the T4 with the signature
+  `void(float32[:, :], float32[:, :], float32[:, :])`, and profiles it"
 - test_matmul_tiled_beats_naive_gpu: "On a GPU runner it also times both kernels on 2048 x 2048
   matrices: `matmul_tiled` must take less time than `matmul_naive` launched with 32 x 8
   blocks."
@@ -32,7 +33,6 @@ student reads as feedback.
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 import pytest
@@ -158,31 +158,11 @@ def test_matmul_naive_compiles_to_ptx(student, rng):
     _ptx(student, "matmul_naive")
 
 
-def shared_tile_problem(ptx: str) -> str | None:
-    """Why the PTX does not stage two TILE x TILE float32 tiles behind a barrier, or None."""
-    sizes = [int(v) for v in re.findall(r"\.shared\s+\.align\s+\d+\s+\.b8\s+\w+\[(\d+)\]", ptx)]
-    tile_bytes = TILE * TILE * 4
-    if sizes.count(tile_bytes) < 2:
-        return (
-            f"its PTX declares shared arrays of {sizes or 'no'} bytes; two tiles "
-            f"cuda.shared.array((TILE, TILE), numba.float32) of {tile_bytes} bytes each are "
-            "needed, one for a and one for b, so that every element loaded from global memory "
-            "is reused TILE times"
-        )
-    if not re.search(r"\bbar(rier)?\.sync\b", ptx):
-        return (
-            "its PTX has no barrier: call cuda.syncthreads() after filling the tiles and again "
-            "before the next step overwrites them"
-        )
-    return None
-
-
-@pytest.mark.points(2)
-def test_matmul_tiled_compiles_with_shared_tiles(student, rng):
+@pytest.mark.points(1)
+def test_matmul_tiled_compiles_to_ptx(student, rng):
     a, b = _operands(rng, 3, 40, 5)
     _check_product(student, "matmul_tiled", a, b, (1, 1), (TILE, 1))
-    problem = shared_tile_problem(_ptx(student, "matmul_tiled"))
-    assert problem is None, f"matmul_tiled compiles, but {problem}"
+    _ptx(student, "matmul_tiled")
 
 
 @pytest.mark.gpu

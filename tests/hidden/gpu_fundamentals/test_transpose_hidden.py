@@ -14,8 +14,8 @@ word for word in the released notebook):
   compiles the kernel for the T4 with the signature `void(float32[:, :], float32[:, :])`."
 - test_transpose_tiled_shapes: "Write `transpose_tiled(src, dst)`, same contract as
   `transpose_naive` (any shape, float32), launched with blocks of exactly `(TILE, 1)` threads"
-- test_transpose_tiled_compiles_with_shared_tile: "checks that the compiled kernel declares a
-  shared array of `TILE x TILE_PADDED` float32 values (4,224 bytes) and a barrier."
+- test_transpose_tiled_compiles_to_ptx: "the grader compiles the kernel for the T4 with the
+  signature `void(float32[:, :], float32[:, :])`."
 - test_transposes_bandwidth_gpu: "On a GPU runner the grader also times `transpose_tiled` at
   8192 x 8192: it must reach at least **50% of the bandwidth of your own stride-1
   `strided_copy`** on the same elements, and `transpose_naive` must be slower than
@@ -28,7 +28,6 @@ student reads as feedback.
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 import pytest
@@ -113,28 +112,12 @@ def test_transpose_naive_compiles_to_ptx(student, rng):
     _ptx(student, "transpose_naive")
 
 
-@pytest.mark.points(2)
-def test_transpose_tiled_compiles_with_shared_tile(student, rng):
+@pytest.mark.points(1)
+def test_transpose_tiled_compiles_to_ptx(student, rng):
     rows, cols = int(rng.integers(2, 6)), int(rng.integers(TILE + 1, 2 * TILE))
     src = np.arange(rows * cols, dtype=np.float32).reshape(rows, cols)
     _check_transpose(student, "transpose_tiled", src, (2, 1), (TILE, 1))
-    ptx = _ptx(student, "transpose_tiled")
-    sizes = [int(v) for v in re.findall(r"\.shared\s+\.align\s+\d+\s+\.b8\s+\w+\[(\d+)\]", ptx)]
-    assert sizes, (
-        "transpose_tiled compiles, but its PTX declares no shared memory: stage the tile in "
-        "cuda.shared.array((TILE, TILE_PADDED), numba.float32)"
-    )
-    padded = TILE * (TILE + 1) * 4
-    assert padded in sizes, (
-        f"transpose_tiled declares shared arrays of {sizes} bytes; the padded tile "
-        f"cuda.shared.array((TILE, TILE_PADDED), numba.float32) is {TILE} x {TILE + 1} x 4 = "
-        f"{padded} bytes. An unpadded {TILE} x {TILE} tile ({TILE * TILE * 4} bytes) puts a "
-        "whole column in one bank"
-    )
-    assert re.search(r"\bbar(rier)?\.sync\b", ptx), (
-        "transpose_tiled compiles, but its PTX has no barrier: call cuda.syncthreads() between "
-        "filling the tile and reading it back"
-    )
+    _ptx(student, "transpose_tiled")
 
 
 @pytest.mark.gpu

@@ -1,0 +1,410 @@
+"""How a launch's memory accesses meet the hardware: warp requests, sectors, bank conflicts.
+
+The model behind `grader profile` and the memory lessons' hidden tests. It takes the accesses a
+simulated launch made (`grader.core.memtrace` records them: which thread, which line of the
+kernel, which array, the byte offset, the item size, load, store or atomic) and groups them as
+the hardware does:
+
+* a **warp** is 32 consecutive linear thread ids of a block (``threadIdx.x`` fastest);
+* one **request** is the warp's lanes' accesses made at the same site (line, array, space,
+  operation) the same time: each thread's n-th access at a site meets its warp's other lanes'
+  n-th access there. Lanes that made no such access are inactive (a divergent request);
+* a global request moves every distinct **32-byte sector** that holds a byte one of its lanes
+  asked for (array bases 256-byte aligned, as ``cudaMalloc`` gives). Its ideal is the distinct
+  bytes asked, rounded up to whole sectors: 4 for 32 consecutive float32s, 1 for a broadcast;
+* a shared request is served in **wavefronts**: 32 banks of 4-byte words, lanes reading the same
+  word share it (a broadcast), and distinct words in one bank are served one after another. An
+  access wider than 4 bytes is split over several phases of the warp (16 lanes a phase for
+  8-byte items, 8 for 16-byte ones), each at least one wavefront. The *ways* of a request are
+  its worst bank's distinct words in one phase: 1 is conflict-free, 32 a column of an unpadded
+  32 x 32 float32 tile.
+
+Everything here is plain arithmetic on integers: the same accesses give the same figures on
+every machine. The figures and their Nsight Compute counterparts are listed in
+docs/MEMORY_MODEL.md. A profile crosses the sandbox as plain data (`LaunchProfile.to_plain`) and
+is checked on the way in (`LaunchProfile.from_plain`): its sizes are bounded, its counts
+consistent.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+VERSION = 1
+WARP = 32
+SECTOR_BYTES = 32
+BANKS = 32
+BANK_BYTES = 4
+SHARED_PHASE_BYTES = BANKS * BANK_BYTES  # what one wavefront can serve without a conflict
+
+GLOBAL, SHARED = "global", "shared"
+LOAD, STORE, ATOMIC = "load", "store", "atomic"
+SPACES, OPS = (GLOBAL, SHARED), (LOAD, STORE, ATOMIC)
+
+MAX_SITES = 256  # sites in one profile: a kernel has a few dozen lines that touch memory
+MAX_ARRAYS = 64
+
+
+class ProfileError(ValueError):
+    """A profile that is not one this model could have produced (the trusted side's check)."""
+
+
+@dataclass(frozen=True)
+class SiteKey:
+    """Where an access comes from: the kernel's line, the array, its memory, the operation."""
+
+    line: int
+    array: str
+    space: str
+    op: str
+    itemsize: int
+
+
+@dataclass(frozen=True)
+class Site:
+    """The requests of one access site, summed over the launch."""
+
+    line: int  # the line of the graded kernel's text; `where` says it as the student's
+    array: str
+    space: str
+    op: str
+    itemsize: int
+    requests: int
+    lanes: int  # active lanes over all requests: the accesses the threads made
+    sectors: int  # global: sectors moved by all its requests (0 for shared)
+    ideal_sectors: int
+    min_sectors: int  # per request
+    max_sectors: int
+    wavefronts: int  # shared: wavefronts of all its requests (0 for global)
+    ideal_wavefronts: int
+    max_ways: int  # shared: worst bank-conflict ways of one request (1: none; 0 for global)
+    divergent: int  # requests with fewer active lanes than their warp has threads
+    where: str = ""
+
+    @property
+    def efficiency(self) -> float:
+        """Ideal over actual: sectors for global memory, wavefronts for shared (1.0 is ideal)."""
+        if self.space == GLOBAL:
+            return self.ideal_sectors / self.sectors if self.sectors else 1.0
+        return self.ideal_wavefronts / self.wavefronts if self.wavefronts else 1.0
+
+    @property
+    def sectors_per_request(self) -> float:
+        return self.sectors / self.requests if self.requests else 0.0
+
+    @property
+    def conflicts(self) -> int:
+        """Shared wavefronts beyond the ideal: what bank conflicts cost (Nsight's
+        l1tex__data_bank_conflicts_pipe_lsu_mem_shared)."""
+        return self.wavefronts - self.ideal_wavefronts
+
+
+@dataclass(frozen=True)
+class ArrayTraffic:
+    """One array's traffic over the launch."""
+
+    name: str
+    space: str
+    itemsize: int
+    elements: int  # the array's size
+    loads: int  # lane accesses
+    stores: int
+    atomics: int
+    distinct_loaded: int  # distinct elements read at least once (atomics count as both)
+    distinct_stored: int
+    load_sectors: int  # global only: sectors moved by its loads
+    store_sectors: int
+
+    @property
+    def bytes_moved(self) -> int:
+        return SECTOR_BYTES * (self.load_sectors + self.store_sectors)
+
+
+@dataclass(frozen=True)
+class LaunchProfile:
+    """What one simulated launch did to memory, per site and per array."""
+
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    sites: tuple[Site, ...]
+    arrays: tuple[ArrayTraffic, ...]
+    barriers: int  # barrier releases over all blocks
+    min_block_barriers: int  # the fewest barriers any block passed
+    version: int = VERSION
+
+    @property
+    def blocks(self) -> int:
+        return math.prod(self.grid)
+
+    @property
+    def threads_per_block(self) -> int:
+        return math.prod(self.block)
+
+    def where(self, space: str | None = None, op: str | None = None, array: str | None = None):
+        """The sites of one space, operation and array (None: any)."""
+        return tuple(
+            s
+            for s in self.sites
+            if (space is None or s.space == space)
+            and (op is None or s.op == op)
+            and (array is None or s.array == array)
+        )
+
+    def array(self, name: str) -> ArrayTraffic | None:
+        return next((a for a in self.arrays if a.name == name), None)
+
+    def total(self, attribute: str, space: str | None = None, op: str | None = None) -> int:
+        return sum(getattr(s, attribute) for s in self.where(space, op))
+
+    @property
+    def global_bytes(self) -> int:
+        """Bytes moved between the SMs and global memory (sectors x 32), loads and stores."""
+        return SECTOR_BYTES * self.total("sectors", GLOBAL)
+
+    def to_plain(self) -> dict:
+        """Plain data for the wire (`grader.sandbox.wire`)."""
+        return asdict(self)
+
+    @classmethod
+    def from_plain(cls, data: Any) -> LaunchProfile:
+        """The profile `data` describes, checked: a ProfileError for anything else."""
+        if not isinstance(data, dict) or data.get("version") != VERSION:
+            raise ProfileError("not a memory profile of this version")
+        try:
+            sites = data["sites"]
+            arrays = data["arrays"]
+            if not (isinstance(sites, (list, tuple)) and isinstance(arrays, (list, tuple))):
+                raise ProfileError("sites and arrays must be lists")
+            if len(sites) > MAX_SITES or len(arrays) > MAX_ARRAYS:
+                raise ProfileError("more sites or arrays than a kernel has")
+            profile = cls(
+                grid=_dims(data["grid"]),
+                block=_dims(data["block"]),
+                sites=tuple(_record(Site, s) for s in sites),
+                arrays=tuple(_record(ArrayTraffic, a) for a in arrays),
+                barriers=_count(data["barriers"]),
+                min_block_barriers=_count(data["min_block_barriers"]),
+            )
+        except (KeyError, TypeError) as exc:
+            raise ProfileError(f"a malformed memory profile ({exc})") from None
+        _check(profile)
+        return profile
+
+
+def _dims(value: Any) -> tuple[int, int, int]:
+    if not (isinstance(value, (list, tuple)) and len(value) == 3):
+        raise ProfileError("launch dimensions must be three integers")
+    x, y, z = (_count(v) for v in value)
+    return (x, y, z)
+
+
+def _count(value: Any) -> int:
+    if type(value) is not int or value < 0:
+        raise ProfileError(f"a count that is not a non-negative integer: {value!r}")
+    return value
+
+
+def _record(cls: type, data: Any) -> Any:
+    if not isinstance(data, dict) or set(data) != {f.name for f in fields(cls)}:
+        raise ProfileError(f"a {cls.__name__} with the wrong fields")
+    values = {}
+    for f in fields(cls):
+        v = data[f.name]
+        if f.type == "str":
+            if not isinstance(v, str) or len(v) > 200:
+                raise ProfileError(f"{cls.__name__}.{f.name} must be a short string")
+        else:
+            v = _count(v)
+        values[f.name] = v
+    return cls(**values)
+
+
+def _check(p: LaunchProfile) -> None:
+    """Consistency a genuine profile always has (a forged one rarely keeps)."""
+    for s in p.sites:
+        if s.space not in SPACES or s.op not in OPS or s.itemsize < 1:
+            raise ProfileError(f"site {s.array!r}: an unknown space, operation or item size")
+        if s.requests < 1 or not s.requests <= s.lanes <= WARP * s.requests:
+            raise ProfileError(f"site {s.array!r}: lanes and requests do not agree")
+        if s.space == GLOBAL and not (
+            s.requests <= s.sectors
+            and s.min_sectors <= s.max_sectors
+            and s.min_sectors * s.requests <= s.sectors <= s.max_sectors * s.requests
+            and s.ideal_sectors <= s.sectors
+        ):
+            raise ProfileError(f"site {s.array!r}: sector counts that do not add up")
+        if s.space == SHARED and not (
+            s.ideal_wavefronts <= s.wavefronts and 1 <= s.max_ways <= WARP
+        ):
+            raise ProfileError(f"site {s.array!r}: wavefront counts that do not add up")
+    if p.min_block_barriers * p.blocks > p.barriers:
+        raise ProfileError("barrier counts that do not add up")
+
+
+# ---- the model: accesses -> requests -> sites
+
+
+def sectors(offsets: Iterable[int], itemsize: int) -> int:
+    """Distinct 32-byte sectors holding the bytes of items of `itemsize` bytes at `offsets`
+    (bytes from a 256-byte-aligned base): what one global request moves."""
+    touched: set[int] = set()
+    for off in offsets:
+        first, last = off // SECTOR_BYTES, (off + itemsize - 1) // SECTOR_BYTES
+        touched.update(range(first, last + 1))
+    return len(touched)
+
+
+def ideal_sectors(offsets: Iterable[int], itemsize: int) -> int:
+    """The fewest sectors the distinct bytes asked for could fill (items never overlap unless
+    they are the same item)."""
+    return -(-len(set(offsets)) * itemsize // SECTOR_BYTES)
+
+
+def wavefronts(lane_offsets: Mapping[int, int], itemsize: int) -> tuple[int, int, int]:
+    """(wavefronts, ideal wavefronts, worst ways) of one shared request: `lane_offsets` maps
+    each active lane to its byte offset in the shared array."""
+    lanes_per_phase = max(1, min(WARP, SHARED_PHASE_BYTES // max(itemsize, BANK_BYTES)))
+    words_per_item = max(1, -(-itemsize // BANK_BYTES))
+    phases: dict[int, set[int]] = {}
+    for lane, off in lane_offsets.items():
+        words = phases.setdefault(lane // lanes_per_phase, set())
+        first = off // BANK_BYTES
+        words.update(range(first, first + words_per_item))
+    total, worst = 0, 0
+    for words in phases.values():
+        per_bank: dict[int, int] = {}
+        for w in words:
+            per_bank[w % BANKS] = per_bank.get(w % BANKS, 0) + 1
+        ways = max(per_bank.values())
+        total += ways
+        worst = max(worst, ways)
+    return total, len(phases), worst
+
+
+@dataclass
+class _SiteSum:
+    requests: int = 0
+    lanes: int = 0
+    sectors: int = 0
+    ideal_sectors: int = 0
+    min_sectors: int = 0
+    max_sectors: int = 0
+    wavefronts: int = 0
+    ideal_wavefronts: int = 0
+    max_ways: int = 0
+    divergent: int = 0
+
+
+def summarise(
+    grid: Sequence[int],
+    block: Sequence[int],
+    keys: Sequence[SiteKey],
+    accesses: Iterable[tuple[int, int, int, int]],
+    arrays: Mapping[str, tuple[str, int, int]],
+    barriers: Mapping[int, int],
+) -> LaunchProfile:
+    """The profile of a launch.
+
+    `accesses` are ``(block, thread, site, offset)`` in the order the threads made them (block
+    and thread as linear ids, site an index into `keys`, offset in bytes from the array's
+    base); `arrays` maps each array's name to ``(space, itemsize, elements)``; `barriers` maps a
+    block's linear id to the barriers it passed.
+    """
+    grid3 = (*(int(v) for v in grid), 1, 1)[:3]
+    block3 = (*(int(v) for v in block), 1, 1)[:3]
+    threads = math.prod(block3)
+    seen: dict[tuple[int, int, int], int] = {}
+    requests: dict[tuple[int, int, int, int], dict[int, int]] = {}
+    for blk, thread, site, off in accesses:
+        nth = seen.get((blk, thread, site), 0)
+        seen[(blk, thread, site)] = nth + 1
+        lanes = requests.setdefault((blk, thread // WARP, site, nth), {})
+        lanes.setdefault(thread % WARP, off)
+    sums = [_SiteSum() for _ in keys]
+    per_array: dict[str, dict[str, Any]] = {
+        name: {"loads": 0, "stores": 0, "atomics": 0, "read": set(), "written": set(), "ls": 0,
+               "ss": 0}
+        for name in arrays
+    }
+    for (_blk, warp, site, _nth), lanes in requests.items():
+        key, acc = keys[site], sums[site]
+        warp_threads = min(WARP, threads - warp * WARP)
+        acc.requests += 1
+        acc.lanes += len(lanes)
+        acc.divergent += len(lanes) < warp_threads
+        traffic = per_array[key.array]
+        traffic[f"{key.op}s"] += len(lanes)
+        elements = {off // key.itemsize for off in lanes.values()}
+        if key.op in (LOAD, ATOMIC):
+            traffic["read"].update(elements)
+        if key.op in (STORE, ATOMIC):
+            traffic["written"].update(elements)
+        if key.space == GLOBAL:
+            n = sectors(lanes.values(), key.itemsize)
+            acc.sectors += n
+            acc.ideal_sectors += ideal_sectors(lanes.values(), key.itemsize)
+            acc.min_sectors = n if acc.requests == 1 else min(acc.min_sectors, n)
+            acc.max_sectors = max(acc.max_sectors, n)
+            traffic["ss" if key.op == STORE else "ls"] += n
+            if key.op == ATOMIC:
+                traffic["ss"] += n
+        else:
+            total, ideal, ways = wavefronts(lanes, key.itemsize)
+            acc.wavefronts += total
+            acc.ideal_wavefronts += ideal
+            acc.max_ways = max(acc.max_ways, ways)
+    sites = tuple(
+        Site(
+            line=k.line,
+            array=k.array,
+            space=k.space,
+            op=k.op,
+            itemsize=k.itemsize,
+            **asdict(s),
+        )
+        for k, s in zip(keys, sums, strict=True)
+        if s.requests
+    )
+    traffic_rows = tuple(
+        ArrayTraffic(
+            name=name,
+            space=space,
+            itemsize=itemsize,
+            elements=elements,
+            loads=t["loads"],
+            stores=t["stores"],
+            atomics=t["atomics"],
+            distinct_loaded=len(t["read"]),
+            distinct_stored=len(t["written"]),
+            load_sectors=t["ls"],
+            store_sectors=t["ss"],
+        )
+        for name, (space, itemsize, elements) in arrays.items()
+        for t in (per_array[name],)
+    )
+    nblocks = math.prod(grid3)
+    counts = [barriers.get(b, 0) for b in range(nblocks)]
+    return LaunchProfile(
+        grid=grid3,
+        block=block3,
+        sites=tuple(sorted(sites, key=lambda s: (s.line, s.space, s.array, s.op))),
+        arrays=traffic_rows,
+        barriers=sum(counts),
+        min_block_barriers=min(counts) if counts else 0,
+    )
+
+
+def with_places(profile: LaunchProfile, where: Mapping[int, str], names: Mapping[str, str]):
+    """The profile with each site's line said as the student's (`where`: kernel line -> text)
+    and shared arrays renamed (`names`: recorded name -> the kernel's variable)."""
+    return replace(
+        profile,
+        sites=tuple(
+            replace(s, where=where.get(s.line, f"line {s.line}"), array=names.get(s.array, s.array))
+            for s in profile.sites
+        ),
+        arrays=tuple(replace(a, name=names.get(a.name, a.name)) for a in profile.arrays),
+    )

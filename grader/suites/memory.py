@@ -1,0 +1,71 @@
+"""A kernel's memory behaviour, measured by the trusted side from one simulated launch.
+
+``student.kernel[grid, block].profile(*args)`` compiles the kernel for the course GPU first (as
+every launch does), then launches it once in the simulator with every global and shared access
+recorded (`grader.core.memtrace`, in the kernel worker of target ``model``: the simulator on
+every machine, GPU runners included), and returns the outputs with the launch's
+`grader.core.memmodel.LaunchProfile`. The profile is checked on the way in (its shape, bounds
+and sums) and its sites are named here, from the extracted source: each line as the student's
+own file numbers it, each shared array by its variable. The same kernel and inputs give the same
+profile on every machine, so tests graded on it are reproducible like any other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from grader.core import memmodel
+from grader.suites.errors import make_error, malformed
+from grader.suites.kernels import dims, outputs, signature
+
+if TYPE_CHECKING:
+    from grader.suites.kernels import Launch
+
+MODEL_TARGET = "model"
+
+
+@dataclass(frozen=True)
+class Profiled:
+    """One profiled launch: what it wrote and how it used memory."""
+
+    outputs: list
+    memory: memmodel.LaunchProfile
+
+
+def _three(value: Any) -> tuple[int, int, int]:
+    items = (*(value if isinstance(value, tuple) else (value,)), 1, 1)
+    return (int(items[0]), int(items[1]), int(items[2]))
+
+
+def profile(launch: Launch, args: list) -> Profiled:
+    """Launch `launch` once on `args` with its memory accesses recorded (see the module)."""
+    s, name = launch.function._student, launch.function.name
+    grid, block = dims(launch.grid, "grid"), dims(launch.block, "block")
+    s._ptx(name, signature(args, name), s._cc)  # the GPU compiler goes first, as for any launch
+    req = s._kernel_req("kernel_profile", name, grid=grid, block=block, args=list(args))
+    reply = s._backend.kernel(req, s._kernel_timeout, MODEL_TARGET)
+    if "error" in reply:
+        raise make_error(reply["error"], name)
+    body = reply["ok"]
+    if not (isinstance(body, dict) and set(body) == {"outputs", "profile"}):
+        raise malformed("a profiled launch without its outputs and profile", name)
+    written = outputs(body["outputs"], args, name)
+    try:
+        found = memmodel.LaunchProfile.from_plain(body["profile"])
+    except memmodel.ProfileError as exc:
+        raise malformed(f"a memory profile that does not add up ({exc})", name) from None
+    if found.grid != _three(grid) or found.block != _three(block):
+        raise malformed("a memory profile of another launch", name)
+    ks = s._source(name)
+    smap = s._source_map()
+    where: dict[int, str] = {}
+    for text_line, graded_line in ks.lines:
+        where[text_line] = smap.where(graded_line)
+    names = {f"shared@{line}": var for line, var in ks.shared_arrays().items()}
+    for original, result in zip(args, written, strict=True):
+        if isinstance(original, np.ndarray):
+            np.copyto(original, result)
+    return Profiled(written, memmodel.with_places(found, where, names))

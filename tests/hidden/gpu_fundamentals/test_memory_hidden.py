@@ -1,0 +1,209 @@
+"""Hidden tests for S5.1's memory lessons, graded from the memory model (never shipped).
+
+Each test launches the student's kernel once in the simulator with its memory accesses recorded
+(`student.kernel[grid, block].profile(...)`, `grader.core.memmodel`) and checks how the kernel
+meets the memory hierarchy: sectors per warp request, bytes moved, shared-memory bank conflicts,
+barriers. The profile is the same on every machine (a laptop, CI, a GPU runner), so these points
+are as reproducible as any other. The shapes are the stated ones; the values in the arrays come
+from the student's seed. Behaviour is graded, not code: any design that coalesces, stages and
+reuses as the notebook describes earns the points.
+
+Stated rules (grader verify checks that every test here is listed, with a sentence that appears
+word for word in the released notebook):
+
+- test_strided_copy_sectors_match_the_model: "every read request must touch exactly
+  `sectors_per_warp(stride, itemsize)` sectors, the course's answer for that stride and size,
+  and every write request the ideal."
+- test_transpose_naive_reads_coalesced_writes_strided: "the reads of `src` must be coalesced (4
+  sectors per request, the ideal) and the writes to `dst` strided (32 sectors per request)"
+- test_transpose_tiled_coalesces_both_ways: "every request that reads `src` or writes `dst`
+  touches the ideal number of sectors;"
+- test_transpose_tiled_moves_each_element_once: "every element of `src` is read from global
+  memory once and every element of `dst` written once, and the data passes through shared
+  memory, with at least one barrier in every block;"
+- test_transpose_tiled_reads_the_tile_without_bank_conflicts: "the tile is read back from shared
+  memory with one wavefront per request"
+- test_matmul_tiled_reuses_each_load: "its element loads from global memory must be at most
+  `1.25 / TILE` of the `2 x M x N x K` that the naive kernel makes"
+
+PYTEST_DONT_REWRITE: pytest leaves these asserts alone, because their messages are what the
+student reads as feedback.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from grader.core.memmodel import GLOBAL, LOAD, SHARED, STORE
+
+TILE = 32
+ITEM_DTYPES = {1: np.int8, 2: np.float16, 4: np.float32, 8: np.float64, 16: np.complex128}
+TRANSPOSE_SHAPE = (64, 96)  # whole tiles: every request of a coalesced kernel is ideal
+MATMUL_MNK = (64, 32, 32)
+
+
+def _sites(profiled, space, op, array):
+    return profiled.memory.where(space, op, array)
+
+
+def _shown(sites) -> str:
+    return "; ".join(
+        f"{s.where}: {s.requests} requests, {s.sectors_per_request:.1f} sectors each "
+        f"(ideal {s.ideal_sectors / s.requests:.1f})"
+        for s in sites
+    )
+
+
+def _profile_transpose(student, name, rng, grid, block):
+    rows, cols = TRANSPOSE_SHAPE
+    src = rng.standard_normal((rows, cols)).astype(np.float32)
+    dst = np.full((cols, rows), np.nan, dtype=np.float32)
+    profiled = getattr(student, name)[grid, block].profile(src, dst)
+    assert np.array_equal(dst, src.T), (  # grader: public
+        f"{name}[{grid}, {block}] on a {rows} x {cols} float32 matrix did not transpose it, so "
+        "its memory profile earns nothing; see the correctness tests' feedback"
+    )
+    return profiled
+
+
+def _tiled(student, rng):
+    rows, cols = TRANSPOSE_SHAPE
+    return _profile_transpose(
+        student, "transpose_tiled", rng, (cols // TILE, rows // TILE), (TILE, 1)
+    )
+
+
+@pytest.mark.points(1)
+def test_strided_copy_sectors_match_the_model(student, reference, rng):
+    strides = [1, 32, *(int(s) for s in rng.integers(0, 40, size=2))]
+    sizes = [4, *(int(v) for v in rng.choice(list(ITEM_DTYPES), size=3))]
+    for stride, itemsize in zip(strides, sizes, strict=True):
+        dtype = ITEM_DTYPES[itemsize]
+        src = (rng.standard_normal(32 * max(stride, 1)) * 50).astype(dtype)
+        dst = np.zeros(64, dtype=dtype)
+        profiled = student.strided_copy[2, 32].profile(src, dst, stride)
+        want = src[(np.arange(64) * stride) % src.size]
+        assert np.array_equal(dst, want), (
+            f"strided_copy[2, 32] with stride {stride} on {np.dtype(dtype).name} arrays did not "
+            "copy dst[i] = src[(i * stride) % src.size]; its profile earns nothing"
+        )
+        expected = reference.sectors_per_warp(stride, itemsize=itemsize)
+        reads = _sites(profiled, GLOBAL, LOAD, "src")
+        assert reads and all(s.min_sectors == s.max_sectors == expected for s in reads), (
+            f"strided_copy with stride {stride} and {itemsize}-byte elements: each warp's read "
+            f"of src should touch sectors_per_warp({stride}, itemsize={itemsize}) = {expected} "
+            f"sectors; the grader counted {_shown(reads) or 'no reads of src'}. Read "
+            "src[(i * stride) % src.size] once per thread, with i = cuda.grid(1)"
+        )
+        writes = _sites(profiled, GLOBAL, STORE, "dst")
+        assert writes and all(s.sectors == s.ideal_sectors for s in writes), (
+            f"strided_copy with stride {stride}: the writes to dst should be coalesced "
+            f"(thread i writes dst[i]); the grader counted {_shown(writes) or 'no writes'}"
+        )
+
+
+@pytest.mark.points(1)
+def test_transpose_naive_reads_coalesced_writes_strided(student, rng):
+    rows, cols = TRANSPOSE_SHAPE
+    grid = (cols // 32, rows // 8)
+    profiled = _profile_transpose(student, "transpose_naive", rng, grid, (32, 8))
+    reads = _sites(profiled, GLOBAL, LOAD, "src")
+    writes = _sites(profiled, GLOBAL, STORE, "dst")
+    assert reads and all(s.min_sectors == s.max_sectors == 4 for s in reads), (
+        f"transpose_naive[{grid}, (32, 8)]: each warp reads 32 neighbours of one row of src, 4 "
+        f"sectors per request; the grader counted {_shown(reads) or 'no reads of src'}. Thread "
+        "(x, y) = cuda.grid(2) reads src[y, x], with x along the columns"
+    )
+    assert writes and all(s.min_sectors == s.max_sectors == 32 for s in writes), (
+        f"transpose_naive[{grid}, (32, 8)]: each warp writes one column of dst, 32 sectors per "
+        f"request; the grader counted {_shown(writes) or 'no writes to dst'}. The naive kernel "
+        "writes dst[x, y] directly (the tiled one is where the writes get fixed)"
+    )
+
+
+@pytest.mark.points(2)
+def test_transpose_tiled_coalesces_both_ways(student, rng):
+    profiled = _tiled(student, rng)
+    for array, op, verb in (("src", LOAD, "reads of src"), ("dst", STORE, "writes to dst")):
+        sites = _sites(profiled, GLOBAL, op, array)
+        bad = [s for s in sites if s.sectors != s.ideal_sectors]
+        assert sites and not bad, (
+            f"transpose_tiled on a {TRANSPOSE_SHAPE[0]} x {TRANSPOSE_SHAPE[1]} matrix: the "
+            f"{verb} should touch the ideal sectors (whole rows of 32 neighbours); the grader "
+            f"counted {_shown(bad or sites) or 'none'}. Read rows of src into the tile and write "
+            "rows of dst out of it, with the lanes of a warp along the row"
+        )
+
+
+@pytest.mark.points(1)
+def test_transpose_tiled_moves_each_element_once(student, rng):
+    profiled = _tiled(student, rng)
+    memory = profiled.memory
+    src, dst = memory.array("src"), memory.array("dst")
+    size = TRANSPOSE_SHAPE[0] * TRANSPOSE_SHAPE[1]
+    assert src is not None and src.loads == src.distinct_loaded == size, (
+        f"transpose_tiled read src {getattr(src, 'loads', 0)} times for its {size} elements; "
+        "each element should be read from global memory exactly once"
+    )
+    assert dst is not None and dst.stores == dst.distinct_stored == size and not dst.loads, (
+        f"transpose_tiled wrote dst {getattr(dst, 'stores', 0)} times (and read it "
+        f"{getattr(dst, 'loads', 0)} times) for its {size} elements; each should be written once"
+    )
+    staged = memory.where(SHARED, STORE) and memory.where(SHARED, LOAD)
+    assert staged, (
+        "transpose_tiled never both stored into and loaded from shared memory: stage each tile "
+        "in cuda.shared.array((TILE, TILE_PADDED), numba.float32) and read it back"
+    )
+    assert memory.min_block_barriers >= 1, (
+        f"of the {memory.blocks} blocks, at least one passed no barrier: call "
+        "cuda.syncthreads() in every block between filling the tile and reading it back"
+    )
+
+
+@pytest.mark.points(1)
+def test_transpose_tiled_reads_the_tile_without_bank_conflicts(student, rng):
+    profiled = _tiled(student, rng)
+    reads = profiled.memory.where(SHARED, LOAD)
+    assert reads, "transpose_tiled reads nothing back from shared memory, so no tile to read"
+    worst = max(reads, key=lambda s: s.max_ways)
+    assert worst.max_ways == 1, (
+        f"transpose_tiled reads {worst.array} at {worst.where} with up to {worst.max_ways}-way "
+        f"bank conflicts ({worst.wavefronts} wavefronts for {worst.requests} requests, ideal "
+        f"{worst.ideal_wavefronts}): the lanes of a warp read a column of the tile, and in a "
+        "TILE x TILE float32 array a column sits in one bank. Pad the rows to TILE_PADDED"
+    )
+
+
+@pytest.mark.points(2)
+def test_matmul_tiled_reuses_each_load(student, rng):
+    m, n, k = MATMUL_MNK
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    c = np.full((m, n), np.nan, dtype=np.float32)
+    grid = (n // TILE, m // TILE)
+    profiled = student.matmul_tiled[grid, (TILE, 1)].profile(a, b, c)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.allclose(c, want, rtol=1e-4, atol=1e-3), (
+        f"matmul_tiled[{grid}, ({TILE}, 1)] on {m} x {k} @ {k} x {n} did not compute a @ b, so "
+        "its memory profile earns nothing; see the correctness tests' feedback"
+    )
+    memory = profiled.memory
+    loads = sum(memory.array(x).loads for x in ("a", "b") if memory.array(x) is not None)
+    naive = 2 * m * n * k
+    assert 0 < loads <= 1.25 * naive / TILE, (
+        f"matmul_tiled made {loads:,} element loads of a and b from global memory for "
+        f"{m} x {k} @ {k} x {n}; the naive kernel makes {naive:,} and a tiled one about "
+        f"{naive // TILE:,} (1 / TILE of it; at most {1.25 * naive / TILE:,.0f} pass). Load each "
+        "tile once per step into shared memory and do every multiply-add from there"
+    )
+    sites = memory.where(GLOBAL, LOAD)
+    bad = [s for s in sites if s.sectors != s.ideal_sectors]
+    assert not bad, (
+        f"matmul_tiled's loads from global memory are not coalesced: {_shown(bad)}. Let the "
+        "lanes of a warp load neighbours along a row of a and of b"
+    )
+    assert memory.min_block_barriers >= 1, (
+        "a block of matmul_tiled passed no barrier: cuda.syncthreads() after filling the tiles "
+        "and again before the next step overwrites them"
+    )
