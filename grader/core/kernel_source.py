@@ -431,7 +431,7 @@ def _map_lines(clean: ast.FunctionDef, chunk: str, first: int, found: dict[int, 
     for original, printed in zip(ast.walk(clean), ast.walk(reparsed), strict=False):
         if type(original) is not type(printed):
             return  # not the same shape after all: the lines found so far are right
-        if isinstance(original, ast.stmt):
+        if isinstance(original, ast.stmt) and isinstance(printed, ast.stmt):
             found.setdefault(printed.lineno + first - 1, original.lineno)
 
 

@@ -143,7 +143,9 @@ class LaunchProfile:
     def threads_per_block(self) -> int:
         return math.prod(self.block)
 
-    def where(self, space: str | None = None, op: str | None = None, array: str | None = None):
+    def where(
+        self, space: str | None = None, op: str | None = None, array: str | None = None
+    ) -> tuple[Site, ...]:
         """The sites of one space, operation and array (None: any)."""
         return tuple(
             s
@@ -313,8 +315,9 @@ def summarise(
     base); `arrays` maps each array's name to ``(space, itemsize, elements)``; `barriers` maps a
     block's linear id to the barriers it passed.
     """
-    grid3 = (*(int(v) for v in grid), 1, 1)[:3]
-    block3 = (*(int(v) for v in block), 1, 1)[:3]
+    gx, gy, gz = (*(int(v) for v in grid), 1, 1)[:3]
+    bx, by, bz = (*(int(v) for v in block), 1, 1)[:3]
+    grid3, block3 = (gx, gy, gz), (bx, by, bz)
     threads = math.prod(block3)
     seen: dict[tuple[int, int, int], int] = {}
     requests: dict[tuple[int, int, int, int], dict[int, int]] = {}
@@ -397,7 +400,9 @@ def summarise(
     )
 
 
-def with_places(profile: LaunchProfile, where: Mapping[int, str], names: Mapping[str, str]):
+def with_places(
+    profile: LaunchProfile, where: Mapping[int, str], names: Mapping[str, str]
+) -> LaunchProfile:
     """The profile with each site's line said as the student's (`where`: kernel line -> text)
     and shared arrays renamed (`names`: recorded name -> the kernel's variable)."""
     return replace(

@@ -27,8 +27,6 @@ from __future__ import annotations
 import operator
 import sys
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from grader.core import memmodel, simulator
@@ -107,6 +105,11 @@ def _unwrap(array: Any) -> Any:
     return item if item is not None else array
 
 
+def _raw(traced: Any) -> Any:
+    """The NumPy array under a traced array: the simulator's own work on it is not traced."""
+    return traced._ary
+
+
 class Recorder(simulator.Observer):
     """The accesses of one launch: use as ``with Recorder() as rec:`` around the launch, with
     each array argument passed through `rec.argument`; then `rec.profile(grid, block)`."""
@@ -161,18 +164,18 @@ class Recorder(simulator.Observer):
         self._arrays[name] = (memmodel.SHARED, int(array.dtype.itemsize), int(array.size))
         return _traced_class()(array, self, name, 0)
 
-    def barrier(self, block: tuple[int, int, int], waiting: int) -> None:
+    def barrier(self, block: tuple[int, int, int]) -> None:
         b = self._block_id(block)
         self._barriers[b] = self._barriers.get(b, 0) + 1
 
     def access(self, array: Any, index: Any, op: str) -> None:
         """One thread's access of one element of a traced array."""
-        frame = sys._getframe(2)
+        frame: Any = sys._getframe(2)
         while frame is not None and frame.f_code.co_filename != self._file:
             frame = frame.f_back
         if frame is None:  # not made by the kernel (the grader's own copy): not the kernel's
             return
-        thread = threading.current_thread()
+        thread: Any = threading.current_thread()  # the scheduler's carrier, a simulated thread
         name = array._name
         space, itemsize, _ = self._arrays[name]
         raw = (frame.f_lineno, name, op)
@@ -215,10 +218,10 @@ class Recorder(simulator.Observer):
                 continue
 
             def traced(self: Any, array: Any, index: Any, *rest: Any, _f: Any = original) -> Any:
-                item = _unwrap(array)
+                item: Any = _unwrap(array)
                 if isinstance(item, _traced_class()):
                     recorder.access(item, index, memmodel.ATOMIC)
-                    return _f(self, item._ary, index, *rest)
+                    return _f(self, _raw(item), index, *rest)
                 return _f(self, array, index, *rest)
 
             self._restore.append((atomic, name, original))
@@ -227,23 +230,18 @@ class Recorder(simulator.Observer):
         original_like = const.array_like
 
         def array_like(self: Any, ary: Any) -> Any:
-            item = _unwrap(ary)
-            return item._ary if isinstance(item, _traced_class()) else original_like(self, ary)
+            item: Any = _unwrap(ary)
+            return _raw(item) if isinstance(item, _traced_class()) else original_like(self, ary)
 
         self._restore.append((const, "array_like", original_like))
-        const.array_like = array_like
+        const.array_like = array_like  # type: ignore[method-assign]  # restored on exit
 
     # ---- the result
 
-    def profile(self, grid: tuple[int, int, int], block: tuple[int, int, int]):
+    def profile(
+        self, grid: tuple[int, int, int], block: tuple[int, int, int]
+    ) -> memmodel.LaunchProfile:
         """The launch's `memmodel.LaunchProfile`."""
         return memmodel.summarise(
             grid, block, self._keys, self._accesses, self._arrays, self._barriers
         )
-
-
-@contextmanager
-def recording() -> Iterator[Recorder]:
-    """A `Recorder` in use for the launches inside the block."""
-    with Recorder() as recorder:
-        yield recorder

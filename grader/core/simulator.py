@@ -57,7 +57,7 @@ def _kernel_module() -> Any:
 
 def _greenlet() -> Any:
     try:
-        import greenlet  # lazy: only processes that simulate kernels load it
+        import greenlet  # type: ignore[import-untyped]  # lazy: only simulating processes load it
     except ImportError:
         return None
     return greenlet
@@ -92,7 +92,7 @@ def install() -> bool:
         cooperative = True
 
         def run(self, grid_point: Any, *args: Any) -> None:
-            _Block(self, dim3, greenlet, grid_point, args).run(pool)
+            _Block(self, dim3, greenlet, grid_point, args).run(pool)  # type: ignore[arg-type]
 
     kernel.BlockManager = CooperativeBlockManager
     _fill_new_arrays(kernelapi)
@@ -174,8 +174,8 @@ class Observer:
         """A block's new shared array, allocated at `key` (file, line): what the kernel gets."""
         return array
 
-    def barrier(self, block: tuple[int, int, int], waiting: int) -> None:
-        """A barrier of `block` released, with `waiting` threads at it."""
+    def barrier(self, block: tuple[int, int, int]) -> None:
+        """A barrier of `block` released (every live thread of the block waited at it)."""
 
 
 _observer: Observer | None = None
@@ -317,7 +317,7 @@ class _Block:
                     self._greenlet.greenlet(self._work).switch()
                 elif self._waiting:  # every live thread waits: release the barrier
                     if _observer is not None:
-                        _observer.barrier(tuple(self._block_idx), len(self._waiting))
+                        _observer.barrier(tuple(self._block_idx))
                     self._ready, self._waiting = deque(self._waiting), []
                 else:
                     break

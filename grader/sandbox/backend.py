@@ -68,7 +68,8 @@ from grader.sandbox.spawn import (
 )
 
 KERNEL_TARGETS = ("compile", "run")
-MODEL = "model"  # the memory model's launches: the simulator, on every machine (`run` without a GPU)
+# the memory model's launches: the simulator on every machine (the `run` worker without a GPU)
+MODEL = "model"
 
 
 @dataclass(frozen=True)

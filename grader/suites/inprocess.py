@@ -183,7 +183,8 @@ class InProcessBackend:
             return self._compile(req, timeout)
         if target == "model" and device.has_gpu():  # this process runs the real target
             if self._model_worker is None:
-                self._model_worker = ChildWorker(["--kernels"], {**os.environ, **device.SIMULATOR_ENV})
+                env = {**os.environ, **device.SIMULATOR_ENV}
+                self._model_worker = ChildWorker(["--kernels"], env)
             return self._model_worker.ask(req, timeout, str(req.get("op")))
         t0 = time.monotonic()
         if self._run_worker is not None:

@@ -1,0 +1,228 @@
+"""Kernels written as students write them, for the memory lessons' unit test and corpus cases.
+
+Each entry replaces one kernel's solution region of the gpu_fundamentals reference with another
+body. The correct ones are other designs than the reference (a kernel written for 2-D blocks, a
+padded matmul tile, a grid-stride loop, a tile stored transposed); the fakes skip one lesson
+while computing the right answer: a tile declared but bypassed, strided writes that survive the
+tiling, tiles filled and then ignored, tiling in only some blocks, an unpadded tile read by
+column. `LOSES` says which hidden tests each fake must fail, and no other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    kernel: str
+    body: str  # the kernel's new body, indented by 4, replacing its solution region
+    loses: frozenset[str] = frozenset()  # the hidden tests it must fail (empty: full marks)
+
+
+TRANSPOSE_2D = """\
+    tile = cuda.shared.array((TILE, TILE_PADDED), numba.float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    bx, by = cuda.blockIdx.x * TILE, cuda.blockIdx.y * TILE
+    rows, cols = src.shape
+    for r in range(ty, TILE, cuda.blockDim.y):
+        if by + r < rows and bx + tx < cols:
+            tile[r, tx] = src[by + r, bx + tx]
+    cuda.syncthreads()
+    for r in range(ty, TILE, cuda.blockDim.y):
+        if bx + r < cols and by + tx < rows:
+            dst[bx + r, by + tx] = tile[tx, r]
+"""
+
+TRANSPOSE_STORED_TRANSPOSED = """\
+    t = cuda.shared.array((TILE, TILE_PADDED), numba.float32)
+    lane = cuda.threadIdx.x
+    r0 = cuda.blockIdx.y * TILE
+    c0 = cuda.blockIdx.x * TILE
+    for i in range(TILE):
+        if r0 + i < src.shape[0] and c0 + lane < src.shape[1]:
+            t[lane, i] = src[r0 + i, c0 + lane]
+    cuda.syncthreads()
+    for i in range(TILE):
+        if c0 + i < dst.shape[0] and r0 + lane < dst.shape[1]:
+            dst[c0 + i, r0 + lane] = t[i, lane]
+"""
+
+FAKE_TILE_BYPASSED = """\
+    tile = cuda.shared.array((TILE, TILE_PADDED), numba.float32)
+    lane = cuda.threadIdx.x
+    tile[0, lane] = 0.0
+    cuda.syncthreads()
+    row0 = cuda.blockIdx.y * TILE
+    col = cuda.blockIdx.x * TILE + lane
+    for r in range(TILE):
+        if row0 + r < src.shape[0] and col < src.shape[1]:
+            dst[col, row0 + r] = src[row0 + r, col]
+"""
+
+FAKE_STRIDED_WRITES = """\
+    tile = cuda.shared.array((TILE, TILE_PADDED), numba.float32)
+    lane = cuda.threadIdx.x
+    row0 = cuda.blockIdx.y * TILE
+    col0 = cuda.blockIdx.x * TILE
+    for r in range(TILE):
+        if row0 + r < src.shape[0] and col0 + lane < src.shape[1]:
+            tile[r, lane] = src[row0 + r, col0 + lane]
+    cuda.syncthreads()
+    for r in range(TILE):
+        if row0 + r < src.shape[0] and col0 + lane < src.shape[1]:
+            dst[col0 + lane, row0 + r] = tile[r, lane]
+"""
+
+FAKE_SOME_BLOCKS = """\
+    tile = cuda.shared.array((TILE, TILE_PADDED), numba.float32)
+    lane = cuda.threadIdx.x
+    row0 = cuda.blockIdx.y * TILE
+    col0 = cuda.blockIdx.x * TILE
+    if cuda.blockIdx.x == 0:
+        for r in range(TILE):
+            if row0 + r < src.shape[0] and col0 + lane < src.shape[1]:
+                tile[r, lane] = src[row0 + r, col0 + lane]
+        cuda.syncthreads()
+        for r in range(TILE):
+            if col0 + r < dst.shape[0] and row0 + lane < dst.shape[1]:
+                dst[col0 + r, row0 + lane] = tile[lane, r]
+    else:
+        for r in range(TILE):
+            if row0 + r < src.shape[0] and col0 + lane < src.shape[1]:
+                dst[col0 + lane, row0 + r] = src[row0 + r, col0 + lane]
+"""
+
+FAKE_UNPADDED = """\
+    tile = cuda.shared.array((TILE, TILE), numba.float32)
+    lane = cuda.threadIdx.x
+    row0 = cuda.blockIdx.y * TILE
+    col0 = cuda.blockIdx.x * TILE
+    for r in range(TILE):
+        if row0 + r < src.shape[0] and col0 + lane < src.shape[1]:
+            tile[r, lane] = src[row0 + r, col0 + lane]
+    cuda.syncthreads()
+    for r in range(TILE):
+        if col0 + r < dst.shape[0] and row0 + lane < dst.shape[1]:
+            dst[col0 + r, row0 + lane] = tile[lane, r]
+"""
+
+MATMUL_PADDED_2D = """\
+    sa = cuda.shared.array((TILE, TILE_PADDED), numba.float32)
+    sb = cuda.shared.array((TILE, TILE_PADDED), numba.float32)
+    sums = cuda.local.array(TILE, numba.float32)
+    tx, ty, step = cuda.threadIdx.x, cuda.threadIdx.y, cuda.blockDim.y
+    i0 = cuda.blockIdx.y * TILE
+    j = cuda.blockIdx.x * TILE + tx
+    m, kk, n = a.shape[0], a.shape[1], b.shape[1]
+    for r in range(TILE):
+        sums[r] = numba.float32(0.0)
+    for k0 in range(0, kk, TILE):
+        for r in range(ty, TILE, step):
+            sa[r, tx] = a[i0 + r, k0 + tx] if i0 + r < m and k0 + tx < kk else numba.float32(0.0)
+            sb[r, tx] = b[k0 + r, j] if k0 + r < kk and j < n else numba.float32(0.0)
+        cuda.syncthreads()
+        for r in range(ty, TILE, step):
+            s = sums[r]
+            for k in range(TILE):
+                s += sa[r, k] * sb[k, tx]
+            sums[r] = s
+        cuda.syncthreads()
+    for r in range(ty, TILE, step):
+        if i0 + r < m and j < n:
+            c[i0 + r, j] = sums[r]
+"""
+
+FAKE_MATMUL_BYPASSED = """\
+    a_tile = cuda.shared.array((TILE, TILE), numba.float32)
+    b_tile = cuda.shared.array((TILE, TILE), numba.float32)
+    lane = cuda.threadIdx.x
+    row0 = cuda.blockIdx.y * TILE
+    col = cuda.blockIdx.x * TILE + lane
+    for r in range(TILE):
+        a_tile[r, lane] = 0.0
+        if row0 + r < a.shape[0] and lane < a.shape[1]:
+            a_tile[r, lane] = a[row0 + r, lane]
+        b_tile[r, lane] = 0.0
+        if r < b.shape[0] and col < b.shape[1]:
+            b_tile[r, lane] = b[r, col]
+    cuda.syncthreads()
+    if col < c.shape[1]:
+        for r in range(TILE):
+            if row0 + r < c.shape[0]:
+                acc = numba.float32(0.0)
+                for k in range(a.shape[1]):
+                    acc += a[row0 + r, k] * b[k, col]
+                c[row0 + r, col] = acc
+"""
+
+STRIDED_GRID_STRIDE = """\
+    start = cuda.grid(1)
+    step = cuda.gridsize(1)
+    n = src.size
+    for i in range(start, dst.size, step):
+        dst[i] = src[(i * stride) % n]
+"""
+
+TILED_TESTS = frozenset(
+    {
+        "test_transpose_tiled_coalesces_both_ways",
+        "test_transpose_tiled_moves_each_element_once",
+        "test_transpose_tiled_reads_the_tile_without_bank_conflicts",
+    }
+)
+
+def by_name(name: str) -> Variant:
+    return next(v for v in VARIANTS if v.name == name)
+
+
+VARIANTS = (
+    Variant("transpose_tiled for 2-D blocks", "transpose_tiled", TRANSPOSE_2D),
+    Variant("transpose_tiled, tile stored transposed", "transpose_tiled",
+            TRANSPOSE_STORED_TRANSPOSED),
+    Variant("matmul_tiled, padded tiles, 2-D blocks", "matmul_tiled", MATMUL_PADDED_2D),
+    Variant("strided_copy, grid-stride loop", "strided_copy", STRIDED_GRID_STRIDE),
+    Variant(
+        "fake: tile declared, touched once, bypassed",
+        "transpose_tiled",
+        FAKE_TILE_BYPASSED,
+        TILED_TESTS,
+    ),
+    Variant(
+        "fake: tile staged, dst written column by column",
+        "transpose_tiled",
+        FAKE_STRIDED_WRITES,
+        frozenset({"test_transpose_tiled_coalesces_both_ways"}),
+    ),
+    Variant(
+        "fake: tiles only in the first column of blocks",
+        "transpose_tiled",
+        FAKE_SOME_BLOCKS,
+        frozenset(
+            {"test_transpose_tiled_coalesces_both_ways",
+             "test_transpose_tiled_moves_each_element_once"}
+        ),
+    ),
+    Variant(
+        "fake: unpadded tile read by column",
+        "transpose_tiled",
+        FAKE_UNPADDED,
+        frozenset({"test_transpose_tiled_reads_the_tile_without_bank_conflicts"}),
+    ),
+    Variant(
+        "fake: matmul tiles filled, then bypassed",
+        "matmul_tiled",
+        FAKE_MATMUL_BYPASSED,
+        frozenset({"test_matmul_tiled_reuses_each_load"}),
+    ),
+)
+
+
+def with_variant(v: Variant, text: str) -> str:
+    """`text` (the gpu_fundamentals reference) with `v.kernel`'s solution region replaced by
+    `v.body`."""
+    start = text.index(f"def {v.kernel}(")
+    begin = text.index("    ### BEGIN SOLUTION\n", start) + len("    ### BEGIN SOLUTION\n")
+    end = text.index("    ### END SOLUTION", begin)
+    return text[:begin] + v.body + text[end:]

@@ -1,0 +1,340 @@
+"""The memory model (`grader.core.memmodel`) and its recorder (`grader.core.memtrace`).
+
+Agreement first: the model's sector count equals the course's `sectors_per_warp` on more than
+10,000 drawn strides, item sizes and warp positions, and on launches traced through the
+simulator. Then a dozen access patterns whose figures are worked out by hand, each launched in
+the simulator with its accesses recorded: coalesced, strided, broadcast, a misaligned start, a
+row and a column of a 2-D array, a partial last warp, a divergent branch, an access in a device
+function, a slice, atomics, 8-byte items, shared memory broadcast, conflict and padding; local
+and constant arrays are not global memory. Last, a profile is checked on the way in: a forged
+one is refused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from factories import solution_function
+
+from grader.core import device, memmodel, memtrace, simulator
+from grader.core.memmodel import ATOMIC, GLOBAL, LOAD, SHARED, STORE, LaunchProfile
+
+pytestmark = pytest.mark.skipif(
+    device.has_gpu(), reason="the recorder traces the simulator, which runs only without a GPU"
+)
+
+cuda = None  # numba.cuda, set by the fixture: the simulator finds it among a kernel's globals
+numba = None
+
+
+@pytest.fixture(scope="module", autouse=True)
+def sim():
+    global cuda, numba
+    device.prepare_numba()
+    assert simulator.install()
+    import numba as _numba
+    from numba import cuda as _cuda  # lazy: after prepare_numba
+
+    cuda, numba = _cuda, _numba
+
+
+def traced(kernel, grid, block, *args) -> LaunchProfile:
+    """Launch `kernel` with every array argument traced (named a0, a1, ...)."""
+    grid3 = (*(grid if isinstance(grid, tuple) else (grid,)), 1, 1)[:3]
+    block3 = (*(block if isinstance(block, tuple) else (block,)), 1, 1)[:3]
+    with memtrace.Recorder(kernel_file=__file__) as rec:
+        rec.launching(grid3)
+        dev = [
+            rec.argument(cuda.to_device(a), f"a{i}") if isinstance(a, np.ndarray) else a
+            for i, a in enumerate(args)
+        ]
+        kernel[grid, block](*dev)
+    return rec.profile(grid3, block3)
+
+
+def only(profile: LaunchProfile, space=None, op=None, array=None):
+    (site,) = profile.where(space, op, array)
+    return site
+
+
+# ---- agreement with the course's sectors_per_warp
+
+
+def test_sectors_agree_with_sectors_per_warp_on_ten_thousand_draws():
+    reference = solution_function("sectors_per_warp")
+    rng = np.random.default_rng(20261206)
+    checked = 0
+    for _ in range(10_500):
+        stride = int(rng.integers(0, 70)) if rng.random() < 0.8 else int(rng.integers(0, 5000))
+        itemsize = int(rng.choice([1, 2, 4, 8, 16]))
+        warp = int(rng.integers(0, 64))  # which warp of a long launch: its lanes' offsets
+        offsets = [(32 * warp + lane) * stride * itemsize for lane in range(32)]
+        assert memmodel.sectors(offsets, itemsize) == reference(stride, itemsize=itemsize), (
+            stride,
+            itemsize,
+            warp,
+        )
+        checked += 1
+    assert checked > 10_000
+
+
+def test_traced_strided_reads_agree_with_sectors_per_warp():
+    reference = solution_function("sectors_per_warp")
+
+    @cuda.jit
+    def strided(src, dst, stride):
+        i = cuda.grid(1)
+        if i < dst.size:
+            dst[i] = src[(i * stride) % src.size]
+
+    rng = np.random.default_rng(7)
+    for _ in range(30):
+        stride = int(rng.integers(0, 40))
+        dtype = [np.int8, np.float16, np.float32, np.float64, np.complex128][int(rng.integers(5))]
+        itemsize = np.dtype(dtype).itemsize
+        src = np.zeros(32 * max(stride, 1), dtype=dtype)
+        dst = np.zeros(64, dtype=dtype)
+        p = traced(strided, 2, 32, src, dst, stride)
+        read = only(p, GLOBAL, LOAD)
+        assert read.min_sectors == read.max_sectors == reference(stride, itemsize=itemsize)
+        assert read.requests == 2 and read.lanes == 64
+
+
+# ---- hand-computed patterns
+
+
+def test_coalesced_strided_broadcast_and_misaligned_reads():
+    @cuda.jit
+    def reads(x, out, mode):
+        i = cuda.grid(1)
+        if mode == 0:
+            out[i] = x[i]  # 32 neighbours
+        elif mode == 1:
+            out[i] = x[2 * i]  # every other float32
+        elif mode == 2:
+            out[i] = x[0]  # one element for everyone
+        else:
+            out[i] = x[i + 1]  # one float32 late: straddles five sectors
+
+    x = np.zeros(128, dtype=np.float32)
+    out = np.zeros(32, dtype=np.float32)
+    for mode, (sectors, ideal) in enumerate(((4, 4), (8, 4), (1, 1), (5, 4))):
+        site = only(traced(reads, 1, 32, x, out, mode), GLOBAL, LOAD, "a0")
+        assert (site.sectors, site.ideal_sectors, site.requests) == (sectors, ideal, 1), mode
+        assert site.efficiency == pytest.approx(ideal / sectors)
+        write = only(traced(reads, 1, 32, x, out, mode), GLOBAL, STORE, "a1")
+        assert (write.sectors, write.ideal_sectors) == (4, 4)
+
+
+def test_a_row_and_a_column_of_a_2d_array():
+    @cuda.jit
+    def row_and_column(m, out):
+        lane = cuda.threadIdx.x
+        out[0, lane] = m[5, lane]  # a row: neighbours
+        out[1, lane] = m[lane, 5]  # a column: 64 floats apart
+
+    m = np.zeros((64, 64), dtype=np.float32)
+    out = np.zeros((2, 32), dtype=np.float32)
+    p = traced(row_and_column, 1, 32, m, out)
+    row, column = sorted(p.where(GLOBAL, LOAD), key=lambda s: s.line)
+    assert (row.sectors, column.sectors, column.ideal_sectors) == (4, 32, 4)
+    assert row.line < column.line
+
+
+def test_a_partial_last_warp_and_a_divergent_branch():
+    @cuda.jit
+    def partial(x, out):
+        i = cuda.grid(1)
+        if i < 40:
+            out[i] = x[i]
+
+    x = np.zeros(64, dtype=np.float32)
+    out = np.zeros(64, dtype=np.float32)
+    read = only(traced(partial, 1, 40, x, out), GLOBAL, LOAD)
+    # warp 0: 32 lanes, 4 sectors; warp 1: its 8 threads, all active: 1 sector, not divergent
+    assert (read.requests, read.lanes, read.sectors, read.min_sectors, read.divergent) == (
+        2,
+        40,
+        5,
+        1,
+        0,
+    )
+
+    @cuda.jit
+    def evens(x, out):
+        i = cuda.grid(1)
+        if i % 2 == 0:
+            out[i] = x[i]
+
+    read = only(traced(evens, 1, 32, x, out), GLOBAL, LOAD)
+    # 16 lanes, 64 useful bytes spread over the 128 a full warp would read
+    assert (read.lanes, read.divergent, read.sectors, read.ideal_sectors) == (16, 1, 4, 2)
+
+
+def test_an_access_in_a_device_function_is_that_functions_line():
+    @cuda.jit(device=True)
+    def fetch(x, i):
+        return x[i]
+
+    @cuda.jit
+    def through_device(x, out):
+        i = cuda.grid(1)
+        out[i] = fetch(x, i)
+
+    x = np.zeros(32, dtype=np.float32)
+    out = np.zeros(32, dtype=np.float32)
+    p = traced(through_device, 1, 32, x, out)
+    read, write = only(p, GLOBAL, LOAD), only(p, GLOBAL, STORE)
+    assert read.sectors == 4 and read.line == fetch.py_func.__code__.co_firstlineno + 2  # x[i]
+    assert write.line == through_device.py_func.__code__.co_firstlineno + 3  # from @cuda.jit
+
+
+def test_a_slice_is_traced_at_its_offset_in_the_same_array():
+    @cuda.jit
+    def from_a_row(m, out):
+        lane = cuda.threadIdx.x
+        row = m[3]  # a view: its elements are m's, 3 rows in
+        out[lane] = row[lane + 4]
+
+    m = np.zeros((8, 40), dtype=np.float32)
+    out = np.zeros(32, dtype=np.float32)
+    p = traced(from_a_row, 1, 32, m, out)
+    read = only(p, GLOBAL, LOAD, "a0")
+    # row 3 starts at byte 480 (15 sectors in); +4 floats: bytes 496-623, sectors 15 to 19
+    assert (read.sectors, read.ideal_sectors) == (5, 4)
+    assert p.array("a0").distinct_loaded == 32
+
+
+def test_atomics_are_one_access_each_not_a_load_and_a_store():
+    @cuda.jit
+    def count(hist, x):
+        i = cuda.grid(1)
+        cuda.atomic.add(hist, x[i] % 4, 1)
+
+    hist = np.zeros(4, dtype=np.int32)
+    x = np.arange(64, dtype=np.int32)
+    p = traced(count, 2, 32, hist, x)
+    atomic = only(p, GLOBAL, ATOMIC)
+    assert (atomic.requests, atomic.lanes, atomic.sectors) == (2, 64, 2)
+    assert not p.where(GLOBAL, LOAD, "a0") and not p.where(GLOBAL, STORE, "a0")
+    assert p.array("a0").atomics == 64
+
+
+def test_eight_byte_items():
+    @cuda.jit
+    def copy(x, out):
+        i = cuda.grid(1)
+        out[i] = x[i]
+
+    x = np.zeros(32, dtype=np.float64)
+    out = np.zeros(32, dtype=np.float64)
+    read = only(traced(copy, 1, 32, x, out), GLOBAL, LOAD)
+    assert (read.sectors, read.ideal_sectors) == (8, 8)
+
+
+def test_shared_broadcast_conflicts_and_padding():
+    @cuda.jit
+    def shared(out, mode):
+        tile = cuda.shared.array(1056, numba.float32)
+        wide = cuda.shared.array(64, numba.float64)
+        lane = cuda.threadIdx.x
+        tile[lane] = 1.0
+        wide[lane] = 2.0
+        cuda.syncthreads()
+        if mode == 0:
+            out[lane] = tile[0]  # broadcast: one word
+        elif mode == 1:
+            out[lane] = tile[32 * lane]  # a column of a 32 x 32 tile: one bank
+        elif mode == 2:
+            out[lane] = tile[33 * lane]  # the same column with rows padded to 33
+        else:
+            out[lane] = wide[lane]  # 8-byte items: two phases of 16 lanes
+
+    out = np.zeros(32, dtype=np.float32)
+    expected = ((1, 1, 1), (32, 32, 1), (1, 1, 1), (1, 2, 2))  # ways, wavefronts, ideal
+    for mode, (ways, wavefronts, ideal) in enumerate(expected):
+        p = traced(shared, 1, 32, out, mode)
+        read = only(p, SHARED, LOAD)
+        assert (read.max_ways, read.wavefronts, read.ideal_wavefronts) == (ways, wavefronts, ideal)
+        assert p.barriers == 1 and p.min_block_barriers == 1
+
+
+def test_local_and_constant_arrays_are_not_global_memory():
+    @cuda.jit
+    def local_and_const(x, out):
+        scratch = cuda.local.array(4, numba.float32)
+        i = cuda.grid(1)
+        scratch[0] = 1.0
+        table = cuda.const.array_like(x)
+        out[i] = scratch[0] + table[i]
+
+    x = np.zeros(32, dtype=np.float32)
+    out = np.zeros(32, dtype=np.float32)
+    p = traced(local_and_const, 1, 32, x, out)
+    assert not p.where(GLOBAL, LOAD) and only(p, GLOBAL, STORE).sectors == 4
+    assert p.array("a0").loads == 0
+
+
+def test_barriers_are_counted_per_block():
+    @cuda.jit
+    def two_barriers_in_block_zero(out):
+        if cuda.blockIdx.x == 0:
+            cuda.syncthreads()
+            cuda.syncthreads()
+        out[cuda.grid(1)] = 1.0
+
+    out = np.zeros(96, dtype=np.float32)
+    p = traced(two_barriers_in_block_zero, 3, 32, out)
+    assert (p.barriers, p.min_block_barriers) == (2, 0)
+
+
+# ---- the trusted side's check of a profile
+
+
+def _genuine() -> dict:
+    @cuda.jit
+    def copy(x, out):
+        i = cuda.grid(1)
+        out[i] = x[i]
+
+    x = np.zeros(64, dtype=np.float32)
+    return traced(copy, 2, 32, x, np.zeros(64, dtype=np.float32)).to_plain()
+
+
+def test_a_genuine_profile_round_trips():
+    plain = _genuine()
+    assert LaunchProfile.from_plain(plain).to_plain() == plain
+
+
+@pytest.mark.parametrize(
+    "forge",
+    [
+        lambda p: {**p, "version": 99},
+        lambda p: {**p, "sites": [{**p["sites"][0], "sectors": 0}]},  # fewer sectors than requests
+        lambda p: {**p, "sites": [{**p["sites"][0], "ideal_sectors": 10**6}]},
+        lambda p: {**p, "sites": [{**p["sites"][0], "lanes": 10**6}]},
+        lambda p: {**p, "sites": [{**p["sites"][0], "space": "texture"}]},
+        lambda p: {**p, "sites": [{**p["sites"][0], "extra": 1}]},
+        lambda p: {**p, "sites": [{**p["sites"][0], "requests": True}]},
+        lambda p: {**p, "sites": [p["sites"][0]] * (memmodel.MAX_SITES + 1)},
+        lambda p: {**p, "min_block_barriers": 5},
+        lambda p: {**p, "grid": [1, 1]},
+    ],
+)
+def test_a_forged_profile_is_refused(forge):
+    with pytest.raises(memmodel.ProfileError):
+        LaunchProfile.from_plain(forge(_genuine()))
+
+
+def test_places_name_the_students_lines_and_shared_variables():
+    p = LaunchProfile.from_plain(_genuine())
+    site = p.sites[0]
+    shared = dataclasses.replace(site, array="shared@12", space=SHARED, max_ways=1, sectors=0,
+                                 ideal_sectors=0, min_sectors=0, max_sectors=0)
+    named = memmodel.with_places(
+        dataclasses.replace(p, sites=(site, shared)), {site.line: "line 40 of k.py"},
+        {"shared@12": "tile"},
+    )
+    assert named.sites[0].where == "line 40 of k.py" and named.sites[1].array == "tile"
