@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grader.core import heap
-from grader.core.errors import ExitCode, GraderError, InfrastructureError
+from grader.core.errors import ExitCode, GraderError, InfrastructureError, UsageError
 
 if TYPE_CHECKING:
     from grader.core.course import Course
@@ -41,6 +41,30 @@ def cmd_check(args: argparse.Namespace) -> int:
     checked = check(_root(args), args.assignment, submission)
     print(check_report(checked, args.verbose))
     return ExitCode.OK if all_passed(checked) else ExitCode.FAILED
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    """Each kernel's memory profile at the course's profiling shapes, from the memory model."""
+    from grader.grading.profile import profile  # lazy: numpy, numba
+    from grader.reports.memory import profile_report  # lazy: as above
+
+    root = _root(args)
+    course = _course(args)
+    assignment = args.assignment or _profiled_assignment(course, root)
+    submission = Path(args.submission) if args.submission else None
+    found = profile(root, assignment, args.kernel, submission, course)
+    print(profile_report(found, course.gpu.bandwidth_gbs, course.gpu.name))
+    return ExitCode.OK if all(k.profile is not None for k in found.kernels) else ExitCode.FAILED
+
+
+def _profiled_assignment(course: Course, root: Path) -> str:
+    """The course's first assignment with profiling shapes (`grader profile` without one)."""
+    from grader.grading.profile import PROFILES  # lazy: as in cmd_profile
+
+    for a in course.assignment_ids:
+        if (root / "tests" / "public" / a / PROFILES).is_file():
+            return a
+    raise UsageError(f"no assignment of this course has tests/public/<id>/{PROFILES}")
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
@@ -208,6 +232,15 @@ def build_parser() -> argparse.ArgumentParser:
         "-v", "--verbose", action="store_true", help="show whole feedback messages, not one line"
     )
     c.set_defaults(func=cmd_check)
+
+    pr = sub.add_parser(
+        "profile",
+        help="how your kernels use memory: sectors per request, bank conflicts, bytes moved",
+    )
+    pr.add_argument("assignment", nargs="?", help="default: the first one with profiling shapes")
+    pr.add_argument("kernel", nargs="*", help="only these kernels (default: every one profiled)")
+    pr.add_argument("--submission", help="folder holding <id>/<id>.py (default: exercises/)")
+    pr.set_defaults(func=cmd_profile)
 
     g = sub.add_parser("grade", help="grade one submission in the sandbox")
     g.add_argument("submission", help="a directory laid out like a student's fork")

@@ -393,7 +393,7 @@ def summarise(
     return LaunchProfile(
         grid=grid3,
         block=block3,
-        sites=tuple(sorted(sites, key=lambda s: (s.line, s.space, s.array, s.op))),
+        sites=tuple(sorted(sites, key=lambda s: (s.line, OPS.index(s.op), s.space, s.array))),
         arrays=traffic_rows,
         barriers=sum(counts),
         min_block_barriers=min(counts) if counts else 0,

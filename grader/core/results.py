@@ -10,7 +10,7 @@ from typing import Any, Literal
 from grader.core.errors import UsageError
 from grader.core.files import atomic_write
 
-SCHEMA_VERSION = 2  # 2: AssignmentResult.seed, Environment.bubblewrap
+SCHEMA_VERSION = 3  # 2: AssignmentResult.seed, Environment.bubblewrap; 3: .memory
 Outcome = Literal["passed", "failed", "error", "timeout", "skipped"]
 OUTCOMES: tuple[str, ...] = ("passed", "failed", "error", "timeout", "skipped")
 
@@ -27,6 +27,16 @@ class TestResult:
 
 
 @dataclass
+class KernelMemory:
+    """How one launch of a kernel used memory, as the suites profiled it: `profile` is a
+    `grader.core.memmodel.LaunchProfile` as plain data (its own version inside)."""
+
+    kernel: str
+    launch: str  # the launch as the report names it: grid, block and the arrays' shapes
+    profile: dict[str, Any]
+
+
+@dataclass
 class AssignmentResult:
     id: str
     score: float
@@ -37,6 +47,7 @@ class AssignmentResult:
     graded_file: str | None = None
     tests: list[TestResult] = field(default_factory=list)
     seed: str = ""  # the draws' seed (grader.suites.seeds): same student and suites, same draws
+    memory: list[KernelMemory] = field(default_factory=list)  # the kernels' memory profiles
 
 
 @dataclass
@@ -87,7 +98,13 @@ class GradeResult:
         d = dict(data)
         d["environment"] = Environment(**d["environment"])
         d["assignments"] = [
-            AssignmentResult(**{**a, "tests": [TestResult(**t) for t in a["tests"]]})
+            AssignmentResult(
+                **{
+                    **a,
+                    "tests": [TestResult(**t) for t in a["tests"]],
+                    "memory": [KernelMemory(**m) for m in a.get("memory", [])],
+                }
+            )
             for a in d["assignments"]
         ]
         return cls(**d)

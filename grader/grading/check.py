@@ -19,8 +19,9 @@ from grader.core.course import load_course
 from grader.core.results import AssignmentResult
 from grader.grading.grade import GradingBackend
 from grader.grading.intake import pair, release_for
+from grader.grading.profile import KernelProfile, profile_kernels, shapes
 from grader.suites.runner import run_assignment
-from grader.suites.student import InProcessBackend
+from grader.suites.student import InProcessBackend, Student
 
 
 @dataclass
@@ -33,6 +34,8 @@ class Checked:
     notebook: str
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # neither pass nor failure, said once
+    # one profiled launch per kernel the course profiles (`grader profile` has them all)
+    memory: list[KernelProfile] = field(default_factory=list)
 
 
 def check(
@@ -67,8 +70,18 @@ def check(
                 r.error = errors[a]
             c = chosen[a]
             shown = _shown_path(c.path, submission) if c.path is not None else "nothing"
+            memory = []
+            if c.path is not None:
+                student = Student(
+                    inner,
+                    a,
+                    call_timeout=course.limits.call_timeout_s,
+                    kernel_timeout=course.limits.kernel_timeout_s,
+                    cc=course.gpu.compute_capability,
+                )
+                memory = profile_kernels(student, shapes(root, a), brief=True)
             notes = [compiler.DEFERRED] if inner.compiler_missing else []
-            checked.append(Checked(r, shown, list(c.warnings), notes))
+            checked.append(Checked(r, shown, list(c.warnings), notes, memory))
     finally:
         backend.close()
     return checked

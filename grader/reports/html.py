@@ -13,7 +13,7 @@ from grader.core.course import Course
 from grader.core.feedback import clip
 from grader.core.points import fraction, shown
 from grader.core.results import AssignmentResult, GradeResult
-from grader.reports import common
+from grader.reports import common, memory
 from grader.reports.escape import html_text
 from grader.reports.plots import roofline_png
 
@@ -171,6 +171,7 @@ def html(
             )
         if a.tests:
             parts.extend(_tests_table(a, anchors))
+        parts.extend(memory.html(a.memory, course.gpu.bandwidth_gbs, course.gpu.name))
 
     parts.extend(_roofline_section(course, metrics, reference))
     parts.append("</body></html>\n")

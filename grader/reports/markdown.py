@@ -11,7 +11,7 @@ from grader.core.course import Course
 from grader.core.feedback import FEEDBACK_CHARS
 from grader.core.points import fraction, shown
 from grader.core.results import AssignmentResult, GradeResult, TestResult
-from grader.reports import common
+from grader.reports import common, memory
 from grader.reports.escape import md_block, md_inline
 
 BODY_BYTES = 60_000  # GitHub rejects comments over 65,536 characters; keep a margin (in bytes)
@@ -85,6 +85,9 @@ def _assignment(a: AssignmentResult, course: Course) -> list[str]:
     else:
         blocks.append(f"✅ All {len(passed)} tests passed.")
     blocks.extend(_feedback_entries(not_passed))
+    profiles = memory.markdown(a.memory, course.gpu.bandwidth_gbs, course.gpu.name)
+    if profiles:
+        blocks.append(profiles)
     if passed:
         rows = ["| | Test | Points |", "|---|---|---:|"]
         rows += [

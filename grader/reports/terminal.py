@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from grader.core.results import AssignmentResult, GradeResult
 from grader.core.tables import format_table, points
 from grader.grading.check import Checked
+from grader.reports import memory
 from grader.reports.escape import visible
 
 CHECK_FEEDBACK_CHARS = 100
@@ -51,6 +52,9 @@ def check_report(checked: Sequence[Checked], verbose: bool) -> str:
             rows.append([visible(t.name), points(t.score, t.max_score), t.outcome, fb])
         out.append(format_table(["test", "points", "outcome", "feedback"], rows))
         out += [f"warning: {visible(w)}" for w in c.warnings]
+        if c.memory:
+            out.append("memory (grader profile shows each kernel in full):")
+            out += [f"  {memory.summary(k)}" for k in c.memory]
     out += ["", assignment_table([c.result for c in checked])]
     notes = dict.fromkeys(n for c in checked for n in c.notes)  # each said once, in order
     out += [f"\nnote: {n}" for n in notes]

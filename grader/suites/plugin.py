@@ -29,7 +29,7 @@ from grader.core.feedback import FEEDBACK_CHARS, clip
 from grader.core.jsonread import JsonMissing, JsonReadError, read_metrics
 from grader.core.notebook import choose_notebook
 from grader.core.pairing import pair, release_for
-from grader.core.results import Outcome, TestResult
+from grader.core.results import KernelMemory, Outcome, TestResult
 from grader.sandbox.harness import load_module
 from grader.suites import seeds
 from grader.suites.student import Backend, InProcessBackend, Student, StudentError, WorkerTimeout
@@ -49,6 +49,7 @@ class GraderSession:
     backend: Backend | None = None  # built lazily when None
     course: Course | None = None  # the course at root: the grading's own, else loaded once
     results: list[TestResult] = field(default_factory=list)
+    memory: list[KernelMemory] = field(default_factory=list)  # what the suites profiled
     # assignment id -> the grading's seed (grader.suites.seeds); the runner sets the one it
     # grades, a plain pytest run derives one with an empty identity
     seeds: dict[str, str] = field(default_factory=dict)
@@ -289,6 +290,7 @@ def student(request: pytest.FixtureRequest, course: Course) -> Student:
         call_timeout=limits.call_timeout_s,
         kernel_timeout=limits.kernel_timeout_s,
         cc=course.gpu.compute_capability,
+        memory=s.memory,
     )
 
 

@@ -129,6 +129,7 @@ def run_assignment(
         error=error,
         tests=tests,
         seed=seed,
+        memory=list(session.memory),
     )
 
 

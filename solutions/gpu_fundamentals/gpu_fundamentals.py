@@ -52,13 +52,15 @@
 #   functions, and module-level integer constants such as `TILE`.
 # * Kernels are graded on sizes that are not multiples of the block or tile size, on several
 #   blocks, and on float32 arrays unless the exercise says otherwise.
-# * On a GPU runner the grader also runs your kernels at full size (2^24 elements) and times
-#   them; each timed test states its threshold where its exercise is.
+# * How your kernels meet memory (sectors per warp request, bank conflicts, bytes moved) is
+#   graded from the grader's memory model, the same on a laptop and on a GPU runner (§7); a GPU
+#   runner also times some of them, and each timed test states its threshold where its exercise
+#   is.
 #
 # **No GPU? No problem.** On a laptop, or a Colab runtime without a GPU, the notebook switches to
-# Numba's CUDA *simulator*: your kernels run as ordinary Python, one Python thread per CUDA thread.
-# Results are exact, speed is not (about 150 µs per simulated thread), so the demos use small sizes
-# there and their timings mean nothing. On Colab choose *Runtime → Change runtime type → T4 GPU* to
+# Numba's CUDA *simulator*: your kernels run as ordinary Python, one simulated CUDA thread at a
+# time. Results are exact, speed is not (tens of µs per simulated thread), so the demos use small
+# sizes there and their timings mean nothing. On Colab choose *Runtime → Change runtime type → T4 GPU* to
 # run the kernels for real.
 #
 # Cells tagged `demo` (plots, timings, full-size runs) are for you to look at; the grader skips them.
@@ -1231,7 +1233,7 @@ else:
     gpu_vector_add(a_host, b_host)
     ms = (time.perf_counter() - t0) * 1e3
     print(f"simulated: {ms:.0f} ms, i.e. {effective_bandwidth_gbs(bytes_moved, ms):.6f} GB/s.")
-    print("Simulator timings mean nothing: every CUDA thread is a Python thread here.")
+    print("Simulator timings mean nothing: each CUDA thread runs as Python code here.")
 
 # %% [markdown]
 # ### Where else the time goes: the PCIe copies and the launch itself
@@ -1958,8 +1960,6 @@ print("matmul_naive: self-checks passed")
 # reused `TILE` times from shared memory), every request that loads `a` or `b` must touch the
 # ideal number of sectors, and every block must pass at least one barrier. A padded tile or a
 # kernel written for 2-D blocks earns the points too; tiles filled and then bypassed do not.
-# On a GPU runner it also times both kernels on 2048 x 2048 matrices: `matmul_tiled`
-# must take less time than `matmul_naive` launched with 32 x 8 blocks.
 
 
 # %% nbgrader={"grade": false, "grade_id": "matmul_tiled", "locked": false, "schema_version": 3, "solution": true, "task": false}

@@ -38,8 +38,6 @@ word for word in the released notebook):
   `src`), `stride` an integer >= 0, several blocks"
 - test_strided_copy_compiles_to_ptx: "the PTX compile for the T4 with the signature
   `void(float32[:], float32[:], int64)`"
-- test_kernels_full_size: "On a GPU runner the grader also runs your kernels at full size (2^24
-  elements)"
 - test_vector_add_bandwidth: "your kernel must reach at least **60% of the bandwidth of PyTorch's
   own `a + b`**, timed in the same run on the same GPU."
 - test_coalescing_slowdown_gpu: "On a GPU runner the grader calls `coalescing_slowdown(8192)` and
@@ -473,25 +471,7 @@ def test_strided_copy_compiles_to_ptx(student, rng):
 
 
 @pytest.mark.gpu
-@pytest.mark.points(2)
-def test_kernels_full_size(student, rng):
-    n, tpb = FULL_N, 256  # the stated full size; the data is the student's draw
-    blocks = -(-n // tpb)
-    a = rng.standard_normal(n, dtype=np.float32)
-    b = rng.standard_normal(n, dtype=np.float32)
-    c = np.full(n, np.nan, dtype=np.float32)
-    launch(student.vector_add, blocks, tpb, a, b, c, n=n, name="vector_add")
-    assert np.array_equal(c, a + b), f"vector_add on {n} elements: {first_mismatch(c, a + b)}"
-    dst = np.full(n, np.nan, dtype=np.float32)
-    launch(student.strided_copy, blocks, tpb, a, dst, 33, n=n, name="strided_copy")
-    want = a[(np.arange(n, dtype=np.int64) * 33) % n]
-    assert np.array_equal(dst, want), (
-        f"strided_copy on {n} elements, stride 33: {first_mismatch(dst, want)}"
-    )
-
-
-@pytest.mark.gpu
-@pytest.mark.points(2)
+@pytest.mark.points(1)
 def test_vector_add_bandwidth(student, rng):
     import torch
 
@@ -521,7 +501,7 @@ def test_vector_add_bandwidth(student, rng):
 
 
 @pytest.mark.gpu
-@pytest.mark.points(2)
+@pytest.mark.points(1)
 def test_coalescing_slowdown_gpu(student, rng):
     n, repeat = 8192, 20
     ratio = student.coalescing_slowdown.timing("transpose_naive", "strided_copy")(n)

@@ -4,8 +4,7 @@
 examples that every seed runs. Both kernels run in the simulator on matrix shapes drawn at
 grading time, mostly not multiples of the block or the tile, against NumPy's product, and are
 compiled for the course GPU; how the tiled one reuses its loads is graded from the memory model
-(test_memory_hidden.py). On a GPU runner the two kernels are timed by the grader and the tiled
-one must be the faster.
+(test_memory_hidden.py).
 
 Stated rules (grader verify checks that every test here is listed, with a sentence that appears
 word for word in the released notebook):
@@ -22,17 +21,12 @@ word for word in the released notebook):
   (any `M`, `N`, `K`, including sizes that are not multiples of `TILE`"
 - test_matmul_tiled_compiles_to_ptx: "The grader compiles it for the T4 with the signature
   `void(float32[:, :], float32[:, :], float32[:, :])`, and profiles it"
-- test_matmul_tiled_beats_naive_gpu: "On a GPU runner it also times both kernels on 2048 x 2048
-  matrices: `matmul_tiled` must take less time than `matmul_naive` launched with 32 x 8
-  blocks."
 
 PYTEST_DONT_REWRITE: pytest leaves these asserts alone, because their messages are what the
 student reads as feedback.
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import pytest
@@ -163,23 +157,3 @@ def test_matmul_tiled_compiles_to_ptx(student, rng):
     a, b = _operands(rng, 3, 40, 5)
     _check_product(student, "matmul_tiled", a, b, (1, 1), (TILE, 1))
     _ptx(student, "matmul_tiled")
-
-
-@pytest.mark.gpu
-@pytest.mark.points(1)
-def test_matmul_tiled_beats_naive_gpu(student, rng):
-    n, repeat = 2048, 3
-    a, b = _operands(rng, n, n, n)
-    c = np.zeros((n, n), dtype=np.float32)
-    tiled_ms = student.matmul_tiled[(n // TILE, n // TILE), (TILE, 1)].time(a, b, c, repeat=repeat)
-    naive_ms = student.matmul_naive[(n // 32, n // 8), (32, 8)].time(a, b, c, repeat=repeat)
-    for label, ms in (("matmul_tiled", tiled_ms), ("matmul_naive", naive_ms)):
-        assert isinstance(ms, float) and math.isfinite(ms) and ms > 0, f"{label}: no timing"
-    flops = 2 * n**3
-    assert tiled_ms < naive_ms, (
-        f"matmul_tiled took {tiled_ms:.2f} ms ({flops / tiled_ms / 1e9:.0f} GFLOP/s) on "
-        f"{n} x {n} float32 matrices, matmul_naive {naive_ms:.2f} ms "
-        f"({flops / naive_ms / 1e9:.0f} GFLOP/s); the tiled kernel must be faster. Load each "
-        "tile once per step, reuse it TILE times from shared memory, keep the sums in "
-        "cuda.local.array(TILE, numba.float32) and accumulate in float32"
-    )

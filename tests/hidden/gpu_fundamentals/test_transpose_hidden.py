@@ -121,7 +121,7 @@ def test_transpose_tiled_compiles_to_ptx(student, rng):
 
 
 @pytest.mark.gpu
-@pytest.mark.points(2)
+@pytest.mark.points(1)
 def test_transposes_bandwidth_gpu(student, rng):
     n, repeat = 8192, 20
     src = rng.standard_normal((n, n), dtype=np.float32)

@@ -1,0 +1,132 @@
+"""`grader profile`: how each kernel of a notebook meets the memory hierarchy, without a GPU.
+
+For students and instructors. The notebook is chosen by the rule grading uses (`intake.pair`);
+each kernel is launched at the course's profiling shapes (``tests/public/<id>/profiles.py``:
+`launches(rng)`, the same shapes the hidden tests profile), compiled for the course GPU first
+where this machine has the compiler, then run once in the simulator with its memory accesses
+recorded (`grader.suites.memory`). Like `grader check` it runs the student's own code on their
+own machine (child processes under grading's time limits), so nothing here is authoritative;
+the figures are the memory model's (`grader.core.memmodel`), the same as grading's. Nothing here
+prints: `grader.reports.memory` lays the result out.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from grader.core import compiler
+from grader.core.course import Course, load_course
+from grader.core.errors import UsageError
+from grader.core.memmodel import LaunchProfile
+from grader.grading.intake import pair, release_for
+from grader.suites.memory import described
+from grader.suites.student import InProcessBackend, Student, StudentError
+
+PROFILES = "profiles.py"  # in tests/public/<id>/: the course's profiling shapes
+SEED = 20261206  # the values in the profiled arrays (the shapes are what matters)
+
+
+@dataclass(frozen=True)
+class KernelProfile:
+    """One profiled launch: its profile, or why there is none (the kernel's own error)."""
+
+    kernel: str
+    label: str
+    launch: str
+    brief: bool
+    profile: LaunchProfile | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Profiled:
+    """An assignment's profiled launches, the notebook they came from and the notes to say once
+    (the PTX check deferred where this machine has no CUDA compiler)."""
+
+    assignment: str
+    notebook: str
+    kernels: list[KernelProfile]
+    notes: list[str]
+
+
+def shapes(root: Path, assignment: str) -> list[dict]:
+    """The course's profiling launches of `assignment` ([] when it has no profiles.py)."""
+    path = root / "tests" / "public" / assignment / PROFILES
+    if not path.is_file():
+        return []
+    spec = importlib.util.spec_from_file_location(f"grader_profiles_{assignment}", path)
+    if spec is None or spec.loader is None:
+        raise UsageError(f"{path} cannot be imported")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return list(module.launches(np.random.default_rng(SEED)))
+
+
+def profile_kernels(
+    student: Student, launches: Sequence[dict], kernels: Sequence[str] = (), brief: bool = False
+) -> list[KernelProfile]:
+    """Each launch of `launches` (only `kernels`', only the brief ones if `brief`) profiled."""
+    found = []
+    for spec in launches:
+        if (kernels and spec["kernel"] not in kernels) or (brief and not spec.get("brief")):
+            continue
+        name, grid, block = spec["kernel"], spec["grid"], spec["block"]
+        args = [a.copy() if isinstance(a, np.ndarray) else a for a in spec["args"]]
+        common: dict[str, Any] = {
+            "kernel": name,
+            "label": spec.get("label", ""),
+            "launch": described(grid, block, args),
+            "brief": bool(spec.get("brief")),
+        }
+        try:
+            profiled = getattr(student, name)[grid, block].profile(*args)
+        except StudentError as exc:
+            found.append(KernelProfile(**common, error=exc.feedback()))
+            continue
+        found.append(KernelProfile(**common, profile=profiled.memory))
+    return found
+
+
+def profile(
+    root: Path,
+    assignment: str,
+    kernels: Sequence[str] = (),
+    submission: Path | None = None,
+    course: Course | None = None,
+) -> Profiled:
+    """Profile the kernels of `assignment` (default: every one the course profiles) in the
+    student's notebook under `submission` (default: the course's exercises/)."""
+    course = course or load_course(root)
+    course.assignment(assignment)
+    launches = shapes(root, assignment)
+    known = {spec["kernel"] for spec in launches}
+    unknown = [k for k in kernels if k not in known]
+    if unknown:
+        raise UsageError(
+            f"{assignment} profiles no kernel named {', '.join(unknown)}; it profiles "
+            f"{', '.join(sorted(known)) or 'none'} (tests/public/{assignment}/{PROFILES})"
+        )
+    submission = submission.resolve() if submission else root / "exercises"
+    chosen = pair(submission, assignment, release_for(submission, root / "exercises"))
+    if chosen.path is None:
+        raise UsageError(chosen.error or f"no notebook of {assignment} under {submission}")
+    backend = InProcessBackend({assignment: chosen.path}, children=True, limits=course.limits)
+    try:
+        student = Student(
+            backend,
+            assignment,
+            call_timeout=course.limits.call_timeout_s,
+            kernel_timeout=course.limits.kernel_timeout_s,
+            cc=course.gpu.compute_capability,
+        )
+        found = profile_kernels(student, launches, kernels)
+    finally:
+        backend.close()
+    notes = [compiler.DEFERRED] if backend.compiler_missing else []
+    return Profiled(assignment, str(chosen.path), found, notes)

@@ -1,0 +1,173 @@
+"""How a kernel used memory, laid out like Nsight Compute's memory workload section.
+
+One table per profiled launch (`grader.core.memmodel.LaunchProfile`): a row per access site
+(the student's line, the array, global or shared, load, store or atomic) with its warp requests,
+sectors per request against the ideal, the efficiency and the worst bank conflict; then the
+launch's totals: bytes moved between the SMs and global memory, the lower bound on the time
+that traffic takes at the course GPU's bandwidth, shared-memory wavefronts beyond the ideal and
+the barriers. `summary` is the one line `grader check` prints per kernel. Terminal text
+(`table`, `profile_report`) and markdown (`markdown`) say the same; student text (array names
+come from the student's source) goes through `grader.reports.escape` like any other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from grader.core.memmodel import GLOBAL, LOAD, SECTOR_BYTES, SHARED, STORE, LaunchProfile, Site
+from grader.core.results import KernelMemory
+from grader.core.tables import format_table
+from grader.reports.escape import html_text, md_inline, visible
+
+if TYPE_CHECKING:  # the grading half (numpy, the suites) loads only for `grader profile`
+    from grader.grading.profile import KernelProfile, Profiled
+
+HEADERS = [
+    "line",
+    "array",
+    "memory",
+    "op",
+    "requests",
+    "sectors/req",
+    "ideal",
+    "efficiency",
+    "bank ways",
+]
+
+
+def _row(s: Site) -> list[str]:
+    if s.space == GLOBAL:
+        per, ideal = f"{s.sectors_per_request:.1f}", f"{s.ideal_sectors / s.requests:.1f}"
+        ways = ""
+    else:
+        per, ideal, ways = "", "", f"{s.max_ways}"
+    return [
+        s.where or f"line {s.line}",
+        s.array,
+        s.space,
+        s.op,
+        f"{s.requests:,}",
+        per,
+        ideal,
+        f"{100 * s.efficiency:.0f}%",
+        ways,
+    ]
+
+
+def totals(p: LaunchProfile, bandwidth_gbs: float | None = None, gpu: str = "") -> list[str]:
+    """The launch's totals, one sentence each."""
+    moved = {op: SECTOR_BYTES * p.total("sectors", GLOBAL, op) for op in (LOAD, STORE)}
+    ideal = {op: SECTOR_BYTES * p.total("ideal_sectors", GLOBAL, op) for op in (LOAD, STORE)}
+    lines = [
+        f"global memory: {p.global_bytes:,} B moved ({moved[LOAD]:,} B loaded for "
+        f"{ideal[LOAD]:,} B asked, {moved[STORE]:,} B stored for {ideal[STORE]:,} B asked)"
+    ]
+    if bandwidth_gbs:
+        lower = p.global_bytes / (bandwidth_gbs * 1e9) * 1e6
+        lines.append(
+            f"lower bound on the {gpu or 'course GPU'}: {lower:.3f} us at {bandwidth_gbs:g} GB/s "
+            "(bytes moved / bandwidth; the launch itself costs a few us more)"
+        )
+    shared = p.where(SHARED)
+    if shared:
+        extra = p.total("wavefronts", SHARED) - p.total("ideal_wavefronts", SHARED)
+        lines.append(
+            f"shared memory: {p.total('requests', SHARED):,} requests, "
+            f"{p.total('wavefronts', SHARED):,} wavefronts ({extra:,} beyond the ideal: bank "
+            "conflicts)"
+        )
+    per_block = f", at least {p.min_block_barriers} in every block" if p.barriers else ""
+    lines.append(f"barriers: {p.barriers:,} over {p.blocks:,} blocks{per_block}")
+    divergent = p.total("divergent")
+    if divergent:
+        lines.append(f"divergent requests (some lanes idle): {divergent:,}")
+    return lines
+
+
+def table(p: LaunchProfile) -> str:
+    """The access sites of one launch as a terminal table."""
+    rows = [[visible(c) for c in _row(s)] for s in p.sites]
+    return format_table(HEADERS, rows) if rows else "(no global or shared memory accesses)"
+
+
+def summary(k: KernelProfile) -> str:
+    """One line per kernel: global efficiency of loads and stores, bank conflicts, barriers."""
+    if k.profile is None:
+        first = (k.error or "no profile").splitlines()[0]
+        return f"{k.kernel}: not profiled: {visible(first)[:160]}"
+    p = k.profile
+    parts = []
+    for op, verb in ((LOAD, "loads"), (STORE, "stores")):
+        sectors = p.total("sectors", GLOBAL, op)
+        if sectors:
+            parts.append(f"{verb} {100 * p.total('ideal_sectors', GLOBAL, op) / sectors:.0f}%")
+    if p.where(SHARED):
+        extra = p.total("wavefronts", SHARED) - p.total("ideal_wavefronts", SHARED)
+        parts.append(f"shared bank conflicts {extra:,} wavefronts")
+    parts.append(f"{p.global_bytes:,} B moved")
+    if p.barriers:
+        parts.append(f"{p.barriers} barriers")
+    return f"{k.kernel} ({k.label}): global {', '.join(parts)}"
+
+
+def profile_report(profiled: Profiled, bandwidth_gbs: float, gpu: str) -> str:
+    """`grader profile`'s output: each launch's table and totals, then the notes."""
+    out = [f"{profiled.assignment} (profiled {visible(profiled.notebook)})"]
+    for k in profiled.kernels:
+        out.append(f"\n{k.kernel}: {k.label} {k.launch}")
+        if k.profile is None:
+            out.append(f"  not profiled: {visible(k.error or '')}")
+            continue
+        out.append(table(k.profile))
+        out += [f"  {line}" for line in totals(k.profile, bandwidth_gbs, gpu)]
+    out += [f"\nnote: {n}" for n in profiled.notes]
+    return "\n".join(out)
+
+
+CELL_CHARS = 200
+INTRO = (
+    "the grader's memory model: each launch run once in the simulator with every global and "
+    "shared access recorded and grouped into warp requests, as Nsight Compute's memory workload "
+    "analysis counts them on a GPU (docs/MEMORY_MODEL.md)"
+)
+
+
+def markdown(memory: Sequence[KernelMemory], bandwidth_gbs: float | None, gpu: str) -> str:
+    """The report's section: each profiled launch's table and totals, folded, in markdown."""
+    if not memory:
+        return ""
+    out = [f"<details><summary>Memory profile of {len(memory)} launches</summary>", "", INTRO, ""]
+    for m in memory:
+        p = LaunchProfile.from_plain(m.profile)
+        out.append(f"`{md_inline(m.kernel, CELL_CHARS)}` {md_inline(m.launch, CELL_CHARS)}")
+        out.append("")
+        out.append("| " + " | ".join(HEADERS) + " |")
+        out.append("|" + "---|" * len(HEADERS))
+        out += [
+            "| " + " | ".join(md_inline(c, CELL_CHARS) for c in _row(s)) + " |" for s in p.sites
+        ]
+        out.append("")
+        out += [f"- {md_inline(line, 400)}" for line in totals(p, bandwidth_gbs, gpu)]
+        out.append("")
+    out.append("</details>")
+    return "\n".join(out)
+
+
+def html(memory: Sequence[KernelMemory], bandwidth_gbs: float | None, gpu: str) -> list[str]:
+    """The HTML page's section, as its parts: a table and the totals per launch."""
+    if not memory:
+        return []
+    parts = [f"<h3>Memory profile</h3><p>{html_text(INTRO)}</p>"]
+    for m in memory:
+        p = LaunchProfile.from_plain(m.profile)
+        parts.append(f"<p><code>{html_text(m.kernel)}</code> {html_text(m.launch)}</p><table>")
+        parts.append("<tr>" + "".join(f"<th>{html_text(h)}</th>" for h in HEADERS) + "</tr>")
+        parts += [
+            "<tr>" + "".join(f"<td>{html_text(c)}</td>" for c in _row(s)) + "</tr>"
+            for s in p.sites
+        ]
+        parts.append("</table><ul>")
+        parts += [f"<li>{html_text(line)}</li>" for line in totals(p, bandwidth_gbs, gpu)]
+        parts.append("</ul>")
+    return parts
