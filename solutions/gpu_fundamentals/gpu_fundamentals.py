@@ -1539,6 +1539,40 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
+# ### Read your kernel's memory profile
+#
+# `grader profile gpu_fundamentals strided_copy` (in a terminal, in a clone of your fork with the
+# student profile installed: no GPU needed) launches your `strided_copy` at strides 1, 2, 3, 8
+# and 32 on two warps and prints, for each launch, one row per line of your kernel that touches
+# memory. For stride 2 it reads:
+#
+# ```
+# line                       array  memory  op     requests  sectors/req  ideal  efficiency
+# line 1460 of gpu_fund...   src    global  load   2         8.0          4.0    50%
+# line 1460 of gpu_fund...   dst    global  store  2         4.0          4.0    100%
+#   global memory: 768 B moved (512 B loaded for 256 B asked, 256 B stored for 256 B asked)
+# ```
+#
+# * **requests**: warp-wide accesses made by that line (2 warps, one each);
+# * **sectors/req** against the **ideal**: 32-byte sectors each request touched, and the fewest
+#   the bytes it asked for could have filled. `src` at stride 2 touches `sectors_per_warp(2) =
+#   8` sectors for 4 sectors' worth of data: half of every sector is wasted, an efficiency of
+#   50%. The write is coalesced: 4 of 4;
+# * **global memory**: bytes that crossed between the SMs and DRAM (sectors x 32). Divided by
+#   the T4's 320 GB/s it is a lower bound on the kernel's time, the bound the roofline of §3
+#   draws.
+#
+# Nsight Compute reports the same quantities on a GPU (the memory workload analysis: requests,
+# sectors, sectors per request). The grader's figures come from the simulator instead, so they
+# are the same on your laptop, in CI and on the GPU runner. What they leave out: caches (a
+# sector read twice is counted twice here, where L1 or L2 might serve it the second time) and
+# time (no latency, no overlap). `grader check` prints one line per kernel, and your pull
+# request's report carries every table.
+
+# %% tags=["demo"]
+# !grader profile gpu_fundamentals strided_copy
+
+# %% [markdown]
 # ## §8 Shared memory: a transpose that coalesces both ways
 #
 # Some operations cannot be made contiguous by choosing a better stride. A matrix transpose reads
@@ -1688,6 +1722,23 @@ transpose_tiled[(2, 2), (TILE, 1)](_m, _t)  # 2 x 2 tiles of 32 cover 33 columns
 expect_written("transpose_tiled", _t)
 np.testing.assert_array_equal(_t, _m.T, err_msg="transpose_tiled: dst must equal src.T")
 print("transpose_tiled: self-checks passed")
+
+# %% [markdown]
+# ### The two transposes, profiled
+#
+# `grader profile gpu_fundamentals transpose_naive transpose_tiled` shows what the tile bought,
+# before any GPU times it (64 x 96 float32, every element read and written once):
+#
+# | kernel | reads of `src` | writes to `dst` | bytes moved | shared memory |
+# |---|---|---|---|---|
+# | `transpose_naive` | 4 sectors/request (ideal 4) | 32 sectors/request (ideal 4) | 221,184 B | none |
+# | `transpose_tiled` | 4 (ideal 4) | 4 (ideal 4) | 49,152 B | one wavefront per request, 1 barrier per block |
+#
+# The naive kernel moves 4.5 times the bytes for the same result: 24,576 B read and 196,608 B
+# written, where 24,576 B each way would do. The tiled one moves exactly `2 x 64 x 96 x 4`
+# bytes, and its strided accesses went to shared memory, where the padded tile keeps them to one
+# wavefront each (with an unpadded `(TILE, TILE)` tile the same table shows 32-way bank conflicts:
+# 32 wavefronts per request).
 
 # %% [markdown]
 # ### Measuring the price of a strided write
@@ -2008,6 +2059,18 @@ matmul_tiled[(2, 2), (TILE, 1)](_a, _b, _c)  # 2 x 2 tiles of 32 cover 33 column
 expect_written("matmul_tiled", _c)
 np.testing.assert_allclose(_c, _a @ _b, rtol=1e-4, atol=1e-4, err_msg="matmul_tiled: c != a @ b")
 print("matmul_tiled: self-checks passed")
+
+# %% [markdown]
+# ### Reuse, counted
+#
+# `grader profile gpu_fundamentals matmul_naive matmul_tiled` runs both on `64 x 32 @ 32 x 32`.
+# Every request of both kernels is coalesced (the naive kernel's reads of `a` are even
+# broadcasts: one sector for the whole warp), so sectors per request cannot tell them apart.
+# The bytes can: the naive kernel loads 327,680 B from global memory, the tiled one 16,384 B, and
+# its 2,048 requests to `a_tile` are served from shared memory instead. The element loads are
+# `2 x 64 x 32 x 32 = 131,072` against `131,072 / 32 = 4,096`, exactly the factor `TILE` that
+# `tiled_intensity` predicts (the bytes differ by 20, not 32, because the naive kernel's
+# broadcast reads of `a` already share their sectors across a warp).
 
 # %% [markdown]
 # ## §10 Measure it: your kernels on the T4's roofline
