@@ -37,7 +37,11 @@ def launches(rng: np.random.Generator) -> list[dict]:
                 "label": f"stride {stride}, float32",
                 "grid": 2,
                 "block": 32,
-                "args": (np.arange(32 * stride, dtype=np.float32), np.zeros(64, np.float32), stride),
+                "args": (
+                    np.arange(32 * stride, dtype=np.float32),
+                    np.zeros(64, np.float32),
+                    stride,
+                ),
                 "brief": stride == 2,
             }
         )
