@@ -33,6 +33,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
+from grader.core.errors import SubmissionError
+
 VERSION = 1
 WARP = 32
 SECTOR_BYTES = 32
@@ -48,8 +50,10 @@ MAX_SITES = 256  # sites in one profile: a kernel has a few dozen lines that tou
 MAX_ARRAYS = 64
 
 
-class ProfileError(ValueError):
-    """A profile that is not one this model could have produced (the trusted side's check)."""
+class ProfileError(SubmissionError):
+    """A profile that is not one this model could have produced (the trusted side's check):
+    only a tampered kernel worker sends one. Not a ValueError, so that no test's
+    ``pytest.raises(ValueError)`` passes on it."""
 
 
 @dataclass(frozen=True)

@@ -30,13 +30,15 @@ import threading
 from typing import Any
 
 from grader.core import memmodel, simulator
+from grader.core.errors import SubmissionError
 
 KERNEL_FILE = "<graded kernel>"  # the file name the kernel host compiles extracted source under
 MAX_ACCESSES = 2_000_000  # a profiling launch is small; past this the recorder refuses
 
 
-class TooManyAccesses(RuntimeError):
-    """A profiled launch made more accesses than the recorder keeps."""
+class TooManyAccesses(SubmissionError):
+    """A profiled launch made more accesses than the recorder keeps (the kernel's doing: it
+    reaches the trusted side as the kernel's error)."""
 
 
 def _devicearray() -> Any:

@@ -4,8 +4,10 @@ Each entry replaces one kernel's solution region of the gpu_fundamentals referen
 body. The correct ones are other designs than the reference (a kernel written for 2-D blocks, a
 padded matmul tile, a grid-stride loop, a tile stored transposed); the fakes skip one lesson
 while computing the right answer: a tile declared but bypassed, strided writes that survive the
-tiling, tiles filled and then ignored, tiling in only some blocks, an unpadded tile read by
-column. `LOSES` says which hidden tests each fake must fail, and no other.
+tiling, tiles filled and then ignored, a "tiled" matmul that is the naive one, tiling in only
+some blocks, an unpadded tile read by column. (A matmul that tiles `a` and keeps each element of
+`b` in a register across the tile's rows loads each element once per block, exactly as the
+reference does: register reuse is reuse, and it keeps its points.) `LOSES` says which hidden tests each fake must fail, and no other.
 """
 
 from __future__ import annotations
@@ -157,6 +159,45 @@ FAKE_MATMUL_BYPASSED = """\
                 c[row0 + r, col] = acc
 """
 
+MATMUL_B_IN_REGISTERS = """\
+    a_tile = cuda.shared.array((TILE, TILE), numba.float32)
+    lane = cuda.threadIdx.x
+    row0 = cuda.blockIdx.y * TILE
+    col = cuda.blockIdx.x * TILE + lane
+    acc = cuda.local.array(TILE, numba.float32)
+    for r in range(TILE):
+        acc[r] = 0.0
+    for k0 in range(0, a.shape[1], TILE):
+        for r in range(TILE):
+            a_tile[r, lane] = 0.0
+            if row0 + r < a.shape[0] and k0 + lane < a.shape[1]:
+                a_tile[r, lane] = a[row0 + r, k0 + lane]
+        cuda.syncthreads()
+        for k in range(TILE):
+            if k0 + k < b.shape[0] and col < b.shape[1]:
+                value = b[k0 + k, col]
+                for r in range(TILE):
+                    acc[r] += a_tile[r, k] * value
+        cuda.syncthreads()
+    if col < c.shape[1]:
+        for r in range(TILE):
+            if row0 + r < c.shape[0]:
+                c[row0 + r, col] = acc[r]
+"""
+
+FAKE_MATMUL_NAIVE = """\
+    lane = cuda.threadIdx.x
+    row0 = cuda.blockIdx.y * TILE
+    col = cuda.blockIdx.x * TILE + lane
+    if col < c.shape[1]:
+        for r in range(TILE):
+            if row0 + r < c.shape[0]:
+                acc = numba.float32(0.0)
+                for k in range(a.shape[1]):
+                    acc += a[row0 + r, k] * b[k, col]
+                c[row0 + r, col] = acc
+"""
+
 STRIDED_GRID_STRIDE = """\
     start = cuda.grid(1)
     step = cuda.gridsize(1)
@@ -182,6 +223,11 @@ VARIANTS = (
     Variant("transpose_tiled, tile stored transposed", "transpose_tiled",
             TRANSPOSE_STORED_TRANSPOSED),
     Variant("matmul_tiled, padded tiles, 2-D blocks", "matmul_tiled", MATMUL_PADDED_2D),
+    Variant(
+        "matmul_tiled, a in shared memory, b's column in a register",
+        "matmul_tiled",
+        MATMUL_B_IN_REGISTERS,
+    ),
     Variant("strided_copy, grid-stride loop", "strided_copy", STRIDED_GRID_STRIDE),
     Variant(
         "fake: tile declared, touched once, bypassed",
@@ -209,6 +255,12 @@ VARIANTS = (
         "transpose_tiled",
         FAKE_UNPADDED,
         frozenset({"test_transpose_tiled_reads_the_tile_without_bank_conflicts"}),
+    ),
+    Variant(
+        "fake: matmul_tiled that is the naive kernel (no shared memory)",
+        "matmul_tiled",
+        FAKE_MATMUL_NAIVE,
+        frozenset({"test_matmul_tiled_reuses_each_load"}),
     ),
     Variant(
         "fake: matmul tiles filled, then bypassed",

@@ -5,7 +5,7 @@ Each kernel of `memory_kernels` (tests/corpus) replaces one kernel of the refere
 graded in this process (the in-process backend, the real hidden suites) with the tests of that
 kernel (`run_assignment(select=...)`). A correct design in another style (2-D blocks, a tile
 stored transposed, padded matmul tiles, a grid-stride loop) keeps full marks; each fake computes
-the right answer but must fail exactly its `loses` tests, on three seeds, and nothing else (its
+the right answer but must fail exactly its `loses` tests, and nothing else (its
 correctness tests included). The table (`python -m pytest -s`) is the closing note's mutation
 table. The same fakes are graded in the sandbox, as root and as an ordinary user, by the
 hostile corpus (tests/corpus/cases_memory.py).
@@ -13,13 +13,19 @@ hostile corpus (tests/corpus/cases_memory.py).
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from factories import GF_SOLUTION, ROOT
 from memory_kernels import VARIANTS, Variant, with_variant
 
 from grader.suites.runner import run_assignment
 
-SEEDS = ("memory-seed-1", "memory-seed-2", "memory-seed-3")
+# The memory tests' shapes are fixed (only the values are drawn), so one seed grades them; the
+# closing note's table used all three (GRADER_MEMORY_SEEDS=3 pytest -s this file)
+SEEDS = ("memory-seed-1", "memory-seed-2", "memory-seed-3")[
+    : int(os.environ.get("GRADER_MEMORY_SEEDS", "1"))
+]
 TABLE: list[str] = []
 
 
