@@ -75,10 +75,11 @@ def profile(launch: Launch, args: list) -> Profiled:
     """Launch `launch` once on `args` with its memory accesses recorded (see the module)."""
     s, name = launch.function._student, launch.function.name
     grid, block = dims(launch.grid, "grid"), dims(launch.block, "block")
-    s._ptx(name, signature(args, name), s._cc)  # the GPU compiler goes first, as for any launch
     taken = _TAKEN.setdefault(s._backend, {})
-    key = _key(s._source(name).text, grid, block, args)
+    key = _key(s._source(name).text, grid, block, args)  # the source and the signature
     if key not in taken:
+        # the GPU compiler goes first, as for any launch (a kept profile was compiled so too)
+        s._ptx(name, signature(args, name), s._cc)
         try:
             taken[key] = _take(launch, name, grid, block, args)
         except StudentError as exc:  # the same launch fails the same way: not run again

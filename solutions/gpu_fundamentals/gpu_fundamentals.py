@@ -2005,8 +2005,8 @@ print("matmul_naive: self-checks passed")
 # `K`, including sizes that are not multiples of `TILE`; float32; compared with `a @ b` to a
 # relative tolerance of 1e-4), launched with blocks of exactly `(TILE, 1)` threads and a grid of
 # `(ceil(N / TILE), ceil(M / TILE))` blocks. The grader compiles it for the T4 with the
-# signature `void(float32[:, :], float32[:, :], float32[:, :])`, and profiles it with `M = 64`,
-# `N = 32` and `K = 32`: its element loads from global memory must be at most `1.25 / TILE` of
+# signature `void(float32[:, :], float32[:, :], float32[:, :])`, and profiles it with
+# `M = N = K = 32`: its element loads from global memory must be at most `1.25 / TILE` of
 # the `2 x M x N x K` that the naive kernel makes (each element of a tile is loaded once and
 # reused `TILE` times from shared memory), every request that loads `a` or `b` must touch the
 # ideal number of sectors, and every block must pass at least one barrier. A padded tile or a
@@ -2063,12 +2063,12 @@ print("matmul_tiled: self-checks passed")
 # %% [markdown]
 # ### Reuse, counted
 #
-# `grader profile gpu_fundamentals matmul_naive matmul_tiled` runs both on `64 x 32 @ 32 x 32`.
+# `grader profile gpu_fundamentals matmul_naive matmul_tiled` runs both on `32 x 32 @ 32 x 32`.
 # Every request of both kernels is coalesced (the naive kernel's reads of `a` are even
 # broadcasts: one sector for the whole warp), so sectors per request cannot tell them apart.
-# The bytes can: the naive kernel loads 327,680 B from global memory, the tiled one 16,384 B, and
-# its 2,048 requests to `a_tile` are served from shared memory instead. The element loads are
-# `2 x 64 x 32 x 32 = 131,072` against `131,072 / 32 = 4,096`, exactly the factor `TILE` that
+# The bytes can: the naive kernel loads 163,840 B from global memory, the tiled one 8,192 B, and
+# its 1,024 requests to `a_tile` are served from shared memory instead. The element loads are
+# `2 x 32 x 32 x 32 = 65,536` against `65,536 / 32 = 2,048`, exactly the factor `TILE` that
 # `tiled_intensity` predicts (the bytes differ by 20, not 32, because the naive kernel's
 # broadcast reads of `a` already share their sectors across a warp).
 

@@ -102,6 +102,51 @@ def test_traced_strided_reads_agree_with_sectors_per_warp():
         assert read.requests == 2 and read.lanes == 64
 
 
+def test_summarise_is_the_per_request_definitions_on_random_launches():
+    """The vectorised grouping gives, site by site, what `sectors`, `ideal_sectors` and
+    `wavefronts` give request by request (grouped here the plain way)."""
+    rng = np.random.default_rng(11)
+    for _ in range(60):
+        threads = int(rng.integers(1, 130))
+        keys = [
+            memmodel.SiteKey(line, f"x{line}", space, op, int(rng.choice([1, 2, 4, 8, 16])))
+            for line, (space, op) in enumerate(
+                [(GLOBAL, LOAD), (GLOBAL, STORE), (SHARED, LOAD), (SHARED, STORE), (GLOBAL, ATOMIC)]
+            )
+        ]
+        accesses, seen, requests = [], {}, {}
+        for blk in range(int(rng.integers(1, 4))):
+            for t in range(threads):
+                for _ in range(int(rng.integers(0, 6))):
+                    site = int(rng.integers(len(keys)))
+                    off = int(rng.integers(0, 300)) * keys[site].itemsize
+                    if rng.random() < 0.3:
+                        off = (t % 4) * keys[site].itemsize  # some lanes share an element
+                    accesses.append((blk, t, site, off))
+                    nth = seen.get((blk, t, site), 0)
+                    seen[(blk, t, site)] = nth + 1
+                    requests.setdefault((site, blk, t // 32, nth), {})[t % 32] = off
+        arrays = {k.array: (k.space, k.itemsize, 300) for k in keys}
+        p = memmodel.summarise((3, 1, 1), (threads, 1, 1), keys, accesses, arrays, {})
+        for i, k in enumerate(keys):
+            mine = [lanes for key, lanes in requests.items() if key[0] == i]
+            if not mine:
+                assert not p.where(array=k.array)
+                continue
+            (site,) = p.where(array=k.array)
+            assert site.requests == len(mine) and site.lanes == sum(map(len, mine))
+            if k.space == GLOBAL:
+                each = [memmodel.sectors(lanes.values(), k.itemsize) for lanes in mine]
+                ideal = sum(memmodel.ideal_sectors(lanes.values(), k.itemsize) for lanes in mine)
+                assert (site.sectors, site.ideal_sectors) == (sum(each), ideal)
+                assert (site.min_sectors, site.max_sectors) == (min(each), max(each))
+            else:
+                each = [memmodel.wavefronts(lanes, k.itemsize) for lanes in mine]
+                assert site.wavefronts == sum(w for w, _, _ in each)
+                assert site.ideal_wavefronts == sum(i for _, i, _ in each)
+                assert site.max_ways == max(ways for _, _, ways in each)
+
+
 # ---- hand-computed patterns
 
 
