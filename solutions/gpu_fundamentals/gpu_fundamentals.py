@@ -1632,13 +1632,16 @@ def transpose_tiled(src, dst):
     """
     ### BEGIN SOLUTION
     tile = cuda.shared.array((TILE, TILE_PADDED), numba.float32)
+    column = cuda.local.array(TILE, numba.float32)  # this lane's column, held in registers
     lane = cuda.threadIdx.x  # grader: public
     first_row = cuda.blockIdx.y * TILE  # of src; also the first column of this tile in dst
     first_col = cuda.blockIdx.x * TILE  # of src; also the first row of this tile in dst
     col = first_col + lane
-    for r in range(TILE):
+    for r in range(TILE):  # TILE independent loads, all in flight before the first is needed
         if first_row + r < src.shape[0] and col < src.shape[1]:
-            tile[r, lane] = src[first_row + r, col]
+            column[r] = src[first_row + r, col]
+    for r in range(TILE):  # rows outside src hold junk that no store below ever reads
+        tile[r, lane] = column[r]
     cuda.syncthreads()
     out_col = first_row + lane
     for r in range(TILE):
@@ -1942,14 +1945,20 @@ def matmul_tiled(a, b, c):
     col = cuda.blockIdx.x * TILE + lane
     for r in range(TILE):
         acc[r] = 0.0
+    held = cuda.local.array(TILE, numba.float32)  # one column of a tile, in registers
     for k0 in range(0, a.shape[1], TILE):
-        for r in range(TILE):
-            a_tile[r, lane] = 0.0
+        for r in range(TILE):  # TILE independent loads of a, then their stores to shared memory
+            held[r] = 0.0
             if row0 + r < a.shape[0] and k0 + lane < a.shape[1]:
-                a_tile[r, lane] = a[row0 + r, k0 + lane]
-            b_tile[r, lane] = 0.0
+                held[r] = a[row0 + r, k0 + lane]
+        for r in range(TILE):
+            a_tile[r, lane] = held[r]
+        for r in range(TILE):  # the same for b
+            held[r] = 0.0
             if k0 + r < b.shape[0] and col < b.shape[1]:
-                b_tile[r, lane] = b[k0 + r, col]
+                held[r] = b[k0 + r, col]
+        for r in range(TILE):
+            b_tile[r, lane] = held[r]
         cuda.syncthreads()
         for k in range(TILE):
             value = b_tile[k, lane]
