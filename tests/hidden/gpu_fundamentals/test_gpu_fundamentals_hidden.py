@@ -39,12 +39,21 @@ word for word in the released notebook):
 - test_strided_copy_compiles_to_ptx: "the PTX compile for the T4 with the signature
   `void(float32[:], float32[:], int64)`"
 - test_kernels_full_size: "On a GPU runner the grader also runs your kernels at full size (2^24
-  elements)"
+  elements) and times them; each timed test states its threshold where its exercise is. The
+  grader times each kernel itself: samples of several launches, taking turns with the kernel it
+  is compared with, until their spread is small, and compares the medians. Every timed launch
+  reads an input of its own (two different inputs take turns) and writes into an output that was
+  filled with NaN, and every output is checked afterwards: a kernel earns timing points only when
+  each timed launch computes the whole, correct result and leaves its inputs unchanged."
 - test_vector_add_bandwidth: "your kernel must reach at least **60% of the bandwidth of PyTorch's
-  own `a + b`**, timed in the same run on the same GPU."
+  own `a + b`**, timed in the same run on the same GPU. Both are plain streams of 12 bytes per
+  element: one element per thread should reach 75-95% of PyTorch's on a T4, an A100, an H100 and
+  an H200, a margin of 1.25x or more over the bar."
 - test_coalescing_slowdown_gpu: "On a GPU runner the grader calls `coalescing_slowdown(8192)` and
   expects **at least 1.5**, and it times your two kernels itself: your returned ratio must be
-  within a factor of 2 of the ratio it measures."
+  within a factor of 2 of the ratio it measures. A naive transpose of that size should take 2 to 4
+  times as long as the copy on a T4, an A100, an H100 and an H200 (its strided writes cost 32
+  sectors per warp where the copy's cost 4), a margin of 1.3x or more over 1.5."
 
 PYTEST_DONT_REWRITE: pytest leaves these asserts alone, because their messages are what the
 student reads as feedback.
