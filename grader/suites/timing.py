@@ -1,0 +1,317 @@
+"""The GPU tests' side of the one timing routine (`grader.core.timing`): a student's kernel as a
+timing target, a baseline in this process as another, the device they run on, and what each
+test leaves in result.json.
+
+`KernelTarget` stages a kernel on the trusted side's kernel worker with two input variants and
+three NaN-filled output copies (`grader.core.timing`'s rotation), times each sample's one
+`kernel_run` request on this process's clock, and after every sample checks what each output copy
+holds at indices this process draws (first and last element included) against what the test
+expects from the variant that copy was last written from, and that the inputs are unchanged;
+`final_check` fetches every copy whole after the last sample. `CallTarget` is the same contract
+for a baseline that runs here (torch's `a + b`). `judge` measures and decides, records the
+figures with the GPU's NVML readings before and after (`record`, taken by the plugin into the
+test's `timings` in result.json), and turns a wrong output into the test's failure.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pytest
+
+from grader.core import nvml, timing
+from grader.core.course import Course
+from grader.suites.errors import make_error, malformed
+from grader.suites.kernels import dims, signature
+
+if TYPE_CHECKING:
+    from grader.suites.kernels import Launch
+
+SAMPLED = 2048  # output elements checked per copy after each sample (every one after the last)
+_RECORDS: list[dict] = []
+
+
+def take_records() -> list[dict]:
+    """The timing records of the test that just ran (the plugin takes them once)."""
+    out = list(_RECORDS)
+    _RECORDS.clear()
+    return out
+
+
+def _indices(label: str, sample: int, size: int) -> np.ndarray:
+    """Flat indices to check after a sample: the first and last element and SAMPLED drawn by
+    this process, the same on every regrade (seeded by the target and the sample)."""
+    rng = np.random.default_rng(zlib.crc32(f"{label}/{sample}".encode()))
+    drawn = rng.integers(0, size, size=min(SAMPLED, size), dtype=np.int64)
+    return np.unique(np.concatenate([[0, size - 1], drawn]))
+
+
+def _mismatch(got: np.ndarray, want: np.ndarray, tol: Any) -> int | None:
+    """The first position where got is not want (NaN equals NaN; within tol when given)."""
+    same = (
+        (got == want) | (np.isnan(got) & np.isnan(want))
+        if got.dtype.kind in "fc"
+        else (got == want)
+    )
+    if tol is not None:
+        same |= np.abs(got.astype(np.float64) - want) <= tol
+    bad = np.flatnonzero(~same)
+    return int(bad[0]) if bad.size else None
+
+
+class Outputs:
+    """What a sample's output copies must hold: for output argument i, `expected[i][v]` after a
+    launch on input variant v (NaN where no launch wrote the copy), within `tolerance[i][v]`."""
+
+    def __init__(
+        self,
+        label: str,
+        variants: Sequence[Sequence[Any]],
+        expected: dict[int, Sequence[np.ndarray]],
+        tolerance: dict[int, Sequence[Any]] | None = None,
+    ):
+        self.label, self.variants, self.expected = label, variants, expected
+        self.tolerance = tolerance or {}
+
+    def check(self, got: dict, sample: int, launches: int, where: dict | None) -> None:
+        """Raise `timing.WrongOutput` naming the first wrong element of the first wrong copy."""
+        writes = timing.last_writes(sample, launches)
+        for i, copies in got["outputs"].items():
+            i = int(i)
+            shape = self.expected[i][0].shape
+            for c, values in enumerate(copies):
+                v = writes[c]
+                want_full = (
+                    np.full(shape, np.nan, self.expected[i][0].dtype)
+                    if v is None
+                    else self.expected[i][v]
+                )
+                at = None if where is None else where[str(i)]
+                want = want_full.reshape(-1) if at is None else want_full.reshape(-1)[at]
+                tol = None
+                if v is not None and i in self.tolerance:
+                    t = np.asarray(self.tolerance[i][v], dtype=np.float64)
+                    tol = t if t.ndim == 0 or at is None else t.reshape(-1)[at]
+                    tol = tol.reshape(-1) if np.ndim(tol) else tol
+                bad = _mismatch(np.asarray(values).reshape(-1), want, tol)
+                if bad is not None:
+                    raise timing.WrongOutput(
+                        self._said(i, sample, launches, bad, values, want, shape, at)
+                    )
+        for i, copies in got["inputs"].items():
+            i = int(i)
+            for v, values in enumerate(copies):
+                orig = np.asarray(self.variants[v][i]).reshape(-1)
+                want = orig if where is None else orig[where[str(i)]]
+                bad = _mismatch(np.asarray(values).reshape(-1), want, None)
+                if bad is not None:
+                    raise timing.WrongOutput(
+                        f"{self.label} changed its input (argument {i}) during timed launches; "
+                        "a timed kernel must leave its inputs unchanged"
+                    )
+
+    def _said(
+        self,
+        i: int,
+        sample: int,
+        launches: int,
+        bad: int,
+        values: np.ndarray,
+        want: np.ndarray,
+        shape: tuple,
+        where: np.ndarray | None,
+    ) -> str:
+        flat = int(bad if where is None else where[bad])
+        at = np.unravel_index(flat, shape)
+        got_v, want_v = np.asarray(values).reshape(-1)[bad], want[bad]
+        what = (
+            "never written (still NaN)"
+            if np.isnan(got_v) and not np.isnan(want_v)
+            else (f"{got_v!r}, expected {want_v!r}")
+        )
+        return (
+            f"{self.label}: in timed sample {sample + 1} ({launches} launches), output argument "
+            f"{i} at index {tuple(int(x) for x in at)} was {what}. Every timed launch must "
+            "compute the whole result from its own inputs: the grader fills the outputs with "
+            "NaN before each sample and alternates two different inputs, so a kernel that skips "
+            "part of the output, reuses an earlier launch's result or writes NaN fails here"
+        )
+
+
+class KernelTarget:
+    """A student's kernel on the kernel worker, as a `grader.core.timing.Target`."""
+
+    def __init__(
+        self,
+        launch: Launch,
+        variants: Sequence[Sequence[Any]],
+        expected: dict[int, Sequence[np.ndarray]],
+        min_bytes: int,
+        tolerance: dict[int, Sequence[Any]] | None = None,
+        label: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.launch, self.clock = launch, clock
+        self.label = label or launch.function.name
+        self.min_bytes = int(min_bytes)
+        self.outputs = Outputs(self.label, variants, expected, tolerance)
+        self.sample = -1  # the sample being taken (`prepare` starts the next)
+        s, name = launch.function._student, launch.function.name
+        grid, block = dims(launch.grid, "grid"), dims(launch.block, "block")
+        args = list(variants[0])
+        s._ptx(name, signature(args, name), s._cc)  # the GPU compiler goes first
+        # every array argument of variant 0 (outputs included), for the read-back's indices
+        self.arrays = [a if isinstance(a, np.ndarray) else None for a in args]
+        outs = {str(i): [list(args[i].shape), args[i].dtype.str] for i in sorted(expected)}
+        sent = [[None if i in expected else a for i, a in enumerate(v)] for v in variants]
+        req = s._kernel_req(
+            "kernel_stage",
+            name,
+            grid=grid,
+            block=block,
+            variants=sent,
+            outputs=outs,
+            slot=self.label,
+        )
+        self.device = self._ask(req)
+
+    def _ask(self, req: dict) -> Any:
+        s, name = self.launch.function._student, self.launch.function.name
+        req.setdefault("slot", self.label)
+        reply = s._backend.kernel(req, s._kernel_timeout, "run")
+        if "error" in reply:
+            raise make_error(reply["error"], name)
+        return reply
+
+    def prepare(self) -> None:
+        self.sample += 1
+        self._ask({"op": "kernel_prepare"})
+
+    def run(self, launches: int) -> float:
+        t0 = self.clock()
+        reply = self._ask({"op": "kernel_run", "repeat": launches, "sample": self.sample})
+        wall = reply.get("wall_s")  # the backend's trusted clock around its one exchange
+        return float(wall) if isinstance(wall, float) else self.clock() - t0
+
+    def check(self, launches: int) -> None:
+        where = {
+            str(i): _indices(f"{self.label}/{i}", self.sample, int(a.size))
+            for i, a in enumerate(self.arrays)
+            if a is not None
+        }
+        req = {"op": "kernel_sample", "indices": where}
+        self.outputs.check(self._reply(req), self.sample, launches, where)
+
+    def _reply(self, req: dict) -> dict:
+        got = self._ask(req).get("ok")
+        if not (isinstance(got, dict) and isinstance(got.get("outputs"), dict)):
+            raise malformed("a timed kernel's read-back", self.launch.function.name)
+        return got
+
+    def final_check(self, launches: int) -> None:
+        """Every element of every copy and input after the last sample."""
+        self.outputs.check(self._reply({"op": "kernel_fetch"}), self.sample, launches, None)
+
+
+class CallTarget:
+    """A baseline run in this (trusted) process, e.g. torch's `a + b`, as a `Target`:
+    `launch(variant, copy)` runs it once, `fill()` NaN-fills its output copies and flushes the
+    L2, `sync()` waits for the device, `fetch(copy)` returns an output copy as numpy."""
+
+    def __init__(
+        self,
+        label: str,
+        launch: Callable[[int, int], Any],
+        fill: Callable[[], Any],
+        sync: Callable[[], Any],
+        fetch: Callable[[int], np.ndarray],
+        expected: Sequence[np.ndarray],
+        min_bytes: int,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.label, self.min_bytes, self.clock = label, int(min_bytes), clock
+        self._launch, self._fill, self._sync, self._fetch = launch, fill, sync, fetch
+        self.expected = expected
+        self.sample = -1
+
+    def prepare(self) -> None:
+        self.sample += 1
+        self._fill()
+        self._sync()
+
+    def run(self, launches: int) -> float:
+        t0 = self.clock()
+        for j in range(launches):
+            self._launch(timing.variant(self.sample, j), timing.copy(j))
+        self._sync()
+        return self.clock() - t0
+
+    def check(self, launches: int) -> None:
+        writes = timing.last_writes(self.sample, launches)
+        for c, v in enumerate(writes):
+            got = self._fetch(c)
+            want = np.full_like(got, np.nan) if v is None else self.expected[v]
+            if _mismatch(got.reshape(-1), np.asarray(want).reshape(-1), None) is not None:
+                raise RuntimeError(
+                    f"the grader's own baseline {self.label} computed a wrong result"
+                )
+
+
+def device_of(course: Course | None = None) -> tuple[timing.Device, dict]:
+    """The device timed kernels run on, with its peak bandwidth (NVML's memory clock and bus
+    width, else the course.toml GPU whose name it carries), and the NVML reading it came from."""
+    reading = nvml.snapshot()
+    name = str(reading.get("name") or "GPU")
+    peak = nvml.peak_bandwidth(reading)
+    if peak is None and course is not None:
+        low = name.lower()
+        known = [
+            h
+            for h in course.hardware.values()
+            if h.key.replace("_", " ").lower() in low or h.name.lower() in low
+        ]
+        peak = max(h.bandwidth_gbs for h in known) * 1e9 if known else None
+    return timing.Device(name, peak), reading
+
+
+def judge(
+    targets: Sequence[Any],
+    checks: Sequence[timing.Check],
+    device: timing.Device,
+    policy: timing.Policy | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    test: str = "",
+) -> timing.Judgement:
+    """Measure and decide (`grader.core.timing.judge`), check every timed output whole after the
+    last sample, and record the figures with NVML's readings before and after. A wrong output
+    fails the test with its feedback; an impossible time raises the grader's refusal."""
+    before = nvml.snapshot()
+    try:
+        judgement = timing.judge(targets, checks, policy or timing.Policy(), device, clock)
+        for t in targets:
+            if isinstance(t, KernelTarget):
+                t.final_check(judgement.series[t.label].launches)
+    except timing.WrongOutput as exc:
+        pytest.fail(str(exc), pytrace=False)
+    after = nvml.snapshot()
+    record = judgement.record()
+    record["device"] = {
+        "name": device.name,
+        "peak_bandwidth_gbs": round(device.peak_bytes_s / 1e9, 1) if device.peak_bytes_s else None,
+    }
+    record.update(test=test, nvml_before=before, nvml_after=after)
+    targets_by = {t.label: t for t in targets}
+    for entry in record["targets"]:
+        t = targets_by[entry["label"]]
+        entry["min_bytes"] = t.min_bytes
+        if t.min_bytes:
+            entry["gbs"] = round(t.min_bytes / (entry["median_ms"] * 1e-3) / 1e9, 1)
+        if isinstance(t, KernelTarget):
+            entry.update({k: v for k, v in t.device.get("ok", {}).items()})
+    record["slowed_by"] = sorted(set(nvml.slowed(before)) | set(nvml.slowed(after)))
+    _RECORDS.append(record)
+    return judgement
