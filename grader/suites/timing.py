@@ -304,6 +304,7 @@ def judge(
         "peak_bandwidth_gbs": round(device.peak_bytes_s / 1e9, 1) if device.peak_bytes_s else None,
     }
     record.update(test=test, nvml_before=before, nvml_after=after)
+    record["notes"] = [timing.describe(v) for v in judgement.verdicts if v.by_median]
     targets_by = {t.label: t for t in targets}
     for entry in record["targets"]:
         t = targets_by[entry["label"]]
@@ -315,3 +316,37 @@ def judge(
     record["slowed_by"] = sorted(set(nvml.slowed(before)) | set(nvml.slowed(after)))
     _RECORDS.append(record)
     return judgement
+
+
+def torch_target(
+    label: str,
+    op: Callable[..., Any],
+    variants: Sequence[Sequence[np.ndarray]],
+    expected: Sequence[np.ndarray],
+    min_bytes: int,
+) -> CallTarget:
+    """A torch baseline as a `CallTarget`: `op(*inputs, out=output)` on the GPU, the inputs of
+    each variant copied there once, `timing.K_OUT` output tensors NaN-filled before each sample
+    and an L2 flush of twice the device's L2 (at least 256 MiB) written beside them."""
+    import torch  # lazy: only a GPU test's trusted process uses it
+
+    ins = [[torch.from_numpy(np.ascontiguousarray(x)).cuda() for x in v] for v in variants]
+    like = torch.from_numpy(np.ascontiguousarray(expected[0]))
+    outs = [torch.empty(like.shape, dtype=like.dtype, device="cuda") for _ in range(timing.K_OUT)]
+    l2 = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0))
+    flush = torch.empty(max(256 << 20, 2 * l2), dtype=torch.uint8, device="cuda")
+
+    def fill() -> None:
+        for t in outs:
+            t.fill_(float("nan"))
+        flush.zero_()
+
+    return CallTarget(
+        label,
+        lambda v, c: op(*ins[v], out=outs[c]),
+        fill,
+        torch.cuda.synchronize,
+        lambda c: outs[c].cpu().numpy(),
+        expected,
+        min_bytes,
+    )

@@ -33,7 +33,6 @@ student reads as feedback.
 
 from __future__ import annotations
 
-import math
 import re
 
 import numpy as np
@@ -41,8 +40,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from grader.core.timing import K_IN, Check, describe
 from grader.suites.student import StudentError
 from grader.suites.testing import expect_value_error, launch
+from grader.suites.timing import KernelTarget, device_of, judge
 
 FAST = settings.get_profile("grader-hidden")  # tests/hidden/conftest.py
 TILE = 32
@@ -189,19 +190,31 @@ def test_matmul_tiled_compiles_with_shared_tiles(student, rng):
 
 @pytest.mark.gpu
 @pytest.mark.points(1)
-def test_matmul_tiled_beats_naive_gpu(student, rng):
-    n, repeat = 2048, 3
-    a, b = _operands(rng, n, n, n)
+def test_matmul_tiled_beats_naive_gpu(student, rng, course):
+    n = 2048
+    pairs = [_operands(rng, n, n, n) for _ in range(K_IN)]
     c = np.zeros((n, n), dtype=np.float32)
-    tiled_ms = student.matmul_tiled[(n // TILE, n // TILE), (TILE, 1)].time(a, b, c, repeat=repeat)
-    naive_ms = student.matmul_naive[(n // 32, n // 8), (32, 8)].time(a, b, c, repeat=repeat)
-    for label, ms in (("matmul_tiled", tiled_ms), ("matmul_naive", naive_ms)):
-        assert isinstance(ms, float) and math.isfinite(ms) and ms > 0, f"{label}: no timing"
+    want = {2: [(a.astype(np.float64) @ b).astype(np.float32) for a, b in pairs]}
+    tol = {2: [RTOL * (np.abs(a) @ np.abs(b)) + 1e-5 for a, b in pairs]}
+    variants = [[a, b, c] for a, b in pairs]
+    nbytes = 3 * 4 * n * n  # a and b read and c written at least once
+    tiled = KernelTarget(
+        student.matmul_tiled[(n // TILE, n // TILE), (TILE, 1)], variants, want, nbytes, tol
+    )
+    naive = KernelTarget(
+        student.matmul_naive[(n // 32, n // 8), (32, 8)], variants, want, nbytes, tol
+    )
+    check = Check("tiled faster than naive", "matmul_tiled", "matmul_naive", 1.0)
+    device, _ = device_of(course)
+    judged = judge([naive, tiled], [check], device, test="test_matmul_tiled_beats_naive_gpu")
+    (verdict,) = judged.verdicts
     flops = 2 * n**3
-    assert tiled_ms < naive_ms, (
-        f"matmul_tiled took {tiled_ms:.2f} ms ({flops / tiled_ms / 1e9:.0f} GFLOP/s) on "
-        f"{n} x {n} float32 matrices, matmul_naive {naive_ms:.2f} ms "
-        f"({flops / naive_ms / 1e9:.0f} GFLOP/s); the tiled kernel must be faster. Load each "
-        "tile once per step, reuse it TILE times from shared memory, keep the sums in "
-        "cuda.local.array(TILE, numba.float32) and accumulate in float32"
+    ms = {k: judged.series[k].stats().median * 1e3 for k in judged.series}
+    assert verdict.passed, (
+        f"matmul_tiled took {ms['matmul_tiled']:.2f} ms "
+        f"({flops / ms['matmul_tiled'] / 1e9:.0f} GFLOP/s) on {n} x {n} float32 matrices, "
+        f"matmul_naive {ms['matmul_naive']:.2f} ms; the tiled kernel must be faster. "
+        f"{describe(verdict)} Load each tile once per step (a column per lane into a "
+        "cuda.local.array, then into the shared tile), reuse it TILE times from shared memory, "
+        "keep the sums in cuda.local.array(TILE, numba.float32) and accumulate in float32"
     )
