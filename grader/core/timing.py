@@ -239,7 +239,7 @@ def _impossible(target: Target, per_launch_s: float, device: Device) -> Impossib
         "a timing the grader cannot trust: faster than the GPU's memory allows",
         f"{target.label} took {per_launch_s * 1e3:.4f} ms per launch, but moving its "
         f"{target.min_bytes:,} bytes takes at least {fastest * 1e3:.4f} ms at "
-        f"{device.peak_bytes_s / 1e9:.0f} GB/s x {BANDWIDTH_SLACK} on {device.name}. Either the "
+        f"{device.peak_bytes_s / 1e9:.4g} GB/s x {BANDWIDTH_SLACK} on {device.name}. Either the "
         "clock or the output checks failed; nothing was graded. Staff: rerun `make gpu-check`.",
     )
 
