@@ -597,8 +597,8 @@ class KernelHost:
                 if staged is None:
                     raise RuntimeError(f"{op} before kernel_stage")
                 return protocol.ok(staged.serve(op, request))
-            if op == "kernel_unstage":
-                self._staged.clear()
+            if op == "kernel_unstage":  # frees its device memory
+                self._staged.pop(str(request.get("slot", "")), None)
                 return protocol.ok(None)
             return protocol.error(PROTOCOL_ERROR, f"unknown op {op!r}")
         except BaseException as exc:  # noqa: BLE001 - a kernel's failure is data

@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from grader.suites.student import Function
 
 
-
 def signature(args: list, name: str) -> str:
     try:
         return kernel_source.signature(args)
@@ -106,4 +105,6 @@ class Launch:
                 f"{exc}; a timed kernel must compute the same result as a single launch",
                 self.function.name,
             ) from None
+        finally:
+            target.close()
         return series[target.label].stats().median * 1e3

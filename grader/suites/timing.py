@@ -212,6 +212,10 @@ class KernelTarget:
             raise malformed("a timed kernel's read-back", self.launch.function.name)
         return got
 
+    def close(self) -> None:
+        """Free the kernel's staging on the worker (its inputs and output copies)."""
+        self._ask({"op": "kernel_unstage"})
+
     def final_check(self, launches: int) -> None:
         """Every element of every copy and input after the last sample."""
         self.outputs.check(self._reply({"op": "kernel_fetch"}), self.sample, launches, None)
@@ -297,6 +301,10 @@ def judge(
                 t.final_check(judgement.series[t.label].launches)
     except timing.WrongOutput as exc:
         pytest.fail(str(exc), pytrace=False)
+    finally:
+        for t in targets:
+            if isinstance(t, KernelTarget):
+                t.close()
     after = nvml.snapshot()
     record = judgement.record()
     record["device"] = {

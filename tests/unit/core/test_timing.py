@@ -120,9 +120,10 @@ class SameInputFast:
         return 4 * src.nbytes / (100 if same else 1)
 
 
-def _judge(subject, baseline, threshold, policy=Policy(), clock=None):
+def _judge(subject, baseline, threshold, policy=None, clock=None):
     check = Check("subject vs baseline", subject.label, baseline.label, threshold)
-    return timing.judge([baseline, subject], [check], policy, DEVICE, clock or subject.clock)
+    clock = clock or subject.clock
+    return timing.judge([baseline, subject], [check], policy or Policy(), DEVICE, clock)
 
 
 def test_median_interval_is_the_order_statistics_one():
