@@ -93,7 +93,9 @@ class Launch:
         single = self.function._student._launch(
             self.function.name, dims(self.grid, "grid"), dims(self.block, "block"), list(args)
         )
-        expected = {int(i): [single[int(i)]] * core_timing.K_IN for i in outputs}
+        expected: dict[int, Sequence[np.ndarray]] = {
+            int(i): [single[int(i)]] * core_timing.K_IN for i in outputs
+        }
         target = timing.KernelTarget(self, [list(args)] * core_timing.K_IN, expected, 0)
         policy = core_timing.Policy(min_rounds=3, max_rounds=5, max_s=10.0)
         try:
