@@ -515,25 +515,30 @@ class _Staged:
                 self.kernel[self.grid, self.block](*self.args(sample, j))
             _synchronize()
             return None
-        indices = request.get("indices")  # kernel_sample: these flat indices; kernel_fetch: all
+        # kernel_sample: element ranges of every copy and input; kernel_fetch: one range of one
+        ranges = request["ranges"]
+        if op == "kernel_fetch":
+            part, i, k = str(request["part"]), int(request["arg"]), int(request["which"])
+            slot = self.outputs.index(i) if part == "outputs" else -1
+            array = self.copies[k][slot] if part == "outputs" else self.variants[k][i]
+            return _read(array, ranges)
         return {
             "outputs": {
-                str(i): [_read(c[slot], indices, i) for c in self.copies]
+                str(i): {str(k): _read(c[slot], ranges[str(i)]) for k, c in enumerate(self.copies)}
                 for slot, i in enumerate(self.outputs)
             },
             "inputs": {
-                str(i): [_read(v[i], indices, i) for v in self.variants]
+                str(i): {str(k): _read(v[i], ranges[str(i)]) for k, v in enumerate(self.variants)}
                 for i in range(len(self.variants[0]))
                 if _is_array(self.variants[0][i])
             },
         }
 
 
-def _read(array: Any, indices: dict | None, i: int) -> np.ndarray:
-    host = array.copy_to_host()
-    if indices is None:
-        return host
-    return host.reshape(-1)[np.asarray(indices[str(i)], dtype=np.int64)]
+def _read(array: Any, ranges: list) -> np.ndarray:
+    """The flat elements [start, stop) of each range, copied from the device slice by slice."""
+    flat = array.reshape(array.size)
+    return np.concatenate([flat[int(a) : int(b)].copy_to_host() for a, b in ranges])
 
 
 def _l2_bytes() -> int:

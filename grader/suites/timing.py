@@ -30,7 +30,8 @@ from grader.suites.kernels import dims, signature
 if TYPE_CHECKING:
     from grader.suites.kernels import Launch
 
-SAMPLED = 2048  # output elements checked per copy after each sample (every one after the last)
+SAMPLED, CHUNK = 14, 256  # chunks of elements checked per array after each sample
+FETCH = 1 << 24  # elements per read-back request of the final check (64 MiB of float32)
 _RECORDS: list[dict] = []
 
 
@@ -41,12 +42,17 @@ def take_records() -> list[dict]:
     return out
 
 
-def _indices(label: str, sample: int, size: int) -> np.ndarray:
-    """Flat indices to check after a sample: the first and last element and SAMPLED drawn by
-    this process, the same on every regrade (seeded by the target and the sample)."""
+def _ranges(label: str, sample: int, size: int) -> list[tuple[int, int]]:
+    """Element ranges to check after a sample: the first and last CHUNK elements and SAMPLED
+    chunks drawn by this process, the same on every regrade (seeded by the target and the
+    sample). Ranges, not single elements: the worker copies device slices, never a whole array."""
     rng = np.random.default_rng(zlib.crc32(f"{label}/{sample}".encode()))
-    drawn = rng.integers(0, size, size=min(SAMPLED, size), dtype=np.int64)
-    return np.unique(np.concatenate([[0, size - 1], drawn]))
+    starts = [0, max(0, size - CHUNK), *(int(x) for x in rng.integers(0, size, size=SAMPLED))]
+    return sorted({(s0, min(size, s0 + CHUNK)) for s0 in starts})
+
+
+def _flat(ranges: list[tuple[int, int]]) -> np.ndarray:
+    return np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in ranges])
 
 
 def _mismatch(got: np.ndarray, want: np.ndarray, tol: Any) -> int | None:
@@ -76,38 +82,34 @@ class Outputs:
         self.label, self.variants, self.expected = label, variants, expected
         self.tolerance = tolerance or {}
 
-    def check(self, got: dict, sample: int, launches: int, where: dict | None) -> None:
-        """Raise `timing.WrongOutput` naming the first wrong element of the first wrong copy."""
+    def check(self, got: dict, sample: int, launches: int, where: dict) -> None:
+        """Raise `timing.WrongOutput` naming the first wrong element of the first wrong copy.
+
+        `got`: {"outputs": {arg: {copy: values}}, "inputs": {arg: {variant: values}}}, each the
+        flat elements at `where[arg]` (flat indices) of that array."""
         writes = timing.last_writes(sample, launches)
-        for i, copies in got["outputs"].items():
+        for i, copies in got.get("outputs", {}).items():
             i = int(i)
-            shape = self.expected[i][0].shape
-            for c, values in enumerate(copies):
-                v = writes[c]
-                want_full = (
-                    np.full(shape, np.nan, self.expected[i][0].dtype)
-                    if v is None
-                    else self.expected[i][v]
-                )
-                at = None if where is None else where[str(i)]
-                want = want_full.reshape(-1) if at is None else want_full.reshape(-1)[at]
+            at = where[str(i)]
+            first = self.expected[i][0]
+            for c, values in copies.items():
+                v = writes[int(c)]
+                full = np.full(1, np.nan, first.dtype) if v is None else self.expected[i][v]
+                want = np.broadcast_to(full, first.shape).reshape(-1)[at]
                 tol = None
                 if v is not None and i in self.tolerance:
                     t = np.asarray(self.tolerance[i][v], dtype=np.float64)
-                    tol = t if t.ndim == 0 or at is None else t.reshape(-1)[at]
-                    tol = tol.reshape(-1) if np.ndim(tol) else tol
+                    tol = t if t.ndim == 0 else t.reshape(-1)[at]
                 bad = _mismatch(np.asarray(values).reshape(-1), want, tol)
                 if bad is not None:
                     raise timing.WrongOutput(
-                        self._said(i, sample, launches, bad, values, want, shape, at)
+                        self._said(i, sample, launches, bad, values, want, first.shape, at)
                     )
-        for i, copies in got["inputs"].items():
+        for i, variants in got.get("inputs", {}).items():
             i = int(i)
-            for v, values in enumerate(copies):
-                orig = np.asarray(self.variants[v][i]).reshape(-1)
-                want = orig if where is None else orig[where[str(i)]]
-                bad = _mismatch(np.asarray(values).reshape(-1), want, None)
-                if bad is not None:
+            for v, values in variants.items():
+                want = np.asarray(self.variants[int(v)][i]).reshape(-1)[where[str(i)]]
+                if _mismatch(np.asarray(values).reshape(-1), want, None) is not None:
                     raise timing.WrongOutput(
                         f"{self.label} changed its input (argument {i}) during timed launches; "
                         "a timed kernel must leave its inputs unchanged"
@@ -122,9 +124,9 @@ class Outputs:
         values: np.ndarray,
         want: np.ndarray,
         shape: tuple,
-        where: np.ndarray | None,
+        where: np.ndarray,
     ) -> str:
-        flat = int(bad if where is None else where[bad])
+        flat = int(where[bad])
         at = np.unravel_index(flat, shape)
         got_v, want_v = np.asarray(values).reshape(-1)[bad], want[bad]
         what = (
@@ -197,13 +199,13 @@ class KernelTarget:
         return float(wall) if isinstance(wall, float) else self.clock() - t0
 
     def check(self, launches: int) -> None:
-        where = {
-            str(i): _indices(f"{self.label}/{i}", self.sample, int(a.size))
+        ranges = {
+            str(i): _ranges(f"{self.label}/{i}", self.sample, int(a.size))
             for i, a in enumerate(self.arrays)
             if a is not None
         }
-        req = {"op": "kernel_sample", "indices": where}
-        self.outputs.check(self._reply(req), self.sample, launches, where)
+        got = self._reply({"op": "kernel_sample", "ranges": ranges})
+        self.outputs.check(got, self.sample, launches, {i: _flat(r) for i, r in ranges.items()})
 
     def _reply(self, req: dict) -> dict:
         got = self._ask(req).get("ok")
@@ -216,8 +218,25 @@ class KernelTarget:
         self._ask({"op": "kernel_unstage"})
 
     def final_check(self, launches: int) -> None:
-        """Every element of every copy and input after the last sample."""
-        self.outputs.check(self._reply({"op": "kernel_fetch"}), self.sample, launches, None)
+        """Every element of every output copy and input after the last sample, one array and
+        one FETCH-sized range at a time (a reply carries at most 256 MiB)."""
+        arrays = [("outputs", i, k) for i in self.outputs.expected for k in range(timing.K_OUT)]
+        arrays += [
+            ("inputs", i, v)
+            for i, a in enumerate(self.arrays)
+            if a is not None and i not in self.outputs.expected
+            for v in range(timing.K_IN)
+        ]
+        for part, i, k in arrays:
+            size = int(self.arrays[i].size)  # type: ignore[union-attr]
+            for start in range(0, size, FETCH):
+                r = [(start, min(size, start + FETCH))]
+                req = {"op": "kernel_fetch", "part": part, "arg": i, "which": k, "ranges": r}
+                values = self._ask(req).get("ok")
+                if not isinstance(values, np.ndarray):
+                    raise malformed("a timed kernel's read-back", self.launch.function.name)
+                got = {part: {str(i): {str(k): values}}}
+                self.outputs.check(got, self.sample, launches, {str(i): _flat(r)})
 
 
 class CallTarget:

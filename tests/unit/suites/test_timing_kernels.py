@@ -194,3 +194,27 @@ def test_a_kernel_fast_on_a_repeated_input_gains_nothing_on_the_gpu(student):
     checks = [Check("cheat gains nothing", "same_input_fast", "transpose", 0.8, below=False)]
     (v,) = judge([honest, cheat, copy], checks, device).verdicts
     assert v.passed, timing.describe(v)
+
+
+def test_the_final_check_reads_back_in_ranges_under_the_reply_cap(student, monkeypatch):
+    """At 8192 x 8192 one float32 array is the 256 MiB a reply may carry: the final check reads
+    every array back one range at a time (here 100 elements) and still sees every element."""
+    monkeypatch.setattr(suite_timing, "FETCH", 100)
+    sizes = []
+    real = student._backend.kernel
+
+    def kernel(req, timeout, target="run"):
+        reply = real(req, timeout, target)
+        if req.get("op") == "kernel_fetch":
+            sizes.append(reply["ok"].size)
+        return reply
+
+    monkeypatch.setattr(student._backend, "kernel", kernel)
+    honest, copy = _targets(student, "transpose", 24, np.random.default_rng(6))
+    judge([copy, honest], [], Device("simulator", None), QUICK)
+    # per kernel: 3 output copies + 2 input variants of 576 elements, in ranges of 100
+    assert max(sizes) == 100 and sum(sizes) == 2 * (3 + 2) * 24 * 24
+    monkeypatch.setattr(student._backend, "kernel", real)
+    partial, copy = _targets(student, "partial_when_large", 48, np.random.default_rng(7))
+    with pytest.raises(pytest.fail.Exception, match="still NaN"):
+        judge([copy, partial], [], Device("simulator", None), QUICK)
