@@ -27,6 +27,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.core.errors import InfrastructureError, SubmissionError
+
 NVDISASM_TIMEOUT_S = 60
 _ENTRY = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([\w$.]+)", re.M)
 # nvJitLink's verbose log, one block per function (ptxas's and the linker's lines):
@@ -58,12 +60,13 @@ class KernelResources:
     spill_loads: int
 
 
-class ToolsMissing(RuntimeError):
-    """nvJitLink or nvdisasm is not installed; the message says which wheel provides it."""
+class ToolsMissing(InfrastructureError):
+    """nvJitLink or nvdisasm is not installed on this machine; the message says which wheel
+    provides it (a caller that can do without asks `available()` first)."""
 
 
-class LinkError(RuntimeError):
-    """nvJitLink refused the PTX; the message is its error log."""
+class LinkError(SubmissionError):
+    """nvJitLink refused the PTX (a kernel's, so the submission's); the message is its log."""
 
 
 def _nvjitlink():  # type: ignore[no-untyped-def]  # cuda.bindings ships no type stubs

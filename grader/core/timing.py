@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from grader.core.errors import InfrastructureError
+from grader.core.errors import InfrastructureError, SubmissionError
 
 K_IN = 2  # input variants that take turns
 K_OUT = 3  # output copies that take turns (coprime with K_IN)
@@ -72,7 +72,7 @@ class Target(Protocol):
     def check(self, launches: int) -> None: ...
 
 
-class WrongOutput(Exception):
+class WrongOutput(SubmissionError):
     """A timed launch wrote a wrong result or changed an input: the student's failure (the
     message is feedback), never a time."""
 

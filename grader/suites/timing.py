@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 SAMPLED, CHUNK = 14, 256  # chunks of elements checked per array after each sample
 FETCH = 1 << 24  # elements per read-back request of the final check (64 MiB of float32)
 _RECORDS: list[dict] = []
+Ranges = list[tuple[int, int]]  # [start, stop) ranges of flat element indices
 
 
 def take_records() -> list[dict]:
@@ -42,7 +43,7 @@ def take_records() -> list[dict]:
     return out
 
 
-def _ranges(label: str, sample: int, size: int) -> list[tuple[int, int]]:
+def _ranges(label: str, sample: int, size: int) -> Ranges:
     """Element ranges to check after a sample: the first and last CHUNK elements and SAMPLED
     chunks drawn by this process, the same on every regrade (seeded by the target and the
     sample). Ranges, not single elements: the worker copies device slices, never a whole array."""
@@ -51,7 +52,7 @@ def _ranges(label: str, sample: int, size: int) -> list[tuple[int, int]]:
     return sorted({(s0, min(size, s0 + CHUNK)) for s0 in starts})
 
 
-def _flat(ranges: list[tuple[int, int]]) -> np.ndarray:
+def _flat(ranges: Ranges) -> np.ndarray:
     return np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in ranges])
 
 

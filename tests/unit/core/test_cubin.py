@@ -106,9 +106,9 @@ def test_the_reference_keeps_a_column_of_loads_in_flight(tmp_path, name, cc):
     assert new >= 32, f"the reference {name} has only {new} loads before its first shared store"
     (res,) = cubin.resources(new_ptx, cc).values()
     assert res.spill_stores == res.spill_loads == res.local_bytes == 0, res
-    assert res.shared_bytes == {"transpose_tiled": 32 * 33 * 4, "matmul_tiled": 2 * 32 * 32 * 4}[
-        name
-    ]
+    assert (
+        res.shared_bytes == {"transpose_tiled": 32 * 33 * 4, "matmul_tiled": 2 * 32 * 32 * 4}[name]
+    )
     assert 32 <= res.registers <= 255, res
 
 
@@ -131,7 +131,7 @@ def heavy(out):
     ptx = Student(InProcessBackend({"k": nb}), "k", kernel_timeout=300).heavy.ptx(
         "void(float32[:])", cc=(7, 5)
     )
-    (name, res), = cubin.resources(ptx, (7, 5)).items()
+    ((name, res),) = cubin.resources(ptx, (7, 5)).items()
     assert "heavy" in name and re.search(rf"\.entry\s+{re.escape(name)}", ptx)
     # a local array indexed by a value known only at run time cannot live in registers
     assert res.local_bytes >= 64 * 4 and res.shared_bytes == 0, res
