@@ -2,7 +2,7 @@
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint typecheck deadcode release verify lock
+.PHONY: setup demo test lint typecheck deadcode release verify lock gpu-check
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -45,3 +45,10 @@ verify: setup
 # dependencies; tests/unit/test_locks.py fails until then. The workflows key their caches on them.
 lock: setup
 	$(BIN)/python locks/lock.py
+
+# On a GPU machine, before it grades (README "GPU runners", docs/GITHUB_SETUP.md): the preflight,
+# every GPU-marked test, the sample class graded in the sandbox as root and as an ordinary user,
+# bench part 4; one JSON (gpu-check.json) and a one-screen summary, in at most 8 minutes. Exit 3
+# on a machine without a GPU.
+gpu-check: setup
+	$(BIN)/python tools/gpu_check.py --json gpu-check.json

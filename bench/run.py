@@ -55,6 +55,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--json", help="write every figure here")
     p.add_argument("--parts", default="1,2,3,4", help="comma-separated subset of 1,2,3,4")
     p.add_argument("--gpu-only", action="store_true", help="part 4 alone (same as --parts 4)")
+    p.add_argument(
+        "--no-gpu-suite",
+        action="store_true",
+        help="part 4 without its run of the GPU-marked hidden tests (make gpu-check runs them)",
+    )
     p.add_argument("--runs", type=int, help="runs per timing in parts 1 and 3 (default 5; quick 1)")
     p.add_argument("--class-size", type=int, help="submissions in part 2 (default 40; quick 4)")
     p.add_argument(
@@ -99,7 +104,7 @@ def run_parts(args: argparse.Namespace, out: dict, trees: tuple[Tree, Tree] | No
         if "3" in parts:
             out["startup"] = part_startup(tmp / "p3", 1 if args.quick else max(runs, 3), trees)
         if "4" in parts:
-            out["gpu"] = part_gpu(ROOT, quick=args.quick)
+            out["gpu"] = part_gpu(ROOT, quick=args.quick, suite=not args.no_gpu_suite)
 
 
 def main(argv: list[str] | None = None) -> int:

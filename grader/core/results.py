@@ -10,7 +10,8 @@ from typing import Any, Literal
 from grader.core.errors import UsageError
 from grader.core.files import atomic_write
 
-SCHEMA_VERSION = 3  # 2: AssignmentResult.seed, Environment.bubblewrap; 3: .memory
+# 2: AssignmentResult.seed, Environment.bubblewrap; 3: TestResult.timings, AssignmentResult.memory
+SCHEMA_VERSION = 3
 Outcome = Literal["passed", "failed", "error", "timeout", "skipped"]
 OUTCOMES: tuple[str, ...] = ("passed", "failed", "error", "timeout", "skipped")
 
@@ -24,6 +25,9 @@ class TestResult:
     feedback: str = ""
     suite: str = "public"
     duration_s: float = 0.0
+    # a timed GPU test's figures (grader.suites.timing.judge): each target's median and spread,
+    # each verdict's ratio, threshold and margin, the device and its NVML readings
+    timings: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass

@@ -172,8 +172,7 @@ def _seal_reports(
     scored = secret / "pr.json"
     atomic_write(
         scored,
-        json.dumps({**meta, "score": result.score, "max_score": result.max_score}, indent=2)
-        + "\n",
+        json.dumps({**meta, "score": result.score, "max_score": result.max_score}, indent=2) + "\n",
     )
     return seal([paths["json"], paths["markdown"], paths["html"], scored], private,
                 out / SEALED_NAME)  # fmt: skip

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.core import device, memtrace, simulator
+from grader.core import device, memtrace, simulator, timing
 from grader.core.errors import SubmissionError
 from grader.core.kernel_source import ALLOWED_BUILTINS
 from grader.core.notebook import GradedCell, read_graded_cells
@@ -474,6 +474,99 @@ class MissingName(SubmissionError, AttributeError):
     """The notebook does not define a graded name."""
 
 
+FLUSH_MIN_BYTES = 256 << 20  # at least 2x the L2 of every course GPU (H100, H200: 50 MiB)
+MAX_STAGED = 4  # kernels staged at once (a test times up to three, in turn)
+_FLUSH: list = []  # the one flush buffer, shared by every staged kernel
+
+
+class _Staged:
+    """A timed kernel on the device: its input variants, its output copies, and the L2 flush
+    buffer. Only the grader's code runs here, yet nothing it says is trusted: the trusted side
+    (`grader.suites.timing`) times each `run` on its own clock and checks what was written."""
+
+    def __init__(self, kernel: Any, grid: Any, block: Any, variants: list[list], out: list):
+        self.kernel, self.grid, self.block, self.variants = kernel, grid, block, variants
+        self.outputs, self.copies = out[0], out[1]
+        self.l2_bytes = _l2_bytes()
+        if not _FLUSH:
+            _FLUSH.append(_device_bytes(max(FLUSH_MIN_BYTES, 2 * self.l2_bytes)))
+        self.flush = _FLUSH[0]
+
+    def describe(self) -> dict:
+        return {"l2_bytes": self.l2_bytes, "flush_bytes": int(self.flush.size)}
+
+    def args(self, sample: int, launch: int) -> list:
+        args = list(self.variants[timing.variant(sample, launch)])
+        for slot, i in enumerate(self.outputs):
+            args[i] = self.copies[timing.copy(launch)][slot]
+        return args
+
+    def serve(self, op: str, request: dict) -> Any:
+        if op == "kernel_prepare":  # untimed: outputs NaN (0xFF bytes), the L2 flushed
+            for arrays in self.copies:
+                for a in arrays:
+                    _fill(a, 0xFF)
+            _fill(self.flush, 0)
+            _synchronize()
+            return None
+        if op == "kernel_run":  # timed by the trusted side around this one request
+            sample = int(request.get("sample", 0))
+            for j in range(max(0, int(request.get("repeat", 1)))):
+                self.kernel[self.grid, self.block](*self.args(sample, j))
+            _synchronize()
+            return None
+        # kernel_sample: element ranges of every copy and input; kernel_fetch: one range of one
+        ranges = request["ranges"]
+        if op == "kernel_fetch":
+            part, i, k = str(request["part"]), int(request["arg"]), int(request["which"])
+            slot = self.outputs.index(i) if part == "outputs" else -1
+            array = self.copies[k][slot] if part == "outputs" else self.variants[k][i]
+            return _read(array, ranges)
+        return {
+            "outputs": {
+                str(i): {str(k): _read(c[slot], ranges[str(i)]) for k, c in enumerate(self.copies)}
+                for slot, i in enumerate(self.outputs)
+            },
+            "inputs": {
+                str(i): {str(k): _read(v[i], ranges[str(i)]) for k, v in enumerate(self.variants)}
+                for i in range(len(self.variants[0]))
+                if _is_array(self.variants[0][i])
+            },
+        }
+
+
+def _read(array: Any, ranges: list) -> np.ndarray:
+    """The flat elements [start, stop) of each range, copied from the device slice by slice."""
+    flat = array.reshape(array.size)
+    return np.concatenate([flat[int(a) : int(b)].copy_to_host() for a, b in ranges])
+
+
+def _l2_bytes() -> int:
+    """The device's L2 size (0 in the simulator, which has none)."""
+    cuda = KernelHost._cuda()
+    if device.simulator_active():
+        return 0
+    return int(cuda.get_current_device().L2_CACHE_SIZE)
+
+
+def _device_bytes(n: int) -> Any:
+    cuda = KernelHost._cuda()
+    # the simulator has no cache to flush: a token buffer keeps its memory small
+    return cuda.device_array(1 << 12 if device.simulator_active() else n, dtype=np.uint8)
+
+
+def _fill(array: Any, byte: int) -> None:
+    """Every byte of a device array set to `byte`, on the device (a memset, through the L2)."""
+    if device.simulator_active():
+        array.copy_to_device(
+            np.frombuffer(bytes([byte]) * array.nbytes, dtype=array.dtype).reshape(array.shape)
+        )
+        return
+    from numba.cuda.cudadrv import driver  # lazy: the real target only
+
+    driver.device_memset(array, byte, array.nbytes)
+
+
 class KernelHost:
     """Serves ``kernel_*`` requests from source the trusted side extracted; loads no notebook.
 
@@ -485,7 +578,7 @@ class KernelHost:
 
     def __init__(self) -> None:
         self._built: dict[tuple[str, str, tuple[str, ...]], Any] = {}
-        self._staged: tuple[Any, Any, Any, list] | None = None
+        self._staged: dict[str, _Staged] = {}  # by slot: the kernels one test times
 
     def handle(self, request: dict) -> dict:
         try:
@@ -500,26 +593,20 @@ class KernelHost:
             if op == "kernel_profile":
                 return protocol.ok(self._profile(request))
             if op == "kernel_stage":
-                self._staged = None
-                kernel, grid, block, dev = self._prepare(request)
-                kernel[grid, block](*dev)  # warm-up: the first launch compiles
-                _synchronize()
-                self._staged = (kernel, grid, block, dev)
+                slot = str(request.get("slot", ""))
+                self._staged.pop(slot, None)
+                if len(self._staged) >= MAX_STAGED:
+                    raise RuntimeError(f"more than {MAX_STAGED} kernels staged at once")
+                self._staged[slot] = _Staged(*self._prepare_variants(request))
+                return protocol.ok(self._staged[slot].describe())
+            if op in ("kernel_prepare", "kernel_run", "kernel_sample", "kernel_fetch"):
+                staged = self._staged.get(str(request.get("slot", "")))
+                if staged is None:
+                    raise RuntimeError(f"{op} before kernel_stage")
+                return protocol.ok(staged.serve(op, request))
+            if op == "kernel_unstage":  # frees its device memory
+                self._staged.pop(str(request.get("slot", "")), None)
                 return protocol.ok(None)
-            if op == "kernel_run":
-                if self._staged is None:
-                    raise RuntimeError("kernel_run before kernel_stage")
-                kernel, grid, block, dev = self._staged
-                for _ in range(max(1, int(request.get("repeat", 1)))):
-                    kernel[grid, block](*dev)
-                _synchronize()
-                return protocol.ok(None)
-            if op == "kernel_fetch":
-                if self._staged is None:
-                    raise RuntimeError("kernel_fetch before kernel_stage")
-                return protocol.ok(
-                    [_host_copy(d) if _is_array(d) else None for d in self._staged[3]]
-                )
             return protocol.error(PROTOCOL_ERROR, f"unknown op {op!r}")
         except BaseException as exc:  # noqa: BLE001 - a kernel's failure is data
             return error_reply(exc)
@@ -615,6 +702,31 @@ class KernelHost:
             "outputs": [_host_copy(d) if _is_array(d) else None for d in dev],
             "profile": recorder.profile(grid3, block3).to_plain(),
         }
+
+    def _prepare_variants(self, request: dict) -> tuple[Any, Any, Any, list[list], list]:
+        """A timed kernel's staging: every input variant on the device, and each output
+        argument (`outputs`: their indices) as `timing.K_OUT` copies."""
+        _, kernel = self._namespace(request)
+        cuda = self._cuda()  # after prepare_numba: numba reads the simulator switch once
+        grid = _launch_dims(request["grid"], "grid (blocks)")
+        block = _launch_dims(request["block"], "block (threads per block)")
+        specs = {int(i): spec for i, spec in dict(request["outputs"]).items()}
+        outputs = sorted(specs)
+        variants = request["variants"]
+        if len(variants) != timing.K_IN or any(len(v) != len(variants[0]) for v in variants):
+            raise ValueError(f"a timed kernel takes {timing.K_IN} argument lists of one length")
+        staged = [
+            [
+                cuda.to_device(a) if isinstance(a, np.ndarray) and i not in outputs else a
+                for i, a in enumerate(args)
+            ]
+            for args in variants
+        ]
+        copies = [
+            [cuda.device_array(tuple(specs[i][0]), np.dtype(str(specs[i][1]))) for i in outputs]
+            for _ in range(timing.K_OUT)
+        ]
+        return kernel, grid, block, staged, [outputs, copies]
 
     def _prepare(self, request: dict) -> tuple[Any, Any, Any, list]:
         from numba import cuda  # lazy: numba reads NUMBA_ENABLE_CUDASIM when first imported

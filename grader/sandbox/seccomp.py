@@ -177,7 +177,7 @@ def numbers(names: tuple[str, ...] = PROBED) -> dict[str, int]:
 
 
 def available() -> str:
-    """"" when the filter can be built here, else why not."""
+    """ "" when the filter can be built here, else why not."""
     try:
         program()
     except (SeccompUnavailable, OSError) as exc:

@@ -2,27 +2,24 @@
 
 A kernel's outputs come back from a kernel worker that loads no notebook; they must match the
 arguments in shape and dtype (`outputs`), and a replayed or timed launch must reproduce a single
-launch exactly (`same_array`). `Launch.time` is the trusted clock: wall time in this process
-around one request that launches the kernel R times and synchronizes.
+launch exactly (`same_array`). `Launch.time` is a median time per launch by the one timing
+routine (`grader.suites.timing`), which the GPU tests call directly.
 """
 
 from __future__ import annotations
 
-import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from grader.core import kernel_source
 from grader.sandbox.protocol import KERNEL_REFUSED
-from grader.suites.errors import grader_error, make_error, malformed
+from grader.suites.errors import grader_error, malformed
 
 if TYPE_CHECKING:
     from grader.suites.memory import Profiled
     from grader.suites.student import Function
-
-TIME_TARGET_S = 0.25  # a timed request lasts at least this long: it swamps the round trip
-MAX_TIMED_LAUNCHES = 100_000
 
 
 def signature(args: list, name: str) -> str:
@@ -90,43 +87,34 @@ class Launch:
 
         return memory.profile(self, list(args))
 
-    def time(self, *args: Any, repeat: int = 10) -> float:
-        """Milliseconds per launch on the trusted side's clock.
+    def time(self, *args: Any, outputs: Sequence[int]) -> float:
+        """Median milliseconds per launch on the trusted side's clock, by the one timing routine
+        (`grader.suites.timing`; the GPU tests call it directly, with two input variants).
 
-        The arguments are staged on the kernel worker once; one request then launches the
-        kernel R times and synchronizes, and the wall time around that request, measured in
-        this process, divided by R is the answer. R (at least `repeat`) is chosen so that the
-        request lasts about TIME_TARGET_S, which swamps the round trip. The timed launches'
-        outputs must equal those of a single launch on the same inputs.
+        The arguments at `outputs` are the kernel's outputs: a single launch on the arguments
+        gives what every timed launch must write, into outputs filled with NaN before each
+        sample. A kernel whose timed launches write anything else is refused.
         """
-        s, name = self.function._student, self.function.name
-        grid, block = dims(self.grid, "grid"), dims(self.block, "block")
-        single = s._launch(name, grid, block, list(args))  # compiled and checked first
-        started = time.monotonic()
+        from grader.core import timing as core_timing  # lazy: the timing modules import this one
+        from grader.suites import timing
 
-        def ask(req: dict) -> dict:
-            left = s._kernel_timeout - (time.monotonic() - started)
-            reply = s._backend.kernel(req, max(1.0, left), "run")
-            if "error" in reply:
-                raise make_error(reply["error"], name)
-            return reply
-
-        ask(s._kernel_req("kernel_stage", name, grid=grid, block=block, args=list(args)))
-        repeat = max(1, int(repeat))
-        wall = ask({"op": "kernel_run", "repeat": repeat}).get("wall_s")
-        if not isinstance(wall, float):
-            raise malformed("a timed run without the trusted clock", name)
-        if wall < TIME_TARGET_S:
-            scaled = int(repeat * TIME_TARGET_S / max(wall, 1e-6)) + 1
-            repeat = min(MAX_TIMED_LAUNCHES, max(repeat, scaled))
-            wall = ask({"op": "kernel_run", "repeat": repeat})["wall_s"]
-        timed = outputs(ask({"op": "kernel_fetch"})["ok"], args, name)
-        for i, (want, got) in enumerate(zip(single, timed, strict=True)):
-            if want is not None and not same_array(got, want):
-                raise grader_error(
-                    KERNEL_REFUSED,
-                    f"after {repeat} timed launches argument {i} of {name} differs from a single "
-                    "launch on the same inputs; a timed kernel must compute the same result",
-                    name,
-                )
-        return wall * 1e3 / repeat
+        single = self.function._student._launch(
+            self.function.name, dims(self.grid, "grid"), dims(self.block, "block"), list(args)
+        )
+        expected: dict[int, Sequence[np.ndarray]] = {
+            int(i): [single[int(i)]] * core_timing.K_IN for i in outputs
+        }
+        target = timing.KernelTarget(self, [list(args)] * core_timing.K_IN, expected, 0)
+        policy = core_timing.Policy(min_rounds=3, max_rounds=5, max_s=10.0)
+        try:
+            series = core_timing.measure([target], policy, core_timing.Device("", None))
+            target.final_check(series[target.label].launches)
+        except core_timing.WrongOutput as exc:
+            raise grader_error(
+                KERNEL_REFUSED,
+                f"{exc}; a timed kernel must compute the same result as a single launch",
+                self.function.name,
+            ) from None
+        finally:
+            target.close()
+        return series[target.label].stats().median * 1e3

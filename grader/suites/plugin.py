@@ -25,13 +25,14 @@ from hypothesis.internal.conjecture import providers as hypothesis_providers
 
 from grader.core import device, heap, points
 from grader.core.course import Course, CourseError, find_root, load_course
+from grader.core.errors import InfrastructureError
 from grader.core.feedback import FEEDBACK_CHARS, clip
 from grader.core.jsonread import JsonMissing, JsonReadError, read_metrics
 from grader.core.notebook import choose_notebook
 from grader.core.pairing import pair, release_for
 from grader.core.results import KernelMemory, Outcome, TestResult
 from grader.sandbox.harness import load_module
-from grader.suites import seeds
+from grader.suites import seeds, timing
 from grader.suites.student import Backend, InProcessBackend, Student, StudentError, WorkerTimeout
 
 POINTS_KEY = pytest.StashKey[float]()
@@ -50,6 +51,9 @@ class GraderSession:
     course: Course | None = None  # the course at root: the grading's own, else loaded once
     results: list[TestResult] = field(default_factory=list)
     memory: list[KernelMemory] = field(default_factory=list)  # what the suites profiled
+    # the grader's own failures met inside a test (an impossible time): the runner raises the
+    # first after the session, so the grading is refused rather than scored
+    refusals: list[InfrastructureError] = field(default_factory=list)
     # assignment id -> the grading's seed (grader.suites.seeds); the runner sets the one it
     # grades, a plain pytest run derives one with an empty identity
     seeds: dict[str, str] = field(default_factory=dict)
@@ -204,6 +208,7 @@ def _test_seed(item: pytest.Item) -> int | None:
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Seed every draw the test can make: hypothesis's, and the stdlib's and NumPy's global
     generators (a suite draws with hypothesis or the `rng` fixture; these are the backstop)."""
+    timing.take_records()  # none left over from a test that ended before its report
     n = _test_seed(item)
     if n is None:
         return
@@ -336,9 +341,16 @@ def pytest_runtest_makereport(
     report = outcome.get_result()
     if SESSION_KEY not in item.config.stash:
         return
-    results = item.config.stash[SESSION_KEY].results
+    session = item.config.stash[SESSION_KEY]
     if report.when == "call" or (report.when == "setup" and not report.passed):
-        results.append(_result(item, report, call))
+        result = _result(item, report, call)
+        result.timings = timing.take_records()
+        close = [n for r in result.timings for n in r.get("notes", [])]
+        if result.outcome == "passed" and close:  # a verdict near its threshold says so
+            result.feedback = clip(" ".join(close))
+        session.results.append(result)
+        if call.excinfo is not None and isinstance(call.excinfo.value, InfrastructureError):
+            session.refusals.append(call.excinfo.value)
 
 
 def _result(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo) -> TestResult:

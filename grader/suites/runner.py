@@ -119,6 +119,8 @@ def run_assignment(
         error = f"the test suites could not run (pytest exit code {int(code)})"
         if quiet:
             error += ": " + excerpt(sink.getvalue())
+    if session.refusals:  # the grader's own failure inside a test: no score, exit 3
+        raise session.refusals[0]
     tests = session.results
     score = points.total(t.score for t in tests)
     return AssignmentResult(

@@ -50,8 +50,6 @@ from grader.suites.errors import (
 )
 from grader.suites.inprocess import PTX_DEFERRED, ChildWorker, InProcessBackend
 from grader.suites.kernels import (
-    MAX_TIMED_LAUNCHES,
-    TIME_TARGET_S,
     Launch,
     dims,
     outputs,
@@ -71,8 +69,6 @@ __all__ = [
     "NotebookFailed",
     "Outcome",
     "Student",
-    "MAX_TIMED_LAUNCHES",
-    "TIME_TARGET_S",
     "StudentError",
     "WorkerCrashed",
     "WorkerTimeout",

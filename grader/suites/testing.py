@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import time
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -16,7 +15,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from grader.suites.kernels import MAX_TIMED_LAUNCHES, TIME_TARGET_S
 from grader.suites.student import StudentError
 
 
@@ -124,29 +122,6 @@ def require_reproduced(student: Any, record: dict, where: str) -> None:
             "reproduce it: rerun the notebook's last cell and commit metrics.json",
             pytrace=False,
         )
-
-
-def trusted_ms(
-    op: Callable[[], Any],
-    synchronize: Callable[[], Any],
-    repeat: int = 10,
-    target_s: float = TIME_TARGET_S,
-) -> float:
-    """Milliseconds per call of `op` in this (trusted) process, timed like a student kernel
-    (`grader.suites.kernels.Launch.time`): wall clock around R calls and one synchronize, R
-    grown until that lasts `target_s`."""
-    op()
-    synchronize()  # warm-up
-    r = max(1, repeat)
-    while True:
-        t0 = time.perf_counter()
-        for _ in range(r):
-            op()
-        synchronize()
-        wall = time.perf_counter() - t0
-        if wall >= target_s or r >= MAX_TIMED_LAUNCHES:
-            return wall * 1e3 / r
-        r = min(MAX_TIMED_LAUNCHES, max(r * 2, int(r * target_s / max(wall, 1e-6)) + 1))
 
 
 # Python's own TypeError for a call that does not fit a signature: not the student's answer.

@@ -53,9 +53,15 @@
 # * Kernels are graded on sizes that are not multiples of the block or tile size, on several
 #   blocks, and on float32 arrays unless the exercise says otherwise.
 # * How your kernels meet memory (sectors per warp request, bank conflicts, bytes moved) is
-#   graded from the grader's memory model, the same on a laptop and on a GPU runner (§7); a GPU
-#   runner also times some of them, and each timed test states its threshold where its exercise
-#   is.
+#   graded from the grader's memory model, the same on a laptop and on a GPU runner (§7). A GPU
+#   runner also times some of them at full size; each timed test states its threshold where its
+#   exercise is. The grader times each kernel itself: samples of several launches, taking turns
+#   with the kernel it is compared with, until their spread is small, and compares the medians.
+#   Every timed launch reads an input of its own (two different inputs take turns) and writes
+#   into an output that was filled with NaN, and every output is checked afterwards: a kernel
+#   earns timing points only when each timed launch computes the whole, correct result and
+#   leaves its inputs unchanged. A result within the measurement's spread of its threshold is
+#   measured once more and then decided by the medians, and the feedback says so.
 #
 # **No GPU? No problem.** On a laptop, or a Colab runtime without a GPU, the notebook switches to
 # Numba's CUDA *simulator*: your kernels run as ordinary Python, one simulated CUDA thread at a
@@ -1035,7 +1041,9 @@ plt.show()
 # kernel. Sizes from 1 to a few thousand on several blocks, and the PTX compile for the T4
 # (signature `void(float32[:], float32[:], float32[:])`). On a GPU runner, at 2^24 float32
 # elements and 256 threads per block, your kernel must reach at least **60% of the bandwidth of
-# PyTorch's own `a + b`**, timed in the same run on the same GPU.
+# PyTorch's own `a + b`**, timed in the same run on the same GPU. Both are plain streams of 12
+# bytes per element: one element per thread should reach 75-95% of PyTorch's on a T4, an A100,
+# an H100 and an H200, a margin of 1.25x or more over the bar.
 # How kernels are graded: the grader reads each kernel from your notebook's source, compiles it
 # for the course GPU (a T4, compute capability 7.5) and only then launches it, in the simulator or
 # on a GPU. A kernel that does not compile for the GPU earns none of its points, even if the
@@ -1649,11 +1657,28 @@ print("transpose_naive: self-checks passed")
 # constants Numba knows when it compiles, literally or as module-level integers: `TILE + 1`
 # computed inside the kernel is not accepted, so the padded width has its own name, `TILE_PADDED`.
 #
-# Why one warp per block and a loop, rather than one thread per element? Each lane issues 32
-# independent loads before it needs any of them, which keeps plenty of bytes in flight (the
-# compiler unrolls a loop over a constant `range(TILE)`), and a block needs only 32 threads. The
-# simulator starts a Python thread for every thread of a block at once, and the grader's sandbox
-# allows a few dozen, so a 1,024-thread block could not even run there.
+# Why one warp per block and a loop, rather than one thread per element? Each lane can keep many
+# loads in flight, but only if the code lets it (larger blocks work too: the kernels written for
+# 2-D blocks that loop over their rows with a stride of `cuda.blockDim.y` are graded alike). Written as `tile[r, lane] =
+# src[...]` inside the loop, every iteration loads one element and stores it to shared memory, and
+# the next load may not start before that store: Numba's loads go through generic addresses that
+# the compiler cannot prove are not the shared tile. The warp waits a full memory latency (about
+# 500 cycles) for each of its 32 elements. Load the lane's column into a local array first,
+# `column = cuda.local.array(TILE, numba.float32)`, and copy it into the tile in a second loop:
+# the compiler unrolls both loops over the constant `range(TILE)`, keeps `column` in registers,
+# and issues all 32 loads before the first store. The machine code of the reference for the T4
+# shows exactly that: 32 global loads, then 32 shared stores, 64 registers per thread, nothing
+# spilled (on the H100: 32 loads, 46 registers).
+#
+# **Little's law** says why it matters: to stream `B` bytes/s through a latency of `L` seconds,
+# `B x L` bytes must be on their way at every moment. A T4 needs about 320 GB/s x 600 ns / 40
+# SMs = 4.8 KB in flight per SM, an H100 about 3,350 GB/s x 600 ns / 132 SMs = 15 KB. With the
+# occupancy of §5, `occupancy(TILE, 64, 4224, sm_limits("T4"))` gives 15 one-warp blocks per SM
+# (limited by shared memory: 4,224 bytes rounded up to 4,352), and on the H100
+# `occupancy(TILE, 46, 4224, sm_limits("H100_SXM"))` gives 32 (limited by blocks). One load in
+# flight per warp is 15 x 128 bytes = 1.9 KB per SM on the T4 and 32 x 128 bytes = 4 KB on the
+# H100: 40% and 27% of what they need. A column of 32 loads per warp is 60 KB and 128 KB, far more
+# than either needs, so the tiled transpose runs at the speed of a plain copy.
 #
 # **Exercise.** Write `transpose_tiled(src, dst)`, same contract as `transpose_naive` (any shape,
 # float32), launched with blocks of exactly `(TILE, 1)` threads and a grid of
@@ -1682,7 +1707,11 @@ print("transpose_naive: self-checks passed")
 #
 # On a GPU runner the grader also times `transpose_tiled` at 8192 x 8192: it must reach at least
 # **50% of the bandwidth of your own stride-1 `strided_copy`** on the same elements, and
-# `transpose_naive` must be slower than `transpose_tiled`.
+# `transpose_naive` must be slower than `transpose_tiled`. The bar leaves a margin of about 2x on
+# every course GPU: by the estimate above a tiled transpose with a column of loads in flight per
+# lane keeps 60 KB (T4), 128 KB (A100, H100, H200) in flight per SM against the 5, 11, 15 and 22
+# KB the four GPUs need at 600 ns, so it should run at 90-100% of the copy, while one load at a
+# time per lane (1.9 to 4 KB) can fall to 20-40% of the bandwidth and fail it.
 
 # %% nbgrader={"grade": false, "grade_id": "tile", "locked": true, "schema_version": 3, "solution": false, "task": false}
 TILE = 32  # tile side, and the threads of one block: a warp moves one TILE x TILE tile
@@ -1700,13 +1729,17 @@ def transpose_tiled(src, dst):
     """
     ### BEGIN SOLUTION
     tile = cuda.shared.array((TILE, TILE_PADDED), numba.float32)
+    # this lane's column of the tile, held in registers (the text above names this line)
+    column = cuda.local.array(TILE, numba.float32)  # grader: public
     lane = cuda.threadIdx.x  # grader: public
     first_row = cuda.blockIdx.y * TILE  # of src; also the first column of this tile in dst
     first_col = cuda.blockIdx.x * TILE  # of src; also the first row of this tile in dst
     col = first_col + lane
-    for r in range(TILE):
+    for r in range(TILE):  # TILE independent loads, all in flight before the first is needed
         if first_row + r < src.shape[0] and col < src.shape[1]:
-            tile[r, lane] = src[first_row + r, col]
+            column[r] = src[first_row + r, col]
+    for r in range(TILE):  # rows outside src hold junk that no store below ever reads
+        tile[r, lane] = column[r]
     cuda.syncthreads()
     out_col = first_row + lane
     for r in range(TILE):
@@ -1722,6 +1755,14 @@ transpose_tiled[(2, 2), (TILE, 1)](_m, _t)  # 2 x 2 tiles of 32 cover 33 columns
 expect_written("transpose_tiled", _t)
 np.testing.assert_array_equal(_t, _m.T, err_msg="transpose_tiled: dst must equal src.T")
 print("transpose_tiled: self-checks passed")
+
+# %% tags=["demo"]
+# The worked example of "Little's law" above: the reference's registers per thread, read from its
+# machine code (grader.core.cubin), and the shared tile of TILE x TILE_PADDED float32 values.
+for gpu, registers in (("T4", 64), ("H100_SXM", 46)):
+    occ = occupancy(TILE, registers, TILE * TILE_PADDED * 4, sm_limits(gpu))
+    in_flight_kb = occ["warps_per_sm"] * TILE * 128 / 1e3  # TILE loads of 128 bytes per warp
+    print(f"{gpu}: {occ} -> {in_flight_kb:.0f} KB of loads in flight per SM")
 
 # %% [markdown]
 # ### The two transposes, profiled
@@ -1763,7 +1804,9 @@ print("transpose_tiled: self-checks passed")
 # the self-check only asks for a positive number: the profile of `transpose_naive` above is the
 # simulator's view of the same cost. On a GPU runner the grader calls `coalescing_slowdown(8192)`
 # and expects **at least 1.5**, and it times your two kernels itself: your returned ratio must be
-# within a factor of 2 of the ratio it measures. Both tests pay only when the grader's record of
+# within a factor of 2 of the ratio it measures. A naive transpose of that size should take 2 to 4
+# times as long as the copy on a T4, an A100, an H100 and an H200 (its strided writes cost 32
+# sectors per warp where the copy's cost 4), a margin of 1.3x or more over 1.5. Both tests pay only when the grader's record of
 # the call shows that it launched your `transpose_naive` and your `strided_copy`: a ratio that
 # no launch measured earns nothing.
 
@@ -2011,6 +2054,9 @@ print("matmul_naive: self-checks passed")
 # reused `TILE` times from shared memory), every request that loads `a` or `b` must touch the
 # ideal number of sectors, and every block must pass at least one barrier. A padded tile or a
 # kernel written for 2-D blocks earns the points too; tiles filled and then bypassed do not.
+# As in the transpose of §8, load each column into a `cuda.local.array` first and then store it
+# to the tile, so that a lane has 32 loads in flight (the reference does; nothing grades it, but
+# on a GPU it halves the time of a step).
 
 
 # %% nbgrader={"grade": false, "grade_id": "matmul_tiled", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -2030,14 +2076,21 @@ def matmul_tiled(a, b, c):
     col = cuda.blockIdx.x * TILE + lane
     for r in range(TILE):
         acc[r] = 0.0
+    # one column of a tile, held in registers (the text above names this line)
+    held = cuda.local.array(TILE, numba.float32)  # grader: public
     for k0 in range(0, a.shape[1], TILE):
-        for r in range(TILE):
-            a_tile[r, lane] = 0.0
+        for r in range(TILE):  # TILE independent loads of a, then their stores to shared memory
+            held[r] = 0.0
             if row0 + r < a.shape[0] and k0 + lane < a.shape[1]:
-                a_tile[r, lane] = a[row0 + r, k0 + lane]
-            b_tile[r, lane] = 0.0
+                held[r] = a[row0 + r, k0 + lane]
+        for r in range(TILE):
+            a_tile[r, lane] = held[r]
+        for r in range(TILE):  # the same for b
+            held[r] = 0.0
             if k0 + r < b.shape[0] and col < b.shape[1]:
-                b_tile[r, lane] = b[k0 + r, col]
+                held[r] = b[k0 + r, col]
+        for r in range(TILE):
+            b_tile[r, lane] = held[r]
         cuda.syncthreads()
         for k in range(TILE):
             value = b_tile[k, lane]

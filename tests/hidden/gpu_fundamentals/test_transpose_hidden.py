@@ -19,7 +19,11 @@ word for word in the released notebook):
 - test_transposes_bandwidth_gpu: "On a GPU runner the grader also times `transpose_tiled` at
   8192 x 8192: it must reach at least **50% of the bandwidth of your own stride-1
   `strided_copy`** on the same elements, and `transpose_naive` must be slower than
-  `transpose_tiled`."
+  `transpose_tiled`. The bar leaves a margin of about 2x on every course GPU: by the estimate
+  above a tiled transpose with a column of loads in flight per lane keeps 60 KB (T4), 128 KB
+  (A100, H100, H200) in flight per SM against the 5, 11, 15 and 22 KB the four GPUs need at 600
+  ns, so it should run at 90-100% of the copy, while one load at a time per lane (1.9 to 4 KB)
+  can fall to 20-40% of the bandwidth and fail it."
 
 PYTEST_DONT_REWRITE: pytest leaves these asserts alone, because their messages are what the
 student reads as feedback.
@@ -27,13 +31,13 @@ student reads as feedback.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 
+from grader.core.timing import K_IN, Check, describe
 from grader.suites.student import StudentError
 from grader.suites.testing import first_mismatch, launch
+from grader.suites.timing import KernelTarget, device_of, judge
 
 TILE = 32  # grader: public
 SIG_2D = "void(float32[:, :], float32[:, :])"
@@ -122,27 +126,44 @@ def test_transpose_tiled_compiles_to_ptx(student, rng):
 
 @pytest.mark.gpu
 @pytest.mark.points(1)
-def test_transposes_bandwidth_gpu(student, rng):
-    n, repeat = 8192, 20
-    src = rng.standard_normal((n, n), dtype=np.float32)
+def test_transposes_bandwidth_gpu(student, rng, course):
+    n = 8192
+    srcs = [rng.standard_normal((n, n), dtype=np.float32) for _ in range(K_IN)]
     dst = np.zeros((n, n), dtype=np.float32)
+    want = {1: [x.T.copy() for x in srcs]}
+    nbytes = 2 * srcs[0].nbytes
     tiles = (-(-n // TILE), -(-n // TILE))
-    tiled_ms = student.transpose_tiled[tiles, (TILE, 1)].time(src, dst, repeat=repeat)
-    naive_ms = student.transpose_naive[(n // 32, n // 8), (32, 8)].time(src, dst, repeat=repeat)
-    flat, out = src.reshape(-1), np.zeros(n * n, dtype=np.float32)
-    copy_ms = student.strided_copy[n * n // 256, 256].time(flat, out, 1, repeat=repeat)
-    for label, ms in (("transpose_tiled", tiled_ms), ("transpose_naive", naive_ms)):
-        assert isinstance(ms, float) and math.isfinite(ms) and ms > 0, f"{label}: no timing"
-    nbytes = 2 * src.nbytes
-    gbs = {k: nbytes / (ms * 1e-3) / 1e9 for k, ms in (("tiled", tiled_ms), ("copy", copy_ms))}
-    assert gbs["tiled"] >= 0.5 * gbs["copy"], (
-        f"transpose_tiled on 8192 x 8192 float32 ran at {gbs['tiled']:.0f} GB/s ({tiled_ms:.3f} "
-        f"ms) vs {gbs['copy']:.0f} GB/s for your stride-1 strided_copy ({copy_ms:.3f} ms); "
-        "expected at least 50%. Read and write global memory along rows, pad the tile to "
-        "TILE_PADDED columns, and let each of the block's TILE lanes move one column of the tile "
-        "(TILE elements each way)"
+    tiled = KernelTarget(
+        student.transpose_tiled[tiles, (TILE, 1)], [[x, dst] for x in srcs], want, nbytes
     )
-    assert naive_ms > tiled_ms, (
-        f"transpose_naive ({naive_ms:.3f} ms) was not slower than transpose_tiled "
-        f"({tiled_ms:.3f} ms): the naive kernel should write dst[x, y] = src[y, x] directly"
+    naive = KernelTarget(
+        student.transpose_naive[(n // 32, n // 8), (32, 8)], [[x, dst] for x in srcs], want, nbytes
+    )
+    flat = [x.reshape(-1) for x in srcs]
+    copy = KernelTarget(
+        student.strided_copy[n * n // 256, 256],
+        [[f, dst.reshape(-1), 1] for f in flat],
+        {1: flat},
+        nbytes,
+    )
+    checks = [
+        # >= 50% of the copy's bandwidth: at most twice its time
+        Check("tiled at least half the copy", "transpose_tiled", "strided_copy", 2.0),
+        Check("naive slower than tiled", "transpose_naive", "transpose_tiled", 1.0, below=False),
+    ]
+    device, _ = device_of(course)
+    judged = judge([copy, tiled, naive], checks, device, test="test_transposes_bandwidth_gpu")
+    by_half, slower = judged.verdicts
+    gbs = {k: nbytes / judged.series[k].stats().median / 1e9 for k in judged.series}
+    assert by_half.passed, (
+        f"transpose_tiled on 8192 x 8192 float32 ran at {gbs['transpose_tiled']:.0f} GB/s vs "
+        f"{gbs['strided_copy']:.0f} GB/s for your stride-1 strided_copy; expected at least 50%. "
+        f"{describe(by_half)} Read and write global memory along rows, pad the tile to "
+        "TILE_PADDED columns, and let each of the block's TILE lanes move one column of the "
+        "tile (TILE elements each way), loading it into a cuda.local.array before storing it "
+        "to the tile"
+    )
+    assert slower.passed, (
+        f"transpose_naive was not slower than transpose_tiled. {describe(slower)} The naive "
+        "kernel should write dst[x, y] = src[y, x] directly"
     )

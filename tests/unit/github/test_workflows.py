@@ -60,7 +60,11 @@ def ids(paths: list[Path]) -> list[str]:
 
 
 def test_the_three_workflows_exist():
-    assert ids(INSTRUCTOR) == [".github/workflows/ci.yml", ".github/workflows/regrade.yml"]
+    assert ids(INSTRUCTOR) == [
+        ".github/workflows/ci.yml",
+        ".github/workflows/gpu-check.yml",
+        ".github/workflows/regrade.yml",
+    ]
     assert ids(STUDENT) == [
         ".github/student-workflows/grade.yml",
         ".github/student-workflows/student-check.yml",
@@ -581,3 +585,16 @@ def test_the_sweep_grades_conflicting_heads_as_data_on_the_gpu_runner():
     assert '--head-sha "$HEAD_SHA"' in post["run"]
     assert post["env"]["HEAD_SHA"] == "${{ matrix.head.head_sha }}"
     assert comment["permissions"]["pull-requests"] == "write"
+
+
+def test_gpu_check_proves_the_gpu_runner_by_hand_and_uploads_its_figures():
+    wf = load(GH / "workflows" / "gpu-check.yml")
+    assert set(wf["on"]) == {"workflow_dispatch"}
+    job = wf["jobs"]["gpu-check"]
+    assert job["runs-on"] == "${{ vars.GPU_RUNNER_LABEL }}"
+    assert "vars.GPU_RUNNER_LABEL != ''" in job["if"] and job["permissions"] == {"contents": "read"}
+    runs = "\n".join(s.get("run", "") for _, _, s in steps(wf))
+    assert ".venv/bin/python tools/gpu_check.py --json gpu-check.json" in runs
+    assert runs.index("bwrap --version") < runs.index("tools/gpu_check.py")
+    upload = next(s for _, _, s in steps(wf) if "upload-artifact" in s.get("uses", ""))
+    assert upload["with"]["path"] == "gpu-check.json"

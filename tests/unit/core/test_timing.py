@@ -1,0 +1,297 @@
+"""grader.core.timing with a fake clock and a fake device: sampling stops on its spread target,
+a verdict near its threshold is measured again and then decided by the median, an impossible
+time is the grader's refusal, a sample with a wrong output fails the kernel, and five regrades
+of the same kernels with noise injected give the same verdicts.
+
+The fake device runs "kernels" on numpy arrays with the routine's own rotation (two input
+variants, three NaN-filled output copies) and charges the fake clock a time per launch from a
+cost model, so the red-team kernels of issue 43 show here without a GPU: one that writes part of
+its output at full size, one that reuses its previous output, one that writes NaN, one that is
+fast when it sees the same input again.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from grader.core import timing
+from grader.core.errors import InfrastructureError
+from grader.core.timing import Check, Device, Policy
+from grader.suites.timing import Outputs
+
+# A small fake GPU keeps the arrays small and a launch near 1 ms (n = 4096 float32 values)
+MB = 1e6
+DEVICE = Device("fake GPU (100 MB/s)", 100 * MB)
+
+
+class Clock:
+    """The trusted clock, advanced only by the fake device."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class FakeKernel:
+    """A timing target on a fake device: `body(src, dst)` computes into `dst` (a numpy array
+    that holds what the previous launch into that copy left, NaN after `prepare`) and returns
+    the bytes it moved; the launch costs bytes / bandwidth, times noise."""
+
+    def __init__(self, label, body, clock, *, n=4096, bandwidth=32.768 * MB, noise=0.0, seed=0):
+        self.label, self.body, self.clock = label, body, clock
+        self.bandwidth, self.noise = bandwidth, noise
+        self.rng = np.random.default_rng(seed)
+        gen = np.random.default_rng(123)
+        self.inputs = [gen.standard_normal(n).astype(np.float32) for _ in range(timing.K_IN)]
+        self.copies = [np.zeros(n, np.float32) for _ in range(timing.K_OUT)]
+        self.min_bytes = 8 * n
+        self.sample = -1
+        self.outputs = Outputs(
+            label, [[x, None] for x in self.inputs], {1: [x * 2 for x in self.inputs]}
+        )
+
+    def prepare(self) -> None:
+        self.sample += 1
+        for c in self.copies:
+            c[:] = np.nan
+
+    def run(self, launches: int) -> float:
+        t0 = self.clock()
+        for j in range(launches):
+            src = self.inputs[timing.variant(self.sample, j)]
+            moved = self.body(src, self.copies[timing.copy(j)])
+            jitter = math.exp(self.rng.normal(0, self.noise)) if self.noise else 1.0
+            if self.noise and self.rng.random() < 0.05:  # an outlier now and then
+                jitter *= 3
+            self.clock.now += moved / self.bandwidth * jitter + 5e-6
+        return self.clock() - t0
+
+    def check(self, launches: int) -> None:
+        got = {"outputs": {"1": {str(k): c.copy() for k, c in enumerate(self.copies)}}}
+        self.outputs.check(got, self.sample, launches, {"1": np.arange(self.copies[0].size)})
+
+
+def honest(src, dst):
+    dst[:] = src * 2
+    return 2 * src.nbytes
+
+
+def slow(src, dst):  # the same result, twice the traffic
+    dst[:] = src * 2
+    return 4 * src.nbytes
+
+
+def partial_when_large(src, dst):
+    """Writes only 99% of a large output (every element of a small one)."""
+    n = src.size if src.size < 1 << 12 else src.size * 99 // 100
+    dst[:n] = src[:n] * 2
+    return 2 * n * 4
+
+
+def reuses_previous_output(src, dst):
+    """Skips the work when the output already holds a result (an earlier launch's)."""
+    if not np.isnan(dst[0]):
+        return 8
+    dst[:] = src * 2
+    return 2 * src.nbytes
+
+
+def writes_nan(src, dst):
+    dst[:] = np.nan
+    return dst.nbytes
+
+
+class SameInputFast:
+    """Correct every time, but 100x faster when its input is the one it saw last time (what a
+    kernel could do by probing its output): slow as `slow` otherwise."""
+
+    def __init__(self) -> None:
+        self.last = None
+
+    def __call__(self, src, dst):
+        same = self.last is src
+        self.last = src
+        dst[:] = src * 2
+        return 4 * src.nbytes / (100 if same else 1)
+
+
+def _judge(subject, baseline, threshold, policy=None, clock=None):
+    check = Check("subject vs baseline", subject.label, baseline.label, threshold)
+    clock = clock or subject.clock
+    return timing.judge([baseline, subject], [check], policy or Policy(), DEVICE, clock)
+
+
+def test_median_interval_is_the_order_statistics_one():
+    s = timing.median_interval(list(range(1, 11)))  # n = 10: ranks 2 and 9 (97.9%)
+    assert (s.median, s.low, s.high, s.n) == (5.5, 2, 9, 10)
+    few = timing.median_interval([3.0, 1.0, 2.0])
+    assert (few.low, few.high) == (1.0, 3.0)
+    assert timing.median_interval([2.0] * 7).spread == 0
+    with pytest.raises(ValueError):
+        timing.median_interval([])
+
+
+def test_sampling_stops_on_the_spread_target():
+    clock = Clock()
+    quiet = FakeKernel("quiet", honest, clock)
+    series = timing.measure([quiet], Policy(), DEVICE, clock)
+    assert len(series["quiet"].seconds) == Policy().min_rounds  # no noise: spread 0 at once
+    # a sample lasts sample_s: 1 ms launches (+5 us of launch overhead), 20 of them
+    assert series["quiet"].launches == math.ceil(Policy().sample_s / (1e-3 + 5e-6)) == 20
+    noisy_clock = Clock()
+    noisy = FakeKernel("noisy", honest, noisy_clock, noise=0.2)
+    policy = Policy(max_rounds=12)
+    got = timing.measure([noisy], policy, DEVICE, noisy_clock)["noisy"]
+    assert len(got.seconds) == 12 and got.stats().spread > policy.spread  # capped, not stopped
+
+
+def test_sampling_stops_at_the_time_cap():
+    clock = Clock()
+    noisy = FakeKernel("noisy", honest, clock, noise=0.3)
+    got = timing.measure([noisy], Policy(max_rounds=10_000, max_s=1.0), DEVICE, clock)["noisy"]
+    assert clock.now <= 1.0 + 2 * Policy().sample_s and len(got.seconds) < 10_000
+
+
+def test_a_clear_verdict_is_decided_by_its_interval_once():
+    clock = Clock()
+    fast, base = FakeKernel("fast", honest, clock), FakeKernel("base", slow, clock)
+    (v,) = _judge(fast, base, 0.8).verdicts
+    assert v.passed and not v.remeasured and not v.by_median
+    assert v.ratio.median == pytest.approx(0.5, rel=0.01) and v.margin == pytest.approx(1.6, 0.02)
+    (v,) = _judge(fast, base, 0.4, clock=clock).verdicts
+    assert not v.passed and not v.by_median
+
+
+def test_a_straddling_verdict_is_measured_again_then_decided_by_the_median():
+    clock = Clock()
+    a = FakeKernel("a", honest, clock, noise=0.15, seed=1)
+    b = FakeKernel("b", honest, clock, noise=0.15, seed=2)
+    judged = _judge(a, b, 1.0)
+    (v,) = judged.verdicts
+    assert v.remeasured and v.by_median
+    assert v.ratio.low < 1.0 < v.ratio.high
+    assert v.passed == (v.ratio.median < 1.0)
+    assert len(judged.series["a"].seconds) > Policy().max_rounds  # the re-measure's rounds pooled
+    assert "decided by the median" in timing.describe(v)
+
+
+def test_an_impossible_time_is_the_graders_refusal():
+    clock = Clock()
+    too_fast = FakeKernel("too fast", honest, clock, bandwidth=500 * MB)  # the device: 100
+    base = FakeKernel("base", honest, clock)
+    with pytest.raises(timing.ImpossibleTime, match="faster than the GPU's memory allows") as exc:
+        _judge(too_fast, base, 2.0)
+    assert isinstance(exc.value, InfrastructureError)
+    assert "too fast" in str(exc.value) and "fake GPU" in str(exc.value)
+    # an unknown peak (no NVML, GPU not in course.toml) bounds nothing
+    timing.judge([too_fast], [], Policy(), Device("unknown", None), clock)
+
+
+@pytest.mark.parametrize(
+    "body, said",
+    [
+        (partial_when_large, "never written (still NaN)"),
+        (reuses_previous_output, "expected"),  # it holds the other input's result
+        (writes_nan, "never written (still NaN)"),
+    ],
+    ids=["partial-when-large", "reuses-previous-output", "writes-nan"],
+)
+def test_a_wrong_timed_output_fails_the_kernel(body, said):
+    clock = Clock()
+    with pytest.raises(timing.WrongOutput, match="Every timed launch must compute") as exc:
+        _judge(FakeKernel("cheat", body, clock), FakeKernel("base", honest, clock), 2.0)
+    assert said in str(exc.value)
+    # the partial kernel is right on small sizes: only the full size shows it
+    small = FakeKernel("small", partial_when_large, Clock(), n=1 << 10)
+    timing.measure([small], Policy(), DEVICE, small.clock)
+
+
+def test_a_sample_with_one_wrong_launch_is_caught():
+    """Only the 7th launch of a sample is wrong: its copy is checked after the sample."""
+    calls = {"n": 0}
+
+    def once_wrong(src, dst):
+        calls["n"] += 1
+        dst[:] = src * 2
+        if calls["n"] == 7:
+            dst[5] = 0.0
+        return 2 * src.nbytes
+
+    clock = Clock()
+    kernel = FakeKernel("once", once_wrong, clock)
+    kernel.prepare()
+    kernel.run(9)  # launches 0..8: the 7th (index 6) is the last to write copy 0
+    with pytest.raises(timing.WrongOutput, match=r"index \(5,\)"):
+        kernel.check(9)
+
+
+def test_rotation_never_writes_a_copy_twice_from_the_same_input():
+    for sample in range(4):
+        for j in range(timing.K_OUT, 40):
+            assert timing.copy(j) == timing.copy(j - timing.K_OUT)
+            assert timing.variant(sample, j) != timing.variant(sample, j - timing.K_OUT)
+    assert timing.last_writes(0, 1) == [0, None, None]
+    assert timing.last_writes(1, 4) == [0, 0, 1]
+
+
+def test_a_kernel_fast_on_a_repeated_input_gains_nothing():
+    """Timed the old way (one input, every launch) it would look 50x faster than `honest`;
+    with the rotation it never sees the same input twice in a row, and fails the bar."""
+    clock = Clock()
+    cheat, base = FakeKernel("cheat", SameInputFast(), clock), FakeKernel("base", honest, clock)
+    (v,) = _judge(cheat, base, 1.5).verdicts
+    assert not v.passed and v.ratio.median == pytest.approx(2.0, rel=0.12)
+    old_way = SameInputFast()
+    src, dst = cheat.inputs[0], np.empty_like(cheat.inputs[0])
+    bytes_old = sum(old_way(src, dst) for _ in range(10))
+    assert bytes_old < 0.25 * 10 * 2 * src.nbytes  # the old timing: under a quarter of honest
+
+
+def test_five_regrades_with_noise_give_the_same_verdicts():
+    """The same submission graded five times on a noisy fake GPU (20% jitter, 5% outliers at
+    3x): its kernels are 25% inside one threshold and 30% outside another, and every regrade
+    gives the same verdicts, hence the same score."""
+    outcomes = []
+    for regrade in range(5):
+        clock = Clock()
+        kernels = {
+            "copy": FakeKernel("copy", honest, clock, noise=0.2, seed=10 * regrade + 1),
+            "tiled": FakeKernel(
+                "tiled",
+                honest,
+                clock,
+                noise=0.2,
+                seed=10 * regrade + 2,
+                bandwidth=0.6 * 32.768 * MB,
+            ),
+            "naive": FakeKernel(
+                "naive", slow, clock, noise=0.2, seed=10 * regrade + 3, bandwidth=0.7 * 32.768 * MB
+            ),
+        }
+        checks = [
+            Check("tiled at least half the copy", "tiled", "copy", 1 / 0.6 * 1.25),
+            Check("naive under twice the copy", "naive", "copy", 2.0),
+        ]
+        judged = timing.judge(list(kernels.values()), checks, Policy(), DEVICE, clock)
+        outcomes.append(tuple(v.passed for v in judged.verdicts))
+        points = sum(1 for v in judged.verdicts if v.passed)
+        assert points == 1
+    assert len(set(outcomes)) == 1 and outcomes[0] == (True, False)
+
+
+def test_a_judgement_records_every_figure():
+    clock = Clock()
+    judged = _judge(FakeKernel("a", honest, clock), FakeKernel("b", slow, clock), 0.8)
+    record = judged.record()
+    (target_b, target_a) = record["targets"]
+    assert {"median_ms", "low_ms", "high_ms", "spread", "samples", "launches_per_sample"} <= set(
+        target_a
+    )
+    (verdict,) = record["verdicts"]
+    assert verdict["threshold"] == 0.8 and verdict["passed"] and verdict["margin"] > 1
+    assert record["rounds"] >= Policy().min_rounds and record["device"]["name"] == DEVICE.name
