@@ -98,11 +98,13 @@ def _nvdisasm() -> str:
     return str(found)
 
 
-def available() -> str | None:
-    """None when PTX can be linked and disassembled here, else the reason it cannot."""
+def available(disassemble: bool = True) -> str | None:
+    """None when PTX can be linked (and, with `disassemble`, disassembled) here, else the
+    reason it cannot."""
     try:
         _nvjitlink()
-        _nvdisasm()
+        if disassemble:
+            _nvdisasm()
     except ToolsMissing as exc:
         return str(exc)
     return None

@@ -13,6 +13,7 @@ prints: `grader.reports.memory` lays the result out.
 from __future__ import annotations
 
 import importlib.util
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,10 +23,12 @@ import numpy as np
 
 from grader.core import compiler
 from grader.core.course import Course, load_course
+from grader.core.cubin import KernelResources
 from grader.core.errors import UsageError
 from grader.core.memmodel import LaunchProfile
 from grader.grading.intake import pair, release_for
-from grader.suites.memory import described
+from grader.suites.kernels import signature
+from grader.suites.memory import described, resources
 from grader.suites.student import InProcessBackend, Student, StudentError
 
 PROFILES = "profiles.py"  # in tests/public/<id>/: the course's profiling shapes
@@ -34,7 +37,9 @@ SEED = 20261206  # the values in the profiled arrays (the shapes are what matter
 
 @dataclass(frozen=True)
 class KernelProfile:
-    """One profiled launch: its profile, or why there is none (the kernel's own error)."""
+    """One profiled launch: its profile, or why there is none (the kernel's own error); with
+    `grader profile`, what the compiled kernel holds and the occupancy the student's own
+    `occupancy()` gives for it on the course GPU (each, or why not)."""
 
     kernel: str
     label: str
@@ -42,6 +47,9 @@ class KernelProfile:
     brief: bool
     profile: LaunchProfile | None = None
     error: str | None = None
+    resources: KernelResources | None = None
+    occupancy: dict | None = None
+    launch_note: str = ""  # why `resources` or `occupancy` is missing
 
 
 @dataclass(frozen=True)
@@ -69,9 +77,14 @@ def shapes(root: Path, assignment: str) -> list[dict]:
 
 
 def profile_kernels(
-    student: Student, launches: Sequence[dict], kernels: Sequence[str] = (), brief: bool = False
+    student: Student,
+    launches: Sequence[dict],
+    kernels: Sequence[str] = (),
+    brief: bool = False,
+    sm: dict[str, int] | None = None,
 ) -> list[KernelProfile]:
-    """Each launch of `launches` (only `kernels`', only the brief ones if `brief`) profiled."""
+    """Each launch of `launches` (only `kernels`', only the brief ones if `brief`) profiled;
+    with `sm` (the course GPU's per-SM limits), its launch statistics too (`launch_stats`)."""
     found = []
     for spec in launches:
         if (kernels and spec["kernel"] not in kernels) or (brief and not spec.get("brief")):
@@ -89,8 +102,32 @@ def profile_kernels(
         except StudentError as exc:
             found.append(KernelProfile(**common, error=exc.feedback()))
             continue
-        found.append(KernelProfile(**common, profile=profiled.memory))
+        stats = launch_stats(student, name, block, args, sm) if sm is not None else {}
+        found.append(KernelProfile(**common, profile=profiled.memory, **stats))
     return found
+
+
+def launch_stats(
+    student: Student, name: str, block: Any, args: list, sm: dict[str, int]
+) -> dict[str, Any]:
+    """The compiled kernel's resources, and the occupancy they allow on the course GPU by the
+    student's own `occupancy(threads_per_block, registers_per_thread, shared_bytes, sm)` (the
+    grader keeps no copy of the rules it asks students to write), or why either is missing."""
+    try:
+        found = resources(getattr(student, name), signature(args, name))
+    except StudentError as exc:
+        return {"launch_note": f"not compiled: {exc.feedback().splitlines()[0]}"}
+    if isinstance(found, str):
+        return {"launch_note": found}
+    threads = math.prod(block if isinstance(block, tuple) else (block,))
+    try:
+        occ = student.occupancy(threads, found.registers, found.shared_bytes, sm)
+    except StudentError as exc:
+        first = exc.feedback().splitlines()[0] if exc.feedback() else exc.exc_type
+        return {"resources": found, "launch_note": f"your occupancy() did not answer: {first}"}
+    if not (isinstance(occ, dict) and {"blocks_per_sm", "occupancy", "limited_by"} <= set(occ)):
+        return {"resources": found, "launch_note": "your occupancy() did not return its dict"}
+    return {"resources": found, "occupancy": occ}
 
 
 def profile(
@@ -125,7 +162,7 @@ def profile(
             kernel_timeout=course.limits.kernel_timeout_s,
             cc=course.gpu.compute_capability,
         )
-        found = profile_kernels(student, launches, kernels)
+        found = profile_kernels(student, launches, kernels, sm=course.gpu.sm.as_dict())
     finally:
         backend.close()
     notes = [compiler.DEFERRED] if backend.compiler_missing else []

@@ -111,6 +111,30 @@ def summary(k: KernelProfile) -> str:
     return f"{k.kernel} ({k.label}): global {', '.join(parts)}"
 
 
+def launch_lines(k: KernelProfile, gpu: str) -> list[str]:
+    """The compiled kernel's resources and its occupancy, as `grader profile` shows them."""
+    lines = []
+    r = k.resources
+    if r is not None:
+        spills = f"{r.spill_stores:,} B spilled" if r.spill_stores else "no spills"
+        lines.append(
+            f"compiled for the {gpu or 'course GPU'}: {r.registers} registers per thread, "
+            f"{r.shared_bytes:,} B of shared memory per block, {r.local_bytes:,} B of local "
+            f"memory per thread, {spills}"
+        )
+    o = k.occupancy
+    if o is not None:
+        share = 100 * float(o["occupancy"])
+        lines.append(
+            f"occupancy on the {gpu or 'course GPU'} by your occupancy(): {o['blocks_per_sm']} "
+            f"blocks, {o.get('warps_per_sm', '?')} warps per SM ({share:.0f}%), "
+            f"limited by {o['limited_by']}"
+        )
+    if k.launch_note:
+        lines.append(f"launch statistics: {k.launch_note}")
+    return [visible(line) for line in lines]
+
+
 def profile_report(profiled: Profiled, bandwidth_gbs: float, gpu: str) -> str:
     """`grader profile`'s output: each launch's table and totals, then the notes."""
     out = [f"{profiled.assignment} (profiled {visible(profiled.notebook)})"]
@@ -121,6 +145,7 @@ def profile_report(profiled: Profiled, bandwidth_gbs: float, gpu: str) -> str:
             continue
         out.append(table(k.profile))
         out += [f"  {line}" for line in totals(k.profile, bandwidth_gbs, gpu)]
+        out += [f"  {line}" for line in launch_lines(k, gpu)]
     out += [f"\nnote: {n}" for n in profiled.notes]
     return "\n".join(out)
 

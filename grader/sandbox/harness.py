@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import builtins
 import contextlib
+import dataclasses
 import linecache
 import os
 import sys
@@ -31,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.core import device, memtrace, simulator, timing
+from grader.core import cubin, device, memtrace, simulator, timing
 from grader.core.errors import SubmissionError
 from grader.core.kernel_source import ALLOWED_BUILTINS
 from grader.core.notebook import GradedCell, read_graded_cells
@@ -585,6 +586,12 @@ class KernelHost:
             op = request.get("op")
             if op == "kernel_compile":
                 return protocol.ok(self._compile(request))
+            if op == "kernel_resources":  # what the compiled kernel holds per thread and block
+                cc = request.get("cc", (7, 5))
+                found = cubin.resources(self._compile(request), (int(cc[0]), int(cc[1])))
+                if len(found) != 1:
+                    raise RuntimeError(f"{len(found)} kernels in one compiled source")
+                return protocol.ok(dataclasses.asdict(next(iter(found.values()))))
             if op == "kernel_launch":
                 kernel, grid, block, dev = self._prepare(request)
                 kernel[grid, block](*dev)

@@ -12,6 +12,7 @@ profile on every machine, so tests graded on it are reproducible like any other.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import weakref
 from dataclasses import dataclass
@@ -19,13 +20,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from grader.core import memmodel
+from grader.core import compiler, memmodel
+from grader.core.cubin import KernelResources
 from grader.core.results import KernelMemory
+from grader.sandbox import protocol
 from grader.suites.errors import StudentError, make_error, malformed
 from grader.suites.kernels import dims, outputs, signature
 
 if TYPE_CHECKING:
     from grader.suites.kernels import Launch
+    from grader.suites.student import Function
 
 MODEL_TARGET = "model"
 
@@ -64,6 +68,38 @@ def described(grid: Any, block: Any, args: list) -> str:
         for a in args
     ]
     return f"[{grid}, {block}] on {', '.join(shown)}"
+
+
+def resources(function: Function, signature_: str) -> KernelResources | str:
+    """What the kernel compiled for the course GPU holds (registers per thread, shared bytes
+    per block, local memory, spills: `grader.core.cubin`, in the compile worker), or why this
+    machine cannot tell (no CUDA compiler, or no nvJitLink: the student profile)."""
+    s, name = function._student, function.name
+    if s._ptx(name, signature_, s._cc) is None:  # the in-process backend without a compiler
+        return compiler.DEFERRED
+    req = protocol.kernel_request(
+        "kernel_resources", s._source(name), signature=signature_, cc=list(s._cc)
+    )
+    reply = s._backend.kernel(req, s._kernel_timeout, "compile")
+    if "error" in reply:
+        if reply["error"].get("type") == "ToolsMissing":
+            return TOOLS_MISSING
+        raise make_error(reply["error"], name)
+    body = reply["ok"]
+    names = {f.name for f in dataclasses.fields(KernelResources)}
+    if not (
+        isinstance(body, dict)
+        and set(body) == names
+        and all(type(v) is int and 0 <= v < 1 << 32 for v in body.values())
+    ):
+        raise malformed("kernel resources that are not five counts", name)
+    return KernelResources(**body)
+
+
+TOOLS_MISSING = (
+    "registers, shared memory and spills come from linking the kernel for the course GPU, "
+    "which needs nvJitLink (the gpu-cu13 or instructor profile); the student profile skips them"
+)
 
 
 def _three(value: Any) -> tuple[int, int, int]:
