@@ -24,6 +24,9 @@ _.__test__  # grader/suites/seeds.py: pytest's flag that test_seed is not a test
 _.has  # Student.has: `student.has("name")` in the suites (and the vacuous-test check's example)
 _.launching  # Function.launching: `student.f.launching("kernel")(...)` in the hidden suites
 _.many  # Function.many: the occupancy suite's batched calls (test_occupancy_hidden.py)
+_.atomics  # memmodel.ArrayTraffic: read by test_memory_hidden.py and the reports' readers
+_.distinct_loaded
+_.distinct_stored
 expect_value_error  # grader/suites/testing.py: the helpers the suites import
 first_mismatch
 require_reproduced

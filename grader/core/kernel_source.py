@@ -88,10 +88,6 @@ class KernelSource:
     # device functions: the memory profile names the student's lines, not the extracted text's
     lines: tuple[tuple[int, int], ...] = ()
 
-    def source_line(self, line: int) -> int | None:
-        """The graded source's line for `line` of `text` (None outside the functions)."""
-        return dict(self.lines).get(line)
-
     def shared_arrays(self) -> dict[int, str]:
         """The variable each ``cuda.shared.array(...)`` of `text` is bound to, by its line."""
         found: dict[int, str] = {}

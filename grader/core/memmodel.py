@@ -99,12 +99,6 @@ class Site:
     def sectors_per_request(self) -> float:
         return self.sectors / self.requests if self.requests else 0.0
 
-    @property
-    def conflicts(self) -> int:
-        """Shared wavefronts beyond the ideal: what bank conflicts cost (Nsight's
-        l1tex__data_bank_conflicts_pipe_lsu_mem_shared)."""
-        return self.wavefronts - self.ideal_wavefronts
-
 
 @dataclass(frozen=True)
 class ArrayTraffic:
@@ -122,10 +116,6 @@ class ArrayTraffic:
     load_sectors: int  # global only: sectors moved by its loads
     store_sectors: int
 
-    @property
-    def bytes_moved(self) -> int:
-        return SECTOR_BYTES * (self.load_sectors + self.store_sectors)
-
 
 @dataclass(frozen=True)
 class LaunchProfile:
@@ -142,10 +132,6 @@ class LaunchProfile:
     @property
     def blocks(self) -> int:
         return math.prod(self.grid)
-
-    @property
-    def threads_per_block(self) -> int:
-        return math.prod(self.block)
 
     def where(
         self, space: str | None = None, op: str | None = None, array: str | None = None
