@@ -27,6 +27,8 @@ _.many  # Function.many: the occupancy suite's batched calls (test_occupancy_hid
 _.atomics  # memmodel.ArrayTraffic: read by test_memory_hidden.py and the reports' readers
 _.distinct_loaded
 _.distinct_stored
+_.load_sectors  # memmodel.ArrayTraffic: in result.json (the report's readers, bench)
+_.store_sectors
 expect_value_error  # grader/suites/testing.py: the helpers the suites import
 first_mismatch
 require_reproduced
