@@ -130,8 +130,6 @@ def launch_lines(k: KernelProfile, gpu: str) -> list[str]:
             f"blocks, {o.get('warps_per_sm', '?')} warps per SM ({share:.0f}%), "
             f"limited by {o['limited_by']}"
         )
-    if k.launch_note:
-        lines.append(f"launch statistics: {k.launch_note}")
     return [visible(line) for line in lines]
 
 
@@ -146,7 +144,9 @@ def profile_report(profiled: Profiled, bandwidth_gbs: float, gpu: str) -> str:
         out.append(table(k.profile))
         out += [f"  {line}" for line in totals(k.profile, bandwidth_gbs, gpu)]
         out += [f"  {line}" for line in launch_lines(k, gpu)]
-    out += [f"\nnote: {n}" for n in profiled.notes]
+    # why launch statistics are missing: the same reason (no nvJitLink here) said once
+    missing = dict.fromkeys(k.launch_note for k in profiled.kernels if k.launch_note)
+    out += [f"\nnote: {n}" for n in (*profiled.notes, *missing)]
     return "\n".join(out)
 
 
