@@ -54,7 +54,6 @@ def test_a_fake_run_writes_every_figure_and_a_summary(tmp_path, capsys):
         "hidden/test_vector_add_bandwidth",
         "hidden/test_coalescing_slowdown_gpu",
         "hidden/test_transposes_bandwidth_gpu",
-        "hidden/test_matmul_tiled_beats_naive_gpu",
     }
     for t in tests:
         (record,) = t["timings"]
