@@ -10,7 +10,12 @@ from typing import Any, Literal
 from grader.core.errors import UsageError
 from grader.core.files import atomic_write
 
-SCHEMA_VERSION = 2  # 2: AssignmentResult.seed, Environment.bubblewrap
+# 2: AssignmentResult.seed, Environment.bubblewrap; 3: the staff's decisions and the feedback
+# policy (TestResult.functions and override, AssignmentResult.extended_due, override and the
+# feedback fields). A version-2 result reads as one with none of them.
+SCHEMA_VERSION = 3
+READABLE_VERSIONS = (2, 3)
+HIDDEN_FEEDBACK = ("full", "held", "scores")  # what a report shows of the hidden tests
 Outcome = Literal["passed", "failed", "error", "timeout", "skipped"]
 OUTCOMES: tuple[str, ...] = ("passed", "failed", "error", "timeout", "skipped")
 
@@ -24,6 +29,12 @@ class TestResult:
     feedback: str = ""
     suite: str = "public"
     duration_s: float = 0.0
+    # the graded functions the test called (the student facade's names): how a report that
+    # shows the hidden tests' scores alone groups them (grader.core.visibility)
+    functions: list[str] = field(default_factory=list)
+    # an instructor's points for this test (grader.grading.finalize): points, reason, by, at,
+    # and auto_score, the score grading gave; `score` is then the override's points
+    override: dict[str, Any] | None = None
 
 
 @dataclass
@@ -37,6 +48,13 @@ class AssignmentResult:
     graded_file: str | None = None
     tests: list[TestResult] = field(default_factory=list)
     seed: str = ""  # the draws' seed (grader.suites.seeds): same student and suites, same draws
+    extended_due: str | None = None  # the student's extended due date (ISO 8601), if any
+    # an instructor's score for the whole assignment: points, reason, by, at, and auto_score,
+    # what the tests and the late policy gave; `score` is then the override's points
+    override: dict[str, Any] | None = None
+    feedback_policy: str = "full"  # course.toml's feedback policy of the assignment
+    hidden_feedback: str = "full"  # what this result shows of the hidden tests (HIDDEN_FEEDBACK)
+    feedback_until: str | None = None  # "held": when the full feedback is shown (ISO 8601)
 
 
 @dataclass
@@ -80,11 +98,12 @@ class GradeResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GradeResult:
-        if data.get("schema_version") != SCHEMA_VERSION:
+        if data.get("schema_version") not in READABLE_VERSIONS:
             raise UsageError(
-                f"result schema_version {data.get('schema_version')!r} is not {SCHEMA_VERSION}"
+                f"result schema_version {data.get('schema_version')!r} is not one of "
+                f"{READABLE_VERSIONS}"
             )
-        d = dict(data)
+        d = {**data, "schema_version": SCHEMA_VERSION}  # the fields version 3 added default
         d["environment"] = Environment(**d["environment"])
         d["assignments"] = [
             AssignmentResult(**{**a, "tests": [TestResult(**t) for t in a["tests"]]})

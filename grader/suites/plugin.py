@@ -342,6 +342,7 @@ def pytest_runtest_makereport(
 def _result(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo) -> TestResult:
     worth = item.stash.get(POINTS_KEY, 0.0)
     name = f"{suite_of(item.path)}/{item.name}"
+    used = _functions(item)
     if report.skipped:
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else "skipped"
         return TestResult(
@@ -352,11 +353,30 @@ def _result(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo)
             str(reason).removeprefix("Skipped: "),
             suite_of(item.path),
             report.duration,
+            used,
         )
     if report.passed:
-        return TestResult(name, worth, worth, "passed", "", suite_of(item.path), report.duration)
+        return TestResult(
+            name, worth, worth, "passed", "", suite_of(item.path), report.duration, used
+        )
     outcome, feedback = classify(call.excinfo, tuple(getattr(item, "fixturenames", ())))
-    return TestResult(name, 0.0, worth, outcome, feedback, suite_of(item.path), report.duration)
+    return TestResult(
+        name, 0.0, worth, outcome, feedback, suite_of(item.path), report.duration, used
+    )
+
+
+METRICS_FILE = "metrics.json"  # what a test of the `metrics` fixture is grouped under
+
+
+def _functions(item: pytest.Item) -> list[str]:
+    """The graded names the test asked the `student` fixture for (and metrics.json when it read
+    the `metrics` fixture): how a score-only report groups the hidden tests."""
+    funcargs = getattr(item, "funcargs", {}) or {}
+    found = funcargs.get("student")
+    used = list(found.touched) if isinstance(found, Student) else []
+    if "metrics" in funcargs:
+        used.append(METRICS_FILE)
+    return used
 
 
 def classify(

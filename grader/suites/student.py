@@ -125,13 +125,17 @@ class Student:
         self._sources: dict[str, kernel_source.KernelSource | StudentError] = {}
         self._compiled: dict[tuple[str, str], str | StudentError | None] = {}
         self._launch_checks: dict[tuple[str, str], bool] = {}
+        # the graded names this test asked for, in order (a result's `functions`)
+        self.touched: dict[str, None] = {}
 
     def __getattr__(self, name: str) -> Function:
         if name.startswith("_"):
             raise AttributeError(name)
+        self.touched[name] = None
         return Function(self, name)
 
     def has(self, name: str) -> bool:
+        self.touched[name] = None
         return bool(self._ask({"op": "has", "name": name}, self._call_timeout, name))
 
     def read_file(self, path: str) -> str | None:

@@ -213,6 +213,7 @@ def test_least_privilege_timeouts_and_concurrency(path):
                 assert (path.name, job_id, scope) in {
                     ("grade.yml", "comment", "pull-requests"),
                     ("sweep.yml", "sweep", "pull-requests"),
+                    ("sweep.yml", "sweep", "actions"),  # re-runs a capped or held grading
                     ("sweep.yml", "comment-head", "pull-requests"),
                 }
 
@@ -376,29 +377,47 @@ def test_public_outputs_of_grading_hold_no_plain_report():
     job = grade_wf()["jobs"]["grade"]
     upload = next(s for s in job["steps"] if "upload-artifact" in s.get("uses", ""))
     paths = {p.rsplit("/", 1)[-1] for p in upload["with"]["path"].splitlines()}
-    assert paths == {"report.age", "comment.md", "summary.md", "pr.json"}
+    # staff.age: the full report for the staff alone, where the student's holds feedback back
+    assert paths == {"report.age", "staff.age", "comment.md", "summary.md", "pr.json"}
     grade = next(s for s in job["steps"] if "grade-pr" in s.get("run", ""))
     assert grade["env"]["STAFF_AGE_RECIPIENT"] == "${{ vars.STAFF_AGE_RECIPIENT }}"
     assert "--student-keys" in grade["run"]
 
 
-def test_deploy_key_only_in_the_private_checkout():
-    text = (GH / "student-workflows" / "grade.yml").read_text()
-    assert text.count("secrets.") == 1
-    assert text.count("secrets.INSTRUCTOR_DEPLOY_KEY") == 1
-    holders = [
-        (job_id, step)
-        for job_id, _, step in steps(grade_wf())
-        if "secrets.INSTRUCTOR_DEPLOY_KEY" in json.dumps(step)
-    ]
-    [(job_id, step)] = holders
-    assert job_id == "grade"
-    assert step["uses"].startswith("actions/checkout@") and "run" not in step
-    assert step["with"]["repository"] == "${{ vars.INSTRUCTOR_REPO }}"
-    assert step["with"]["ssh-key"] == "${{ secrets.INSTRUCTOR_DEPLOY_KEY }}"
-    assert step["with"]["path"] not in (".", "", None)
-    assert set(step["with"]["sparse-checkout"].split()) == {"tests/hidden", "solutions"}
-    assert "env" not in step
+@pytest.mark.parametrize(
+    ("name", "holders"),
+    [
+        # the hidden suites at the release's commit, and the staff's data (extensions, overrides)
+        # as it is now: two checkouts of the private repository, each of its own folders only
+        ("grade.yml", {("grade", ("solutions", "tests/hidden")), ("grade", ("staff",))}),
+        (
+            "sweep.yml",
+            {
+                ("sweep", ("staff",)),  # extensions: when a student's held feedback is due
+                ("grade-head", ("solutions", "tests/hidden")),
+                ("grade-head", ("staff",)),
+            },
+        ),
+    ],
+)
+def test_deploy_key_only_in_the_private_checkouts(name, holders):
+    path = GH / "student-workflows" / name
+    text = path.read_text()
+    assert text.count("secrets.") == text.count("secrets.INSTRUCTOR_DEPLOY_KEY") == len(holders)
+    found = set()
+    for job_id, _, step in steps(load(path)):
+        if "secrets.INSTRUCTOR_DEPLOY_KEY" not in json.dumps(step):
+            continue
+        assert step["uses"].startswith("actions/checkout@") and "run" not in step
+        assert step["with"]["repository"] == "${{ vars.INSTRUCTOR_REPO }}"
+        assert step["with"]["ssh-key"] == "${{ secrets.INSTRUCTOR_DEPLOY_KEY }}"
+        assert step["with"]["path"] not in (".", "", None)
+        assert step["with"]["persist-credentials"] is False
+        assert "env" not in step
+        found.add((job_id, tuple(sorted(step["with"]["sparse-checkout"].split()))))
+    assert found == holders
+    for job_id, _ in holders:  # the environment restricted to the default branch holds the key
+        assert load(path)["jobs"][job_id]["environment"] == "grading"
 
 
 def test_grade_uses_the_event_time_and_comments_from_a_separate_job():
@@ -407,7 +426,7 @@ def test_grade_uses_the_event_time_and_comments_from_a_separate_job():
     # the time is the event's workflow_run.created_at, read by grade-pr: never overridden here
     assert "--timestamp" not in grade_step["run"] and "SUBMITTED_AT" not in grade_step["env"]
     comment = wf["jobs"]["comment"]
-    assert comment["needs"] == "grade" and comment["runs-on"] == "ubuntu-latest"
+    assert comment["needs"] == ["gate", "grade"] and comment["runs-on"] == "ubuntu-latest"
     assert comment["permissions"] == {"contents": "read", "pull-requests": "write"}
     post = next(s for s in comment["steps"] if "post-comment" in s.get("run", ""))
     assert post["env"]["GH_TOKEN"] == "${{ github.token }}"
@@ -531,9 +550,11 @@ def test_install_profiles_caches_and_the_comment_on_failure():
     grade_step = next(s for s in wf["jobs"]["grade"]["steps"] if "grade-pr" in s.get("run", ""))
     assert grade_step["env"]["GRADER_DEVICE"] == "gpu"  # no silent fall-back to the simulator
     comment = wf["jobs"]["comment"]
-    assert comment["if"] == "${{ !cancelled() && needs.grade.result != 'skipped' }}"
+    # a capped push's comment comes from the gate; a gate that failed is said as such
+    assert comment["if"] == "${{ !cancelled() && needs.gate.result != 'skipped' }}"
     explain = next(s for s in comment["steps"] if "failure-comment" in s.get("run", ""))
     assert explain["env"]["GRADE_RESULT"] == "${{ needs.grade.result }}"
+    assert explain["env"]["GATE_RESULT"] == "${{ needs.gate.result }}"
     names = [s.get("name", "") for s in comment["steps"]]
     assert names.index(explain["name"]) < next(
         i for i, s in enumerate(comment["steps"]) if "post-comment" in s.get("run", "")
