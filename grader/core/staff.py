@@ -333,6 +333,8 @@ def append_override(folder: Path | str, course: Course, decision: Override) -> P
     the file is replaced whole and atomically, so a refusal or a crash loses nothing."""
     folder = Path(folder)
     path = folder / OVERRIDES
+    if decision.points is not None and points.stored(decision.points) != decision.points:
+        raise StaffError(f"points = {decision.points!r}: points are whole eighths (e.g. 2.5)")
     old = path.read_text(encoding="utf-8") if path.is_file() else (
         "# Instructor overrides, appended by `grader override`; the last decision for a student,\n"
         "# assignment and test stands. Applied after grading, on every regrade.\n"

@@ -143,7 +143,7 @@ def gradings(
     student: str,
     now: datetime,
     window: timedelta,
-    gh: Runner = _gh,
+    gh: Runner | None = None,
     own: tuple[int, int] | None = None,
 ) -> list[Grading]:
     """The student's gradings whose GPU job started in the window ending at `now`, oldest first.
@@ -155,6 +155,7 @@ def gradings(
     actor), every run of the window is read and the titles alone decide."""
     if not REPO_RE.match(repo) or not _LOGIN_RE.match(student):
         raise ValueError(f"bad repository or student {repo[:120]!r} {student[:120]!r}")
+    gh = gh or _gh
     since = now - 2 * window
     runs = _runs(gh, repo, since, student)
     if own is not None and own[0] not in {r.get("id") for r in runs}:
