@@ -369,12 +369,12 @@ METRICS_FILE = "metrics.json"  # what a test of the `metrics` fixture is grouped
 
 
 def _functions(item: pytest.Item) -> list[str]:
-    """The graded names the test asked the `student` fixture for (and metrics.json when it read
-    the `metrics` fixture): how a score-only report groups the hidden tests."""
+    """The graded names the test used through the `student` fixture (and metrics.json when it
+    asked for the `metrics` fixture): how a score-only report groups the hidden tests."""
     funcargs = getattr(item, "funcargs", {}) or {}
     found = funcargs.get("student")
     used = list(found.touched) if isinstance(found, Student) else []
-    if "metrics" in funcargs:
+    if "metrics" in getattr(item, "fixturenames", ()):  # requested: its setup may have failed
         used.append(METRICS_FILE)
     return used
 
