@@ -71,9 +71,10 @@ class Runner:
             return False
         if "cache-hit != 'true'" in cond:
             return False  # the environment cache is warm in this runner
-        same = re.fullmatch(r"\s*([\w.-]+)\s*==\s*'([^']*)'\s*", cond)
-        if same:  # `steps.gate.outputs.grade == 'false'`
-            return self.value(same.group(1)) == same.group(2)
+        same = re.fullmatch(r"\s*([\w.-]+)\s*([=!])=\s*'([^']*)'\s*", cond)
+        if same:  # `steps.gate.outputs.grade == 'false'`, `... != 'false'`
+            equal = self.value(same.group(1)) == same.group(3)
+            return equal if same.group(2) == "=" else not equal
         return True
 
     def job(self, steps: list[dict], env: dict[str, str]) -> str:
