@@ -47,11 +47,12 @@ def result_problems(r: GradeResult) -> list[str]:
         for t in a.tests:
             if t.override is not None and t.override.get("points") != t.score:
                 out.append(f"{who}/{a.id}/{t.name}: score {t.score!r} is not its override's")
+        expected: float | None
         expected, _ = points.after_penalty(a.raw_score, a.late_penalty)
         if a.override is not None:
-            expected = a.override.get("points")
-            if a.override.get("auto_score") != points.after_penalty(a.raw_score, a.late_penalty)[0]:
+            if a.override.get("auto_score") != expected:
                 out.append(f"{who}/{a.id}: override's auto_score is not what grading gave")
+            expected = a.override.get("points")
         if a.tests and expected != a.score:
             out.append(
                 f"{who}/{a.id}: score {a.score!r} is not raw {a.raw_score!r} less "

@@ -12,11 +12,11 @@ regraded assignment's score (before -> after); `force=True` (`--force`) regrades
 listing without times keeps each earlier submission time for unchanged work (`kept_times`). The
 gradebook write replaces rows, so an interruption at any point neither loses nor duplicates
 grades. Skipped students' results are re-recorded into the gradebook (cheap and idempotent), so a
-deleted or fresh gradebook.db is rebuilt complete. Every result, graded or kept, gets the
-staff's data of the run (`finalize`: extensions in the late policy, then overrides), so an
-override survives every regrade and a new one needs no regrade. At the end of a run the state file is
-compacted to one line per student. Whatever fails for one submission (its grading, its reports,
-its gradebook row) is that submission's error row, never the batch's end.
+deleted or fresh gradebook.db is rebuilt complete. Every result, graded or kept, gets
+the staff's data of the run (`finalize`: extensions in the late policy, then overrides), so an
+override survives every regrade and a new one needs no regrade. At the end of a run the state
+file is compacted to one line per student. Whatever fails for one submission (its grading, its
+reports, its gradebook row) is that submission's error row, never the batch's end.
 """
 
 from __future__ import annotations

@@ -15,7 +15,6 @@ from grader.core.files import atomic_write
 # feedback fields). A version-2 result reads as one with none of them.
 SCHEMA_VERSION = 3
 READABLE_VERSIONS = (2, 3)
-HIDDEN_FEEDBACK = ("full", "held", "scores")  # what a report shows of the hidden tests
 Outcome = Literal["passed", "failed", "error", "timeout", "skipped"]
 OUTCOMES: tuple[str, ...] = ("passed", "failed", "error", "timeout", "skipped")
 
@@ -53,7 +52,9 @@ class AssignmentResult:
     # what the tests and the late policy gave; `score` is then the override's points
     override: dict[str, Any] | None = None
     feedback_policy: str = "full"  # course.toml's feedback policy of the assignment
-    hidden_feedback: str = "full"  # what this result shows of the hidden tests (HIDDEN_FEEDBACK)
+    # what this result shows of the hidden tests: "full", "held" (their scores per graded
+    # function until feedback_until), "scores" (those alone: grader.core.visibility)
+    hidden_feedback: str = "full"
     feedback_until: str | None = None  # "held": when the full feedback is shown (ISO 8601)
 
 

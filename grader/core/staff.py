@@ -145,7 +145,8 @@ class Staff:
     def check_students(self, students: Iterable[str], what: str = "the class") -> None:
         """Every student the data names is one of `students`; else the first stranger's line."""
         known = set(students)
-        for entry in [*self.extensions.values(), *self.log]:
+        entries: list[Extension | Override] = [*self.extensions.values(), *self.log]
+        for entry in entries:
             if entry.student not in known:
                 raise StaffError(
                     f"{entry.where}: student {entry.student!r} is not in {what}; correct the id "

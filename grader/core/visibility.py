@@ -31,8 +31,8 @@ OTHER = "other checks"
 
 
 def hidden_feedback(policy: str, due: datetime, now: datetime) -> str:
-    """What `policy` shows of the hidden tests at `now` for a student due at `due`
-    (grader.core.results.HIDDEN_FEEDBACK)."""
+    """What `policy` shows of the hidden tests at `now` for a student due at `due`: "full",
+    "held" (until `due`) or "scores" (`AssignmentResult.hidden_feedback`)."""
     if policy == "full" or (policy == "hidden-after-due" and now >= due):
         return "full"
     return "held" if policy == "hidden-after-due" else "scores"

@@ -73,6 +73,8 @@ from grader.github.artifact import (
     show,
     validate_artifact,
 )
+from grader.github.cap import LIFTED_VARIABLE, gradings, lifted_logins, write_capped
+from grader.github.cap import decide as cap_decide
 from grader.github.comment import (
     BOT_LOGIN,
     MARKER,
@@ -90,8 +92,6 @@ from grader.github.event import (
     submitted_at,
     sweep_event,
 )
-from grader.github.cap import decide as cap_decide
-from grader.github.cap import gradings, lifted_logins, write_capped
 from grader.github.sweep import plan as sweep_plan
 from grader.github.sweep import sweep as sweep_ungraded
 from grader.github.tree import TreeMismatch, submission_from_tree, verify_tree
@@ -259,7 +259,8 @@ def _parser() -> argparse.ArgumentParser:
     gt.add_argument("--event", required=True)
     gt.add_argument("--run-id", required=True, type=int)
     gt.add_argument("--run-attempt", type=int, default=1)
-    gt.add_argument("--lifted", default="", help="logins whose cap the staff lifted")
+    gt.add_argument("--lifted", default="", help=f"logins whose cap the staff lifted "
+                    f"(the repository variable {LIFTED_VARIABLE})")  # fmt: skip
     gt.add_argument("--out", required=True, help="where a capped push's comment.md goes")
     gt.add_argument("--root", default=".")
     gt.add_argument("--github-output", help="append grade=true|false here")

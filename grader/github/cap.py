@@ -120,10 +120,10 @@ def _jobs(gh: Runner, repo: str, run: int) -> list[dict]:
 
 def is_student_run(run: dict, student: str) -> str | None:
     """The head a grade.yml run grades when its title names `student` (RUN_TITLE), else None."""
-    parts = str(run.get("display_title") or "").split(" ")
-    if len(parts) == 3 and parts[0] == "Grade" and parts[1] == student:
-        return parts[2]
-    return None
+    prefix = RUN_TITLE.format(student=student, head="")
+    title = str(run.get("display_title") or "")
+    head = title.removeprefix(prefix)
+    return head if title.startswith(prefix) and re.fullmatch(r"[0-9a-f]{40}", head) else None
 
 
 def _counts(job: dict) -> bool:

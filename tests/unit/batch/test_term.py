@@ -33,9 +33,9 @@ OVERRIDDEN = "hidden/test_crossover_batch_none_at_long_context"
 
 def grader(course: Path, *args: str) -> subprocess.CompletedProcess:
     exe = Path(sys.executable).with_name("grader")
-    proc = subprocess.run([str(exe), "--root", str(course), *args], capture_output=True,
-                          text=True, timeout=900, env={**os.environ, "GRADER_DEVICE": "cpu"})  # fmt: skip
-    return proc
+    env = {**os.environ, "GRADER_DEVICE": "cpu"}
+    return subprocess.run([str(exe), "--root", str(course), *args], capture_output=True,
+                          text=True, timeout=900, env=env)  # fmt: skip
 
 
 def one_assignment_course(tmp: Path) -> Path:

@@ -149,6 +149,7 @@ def test_course_toml_feedback_policy_and_grading_cap_are_checked(tmp_path):
         'needs_gpu = false\n', 'needs_gpu = false\nfeedback = "hidden"\n', 1))  # fmt: skip
     with pytest.raises(CourseError, match="feedback 'hidden' is not one of full"):
         load_course(tmp_path)
-    (tmp_path / "course.toml").write_text(text + "\n[grading_cap]\ngradings = 0\nwindow_hours = 24\n")
+    zero = "\n[grading_cap]\ngradings = 0\nwindow_hours = 24\n"
+    (tmp_path / "course.toml").write_text(text + zero)
     with pytest.raises(CourseError, match="grading_cap"):
         load_course(tmp_path)
