@@ -3,8 +3,8 @@
 `export_student` writes `exercises/`, `tests/public/`, the grader package's student part,
 `course.toml`, `pyproject.toml`, the lock files the workflows install with (`locks/*.txt`),
 `README.md` (from `STUDENT_README.md`), `.github/workflows/` (from `.github/student-workflows/`)
-and a `.gitignore`; never `solutions/`, `tests/hidden/` or
-`tests/unit/`. The grader package holds no secrets (hidden tests live in `tests/hidden/`, never in
+and a `.gitignore`; never `solutions/`, `tests/hidden/`, `tests/unit/` or the staff's data
+(`staff/`: extensions, overrides). The grader package holds no secrets (hidden tests live in `tests/hidden/`, never in
 the package), but the instructor's tooling is left out. The package is classified by its
 top-level entries, which follow the phase packages: `STUDENT_MODULES` ship (what `grader check`,
 `grader grade` and the student workflows run: the CLI, core, the sandbox, the suites, grading,
@@ -25,6 +25,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from grader.core.staff import STAFF_DIR
 from grader.core.student_repo import (
     RELEASE_RECORD,
     STUDENT_GITIGNORE,
@@ -123,7 +124,7 @@ def export_student(root: Path, dest: Path) -> Path:
         if flows.is_dir():
             for wf in sorted([*flows.glob("*.yml"), *flows.glob("*.yaml")]):
                 copy_path(wf, out / ".github" / "workflows" / wf.name)
-        for forbidden in ("solutions", "tests/hidden", "tests/unit"):
+        for forbidden in ("solutions", "tests/hidden", "tests/unit", STAFF_DIR):
             if (out / forbidden).exists():  # cannot happen; kept as a tripwire
                 raise ExportError([f"{forbidden}/ would be exported"])
         leaks = leak_check(root, out)

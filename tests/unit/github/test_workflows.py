@@ -602,3 +602,71 @@ def test_the_sweep_grades_conflicting_heads_as_data_on_the_gpu_runner():
     assert '--head-sha "$HEAD_SHA"' in post["run"]
     assert post["env"]["HEAD_SHA"] == "${{ matrix.head.head_sha }}"
     assert comment["permissions"]["pull-requests"] == "write"
+
+
+# ----------------------------------------------------------------------------- the grading cap
+
+
+def test_the_gate_holds_each_push_against_the_cap_before_any_gpu_runner_starts():
+    """grade.yml's first job, on a free runner with a read-only token and no secret, counts the
+    student's gradings from GitHub's record; the GPU job starts only when it says so. The names
+    it counts by (the run's title, the GPU job's and its grading step's) are the workflow's."""
+    from grader.github import cap
+
+    wf = grade_wf()
+    owner, head = ("${{ github.event.workflow_run.head_repository.owner.login }}",
+                   "${{ github.event.workflow_run.head_sha }}")  # fmt: skip
+    assert wf["run-name"] == cap.RUN_TITLE.format(student=owner, head=head)
+    gate, grade = wf["jobs"]["gate"], wf["jobs"]["grade"]
+    assert gate["runs-on"] == "ubuntu-latest" and "environment" not in gate
+    assert gate["permissions"] == {"actions": "read", "contents": "read"}
+    assert "secrets." not in json.dumps(gate)
+    assert gate["if"] == grade["if"].replace("needs.gate.outputs.grade == 'true' && ", "")
+    [checkout] = [s for s in gate["steps"] if "checkout" in s.get("uses", "")]
+    assert checkout["with"]["ref"] == "${{ github.event.repository.default_branch }}"
+    step = next(s for s in gate["steps"] if "grader.github gate" in s.get("run", ""))
+    assert step["env"] == {"GH_TOKEN": "${{ github.token }}",
+                           "LIFTED": f"${{{{ vars.{cap.LIFTED_VARIABLE} }}}}"}  # fmt: skip
+    for flag in ('--event "$GITHUB_EVENT_PATH"', '--run-id "$GITHUB_RUN_ID"',
+                 '--run-attempt "$GITHUB_RUN_ATTEMPT"', '--lifted "$LIFTED"'):  # fmt: skip
+        assert flag in step["run"], flag
+    assert gate["outputs"]["grade"] == "${{ steps.gate.outputs.grade }}"
+    assert grade["needs"] == "gate" and grade["name"] == cap.GPU_JOB
+    assert grade["if"].startswith("needs.gate.outputs.grade == 'true' &&")
+    grading = next(s for s in grade["steps"] if "grade-pr" in s.get("run", ""))
+    assert grading["name"] == cap.GRADING_STEP
+    # a capped push's comment: uploaded per attempt (the sweep re-runs the run), and the
+    # comment job takes that one, or the grading's report, as the gate decided
+    upload = next(s for s in gate["steps"] if "upload-artifact" in s.get("uses", ""))
+    assert upload["with"]["name"] == "grading-capped-${{ github.run_attempt }}"
+    assert upload["if"] == "steps.gate.outputs.grade == 'false'"
+    downloads = {s["with"]["name"]: s["if"] for s in wf["jobs"]["comment"]["steps"]
+                 if "download-artifact" in s.get("uses", "")}  # fmt: skip
+    assert downloads == {"grading-report": "needs.gate.outputs.grade != 'false'",
+                         "grading-capped-${{ github.run_attempt }}":
+                             "needs.gate.outputs.grade == 'false'"}  # fmt: skip
+
+
+def test_the_free_check_runs_on_every_push_whatever_the_cap():
+    check = load(GH / "student-workflows" / "student-check.yml")
+    [job] = check["jobs"].values()
+    assert "needs" not in job and "if" not in job
+    assert "gate" not in (GH / "student-workflows" / "student-check.yml").read_text()
+
+
+def test_the_sweep_reads_the_staffs_data_and_reruns_with_its_own_token_only():
+    """The sweep's first job re-runs a capped or held grading (actions: write) from the default
+    branch, with the staff's data for the students' due dates; it runs no student code."""
+    wf = load(GH / "student-workflows" / "sweep.yml")
+    sweep = wf["jobs"]["sweep"]
+    assert sweep["permissions"] == {"actions": "write", "contents": "read",
+                                    "pull-requests": "write"}  # fmt: skip
+    assert sweep["environment"] == "grading" and sweep["runs-on"] == "ubuntu-latest"
+    step = next(s for s in sweep["steps"] if "grader.github sweep" in s.get("run", ""))
+    assert "--staff .instructor-staff/staff" in step["run"] and '--lifted "$LIFTED"' in step["run"]
+    assert step["env"]["LIFTED"] == "${{ vars.GRADING_CAP_LIFTED }}"
+    assert not any("pip install" in s.get("run", "") or "grade-pr" in s.get("run", "")
+                   for s in sweep["steps"])  # fmt: skip
+    for job_id, job in wf["jobs"].items():
+        if job_id != "sweep":
+            assert job["permissions"].get("actions", "none") != "write", job_id
