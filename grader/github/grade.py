@@ -149,19 +149,21 @@ def grade_pr(
     decision: Decision | None = None,
     staff: Staff | None = None,
     now: datetime | None = None,
+    staff_dir: Path | None = None,
 ) -> dict[str, Path]:
     """Grade the validated submission of one PR; seal its reports, write the public comment.
 
     The course is read here once and, with the caller's isolation `decision`, handed to the
     grading, so that the reports and the grading cannot see two different courses. `staff`:
-    the staff's data (default: read from `<root>/staff`); `now`: the time the feedback policy
-    is judged at (default: the grading machine's clock)."""
+    the staff's data (default: read from `staff_dir`, else `<root>/staff`); `now`: the time the
+    feedback policy is judged at (default: the grading machine's clock)."""
     artifact = Path(artifact)
     out = Path(out)
     root = Path(root) if root is not None else find_root()
     event = load_event(event_path)
     course = load_course(root)
-    staff = staff if staff is not None else load_staff(staff_folder(course.root), course)
+    if staff is None:
+        staff = _staff(course, staff_dir, out, head_of(event))
     with tempfile.TemporaryDirectory(prefix="gha-submission-") as tmp:
         # validated again and copied afresh: grade-pr may be run on its own, on a zip or a folder
         clean = Path(tmp) / "artifact"
@@ -213,6 +215,22 @@ def grade_pr(
     }
     body = public_body(pr.head_sha, private.student_can_open, view)
     return _write_public(out, sealed, body, trailer, meta, state)
+
+
+def _staff(course: Course, folder: Path | None, out: Path, head: str) -> Staff:
+    """The staff's data, or a "not graded" comment without its error, which may name a student
+    (this log and the comment are public), and InfrastructureError."""
+    try:
+        return load_staff(staff_folder(course.root, folder), course)
+    except StaffError:
+        headline = "the course's staff data (extensions, overrides) does not load"
+        detail = (
+            "Its error is not shown here, as it may name a student. The staff see it by running "
+            "`grader grade-all` (or `grader grade`) on their copy of the instructor repository."
+        )
+        trailer = f"<sub>commit {head[:12]}</sub>" if head else ""
+        write_not_graded(out, not_graded_body(headline, detail), trailer)
+        raise InfrastructureError(headline, detail) from None
 
 
 def _run_id() -> int | None:
@@ -308,24 +326,11 @@ def grade_pr_command(
             trailer,
         )
         raise InfrastructureError(headline, detail) from None
-    course = load_course(Path(root) if root is not None else find_root())
-    try:
-        staff_data = load_staff(staff_folder(course.root, staff), course)
-    except StaffError:
-        # not its message: this log and the comment are public, and it may name a student
-        headline = "the course's staff data (extensions, overrides) does not load"
-        detail = (
-            "Its error is not shown here, as it may name a student. The staff see it by running "
-            "`grader grade-all` (or `grader grade`) on their copy of the instructor repository."
-        )
-        head = head_of(load_event(event))
-        trailer = f"<sub>commit {head[:12]}</sub>" if head else ""
-        write_not_graded(Path(out), not_graded_body(headline, detail), trailer)
-        raise InfrastructureError(headline, detail) from None
     token = stop_commands()
     try:
         return grade_pr(
-            artifact, event, out, private, root, timestamp, decision=decision, staff=staff_data
-        )
+            artifact, event, out, private, root, timestamp, decision=decision,
+            staff_dir=Path(staff) if staff else None,
+        )  # fmt: skip
     finally:
         resume_commands(token)
