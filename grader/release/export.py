@@ -5,11 +5,11 @@
 `README.md` (from `STUDENT_README.md`), `.github/workflows/` (from `.github/student-workflows/`)
 and a `.gitignore`; never `solutions/`, `tests/hidden/`, `tests/unit/` or the staff's data
 (`staff/`: extensions, overrides). The grader package holds no secrets (hidden tests live in
-`tests/hidden/`, never in the package), but the instructor's tooling is left out. The package is classified by its
-top-level entries, which follow the phase packages: `STUDENT_MODULES` ship (what `grader check`,
-`grader grade` and the student workflows run: the CLI, core, the sandbox, the suites, grading,
-reports, the workflows' github helpers); `INSTRUCTOR_MODULES` stay home (release, batch grading,
-the gradebook, the demo). The CLI imports every command's module lazily, so the student commands
+`tests/hidden/`, never in the package), but the instructor's tooling is left out. The package
+is classified by its top-level entries, which follow the phase packages: `STUDENT_MODULES` ship
+(what `grader check`, `grader grade` and the student workflows run: the CLI, core, the sandbox,
+the suites, grading, reports, the workflows' github helpers); `INSTRUCTOR_MODULES` stay home
+(release, batch grading, the gradebook, the demo). The CLI imports every command's module lazily, so the student commands
 work without them. An entry in neither list stops the export until it is classified here: a new
 module must never ship by accident. Data folders without an `__init__.py` ship as they are.
 
