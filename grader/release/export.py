@@ -9,9 +9,10 @@ and a `.gitignore`; never `solutions/`, `tests/hidden/`, `tests/unit/` or the st
 is classified by its top-level entries, which follow the phase packages: `STUDENT_MODULES` ship
 (what `grader check`, `grader grade` and the student workflows run: the CLI, core, the sandbox,
 the suites, grading, reports, the workflows' github helpers); `INSTRUCTOR_MODULES` stay home
-(release, batch grading, the gradebook, the demo). The CLI imports every command's module lazily, so the student commands
-work without them. An entry in neither list stops the export until it is classified here: a new
-module must never ship by accident. Data folders without an `__init__.py` ship as they are.
+(release, batch grading, the gradebook, the demo). The CLI imports every command's module
+lazily, so the student commands work without them. An entry in neither list stops the export
+until it is classified here: a new module must never ship by accident. Data folders without an
+`__init__.py` ship as they are.
 
 It refuses (`ExportError`) when `exercises/` is not what release would write, a module is
 unclassified or the leak proof (`grader.release.leak`) finds anything in the finished tree; the
