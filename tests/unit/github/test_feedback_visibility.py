@@ -114,3 +114,22 @@ def test_before_the_due_date_the_student_reads_scores_per_function_after_it_ever
     assert all(json.dumps(f)[1:-1] in shown for f in secrets)
     assert not (out / "staff.age").exists()  # nothing held back: the one report is complete
     assert read_state(comment)["held"] == [] and "show their score" not in comment
+
+
+def test_staff_data_that_does_not_load_stops_the_grading_without_naming_anyone(pr):
+    """Its error names a student and their extension: the public comment and log must not."""
+    from grader.core.errors import InfrastructureError
+
+    bad = pr["tmp"] / "bad-staff"
+    bad.mkdir()
+    (bad / "extensions.toml").write_text(
+        '[[extension]]\nstudent = "zoe-accommodated"\nassignment = "m10"\nhours = 72\n'
+    )
+    out = pr["tmp"] / "refused"
+    with pytest.raises(InfrastructureError) as info:
+        grade_pr(pr["art"], EVENT, out, pr["to"], pr["course"], grade=_in_process,
+                 staff_dir=bad)  # fmt: skip
+    said = str(info.value) + (out / "comment.md").read_text() + (out / "summary.md").read_text()
+    assert "staff data" in said and "Not graded" in said
+    assert "zoe" not in said and "m10" not in said and "72" not in said
+    assert not (out / "report.age").exists()
