@@ -365,6 +365,23 @@ def _metrics(p: Path, table: Any, assignment_ids: list[str]) -> MetricsRecord:
     return MetricsRecord(assignment, function, tuple(arguments), dict(roofline))
 
 
+def _assignments(p: Path, raw: Any) -> tuple[Assignment, ...]:
+    """[[assignments]]: at least one, ids unique, each feedback policy one of FEEDBACK_POLICIES."""
+    if not isinstance(raw, list) or not raw:
+        raise CourseError(f"{p}: [[assignments]] must list at least one assignment")
+    assignments = tuple(_typed(f"assignments[{i}]", a, Assignment) for i, a in enumerate(raw))
+    ids = [a.id for a in assignments]
+    if len(set(ids)) != len(ids):
+        raise CourseError(f"{p}: duplicate assignment id in {ids}")
+    for i, a in enumerate(assignments):
+        if a.feedback not in FEEDBACK_POLICIES:
+            raise CourseError(
+                f"{p}: assignments[{i}].feedback {a.feedback!r} is not one of "
+                f"{', '.join(FEEDBACK_POLICIES)}"
+            )
+    return assignments
+
+
 def _grading_cap(p: Path, table: Any) -> GradingCap:
     """[grading_cap]: a positive number of gradings in a positive window of hours."""
     cap = _typed("grading_cap", table, GradingCap)
@@ -410,21 +427,8 @@ def load_course(path: Path | str | None = None) -> Course:
     for hw in hardware.values():
         _check_hardware(p, hw)
 
-    raw_assignments = data["assignments"]
-    if not isinstance(raw_assignments, list) or not raw_assignments:
-        raise CourseError(f"{p}: [[assignments]] must list at least one assignment")
-    assignments = tuple(
-        _typed(f"assignments[{i}]", a, Assignment) for i, a in enumerate(raw_assignments)
-    )
+    assignments = _assignments(p, data["assignments"])
     ids = [a.id for a in assignments]
-    if len(set(ids)) != len(ids):
-        raise CourseError(f"{p}: duplicate assignment id in {ids}")
-    for i, a in enumerate(assignments):
-        if a.feedback not in FEEDBACK_POLICIES:
-            raise CourseError(
-                f"{p}: assignments[{i}].feedback {a.feedback!r} is not one of "
-                f"{', '.join(FEEDBACK_POLICIES)}"
-            )
 
     limits = _typed("limits", data["limits"], Limits)
     late = _typed("late_policy", data["late_policy"], LatePolicy)

@@ -156,7 +156,11 @@ def grade_pr(
     The course is read here once and, with the caller's isolation `decision`, handed to the
     grading, so that the reports and the grading cannot see two different courses. `staff`:
     the staff's data (default: read from `staff_dir`, else `<root>/staff`); `now`: the time the
-    feedback policy is judged at (default: the grading machine's clock)."""
+    feedback policy is judged at (default: the grading machine's clock).
+
+    Long because its steps are the trust story of a PR's grade and read best in order: the
+    artifact validated against the event, graded, the staff's data applied, the student's view
+    and the staff's report sealed, and only then anything public written."""
     artifact = Path(artifact)
     out = Path(out)
     root = Path(root) if root is not None else find_root()
@@ -183,11 +187,8 @@ def grade_pr(
         except InfrastructureError as exc:
             write_not_graded(out, not_graded_body(exc.headline, exc.detail), trailer)
             raise
-        finalize(result, course, staff)  # the student's extension, then the overrides
         now = now or datetime.now(UTC)
-        view = student_view(result, course, now, staff)
-        hide = set(unapplied(result))  # the staff's own problem, named in the staff's report
-        view.warnings = [w for w in view.warnings if w not in hide]
+        view = _views(result, course, staff, now)
         metrics = metrics_or_none(submission / "metrics.json")
 
         meta = {
@@ -204,17 +205,22 @@ def grade_pr(
             _seal_reports(result, course, metrics, meta, Path(tmp) / "staff", staff_only, out,
                           STAFF_SEALED_NAME)  # fmt: skip
     state = {
-        "head": pr.head_sha,
-        "status": "graded",
-        "student": student,
-        "run": _run_id(),
-        "via": "sweep" if SWEEP_KEY in event else "check",
-        "at": github_time(when),
-        "graded_at": github_time(now),
-        "held": [a.id for a in held(view)],
-    }
+        "head": pr.head_sha, "status": "graded", "student": student, "run": _run_id(),
+        "via": "sweep" if SWEEP_KEY in event else "check", "at": github_time(when),
+        "graded_at": github_time(now), "held": [a.id for a in held(view)],
+    }  # fmt: skip
     body = public_body(pr.head_sha, private.student_can_open, view)
     return _write_public(out, sealed, body, trailer, meta, state)
+
+
+def _views(result: GradeResult, course: Course, staff: Staff, now: datetime) -> GradeResult:
+    """`result` finalized with the staff's data (in place: the staff's full report), and the
+    student's view of it at `now` (the feedback policy), returned."""
+    finalize(result, course, staff)  # the student's extension, then the overrides
+    view = student_view(result, course, now, staff)
+    hide = set(unapplied(result))  # the staff's own problem, named in the staff's report
+    view.warnings = [w for w in view.warnings if w not in hide]
+    return view
 
 
 def _staff(course: Course, folder: Path | None, out: Path, head: str) -> Staff:

@@ -483,7 +483,6 @@ def build(
     results, notes = load_results(graded)
     t1, c1 = time.perf_counter(), time.process_time()
     tests = pass_rates(results)
-    late = late_rows(results, course)
     stats = assignment_stats(results, course, list(known))
     rows = roster(results, course, list(known), graded, report_dir or Path(graded))
     t2, c2 = time.perf_counter(), time.process_time()
@@ -514,7 +513,7 @@ def build(
         tests=tests,
         functions=function_rates(results, course),
         changes=outcome_changes(graded, results),
-        late=late,
+        late=late_rows(results, course),
         staff=staff_rows(results),
         similar=similar,
         threshold=threshold,
