@@ -70,6 +70,7 @@ def _profiled_assignment(course: Course, root: Path) -> str:
 def cmd_grade(args: argparse.Namespace) -> int:
     from grader.core.jsonread import metrics_or_none  # lazy: as in _root
     from grader.core.late import parse_timestamp  # lazy: as in _root
+    from grader.core.staff import load_staff, staff_folder  # lazy: as in _root
     from grader.grading.grade import grade_submission  # lazy: numpy, the sandbox
     from grader.grading.reference import reference_record  # lazy: as above
     from grader.reports.outputs import report_outputs, unwritable, write_each  # lazy: matplotlib
@@ -87,6 +88,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     if blocked:
         return ExitCode.USAGE
     course = _course(args)
+    staff = load_staff(staff_folder(course.root, args.staff), course)
     timestamp = parse_timestamp(args.timestamp) if args.timestamp else None
     result = grade_submission(
         Path(args.submission),
@@ -96,6 +98,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
         sandbox=not args.no_sandbox,
         course=course,
         allow_incomplete_isolation=args.allow_incomplete_isolation,
+        staff=staff,
     )
     outputs = report_outputs(
         result,
@@ -133,7 +136,34 @@ def cmd_grade_all(args: argparse.Namespace) -> int:
         allow_incomplete_isolation=args.allow_incomplete_isolation,
         force=args.force,
         drop_times=args.drop_times,
+        staff=Path(args.staff) if args.staff else None,
     )
+
+
+def cmd_override(args: argparse.Namespace) -> int:
+    """Record (or undo) an instructor's decision on a student's points, in the staff's data."""
+    from grader.grading.overrides import record_override  # lazy: as in _root
+
+    course = _course(args)
+    path, decision = record_override(
+        course,
+        args.student,
+        args.assignment,
+        test=args.test,
+        value=args.points,
+        reason=args.reason,
+        remove=args.remove,
+        folder=Path(args.staff) if args.staff else None,
+        by=args.by,
+    )
+    what = f"{decision.assignment} test {decision.test}" if decision.test else decision.assignment
+    done = "removed the override of" if decision.remove else f"{args.points:g} points for"
+    print(f"{done} {decision.student}'s {what} ({decision.by}, {decision.at}); in {path}")
+    print(
+        "It applies to every grading from now on: `grader grade`, each pull request's grading, "
+        "and `grader grade-all` (run it again: nothing is regraded, the kept results take it)."
+    )
+    return ExitCode.OK
 
 
 def cmd_class_report(args: argparse.Namespace) -> int:
@@ -217,6 +247,13 @@ def _isolation_override(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _staff_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--staff",
+        help="the staff's data folder: extensions.toml, overrides.toml (default: ROOT/staff)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Every `grader` subcommand with its flags and the function it runs.
 
@@ -253,6 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--json"), g.add_argument("--markdown"), g.add_argument("--html")
     g.add_argument("--gradebook", help="nbgrader gradebook.db to record the grades in")
     g.add_argument("--timestamp", help="trusted submission time (ISO 8601) for the late policy")
+    _staff_option(g)
     g.add_argument(
         "--no-sandbox",
         action="store_true",
@@ -290,7 +328,27 @@ def build_parser() -> argparse.ArgumentParser:
         help="grade changed work that the listing gives no submission time for without one "
         "(by default that is refused: it would drop the late penalty of an earlier grading)",
     )
+    _staff_option(b)
     b.set_defaults(func=cmd_grade_all)
+
+    ov = sub.add_parser(
+        "override",
+        help="set a student's points with a reason (kept through every regrade)",
+        description="Record an instructor's decision in the staff's data (staff/overrides.toml, "
+        "a log: who, when, why). --points alone sets the assignment's score; with --test NAME "
+        "(a test of its suites, e.g. hidden/test_crossover_batch_random) that test's points. "
+        "Applied after grading, on every regrade, in every output; --remove undoes it.",
+    )
+    ov.add_argument("student")
+    ov.add_argument("assignment")
+    ov.add_argument("--test", help="the test whose points to set (default: the whole score)")
+    ov.add_argument("--points", type=float, help="points, in whole eighths (e.g. 3.5)")
+    ov.add_argument("--reason", required=True, help="why: kept with the decision, shown to the "
+                    "student in their report")  # fmt: skip
+    ov.add_argument("--remove", action="store_true", help="undo the standing override")
+    ov.add_argument("--by", help="who decides (default: git's user.email, else the login)")
+    _staff_option(ov)
+    ov.set_defaults(func=cmd_override)
 
     cr = sub.add_parser(
         "class-report", help="where the class struggles: scores, hardest tests, late, similarity"

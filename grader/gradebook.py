@@ -12,6 +12,9 @@ Mapping onto nbgrader's model (nbgrader.api):
 |                               | one `SubmittedNotebook` and one `Grade` per grade cell          |
 | a test's score                | `Grade.auto_score`                                              |
 | late penalty (a fraction)     | `SubmittedNotebook.late_submission_penalty`, in *points*        |
+| the student's extension       | `SubmittedAssignment.extension` (extended due date - due date)  |
+| an instructor's override      | a test's: its `Grade.auto_score`; the assignment's score: in    |
+|                               | the penalty column (raw - score, below), negative when raised   |
 
 Late penalty: nbgrader stores the penalty in points on the submitted notebook (its
 `LateSubmissionPlugin` writes it during `nbgrader autograde`; `SubmittedAssignment.
@@ -19,6 +22,10 @@ late_submission_penalty` is the sum over notebooks) and `nbgrader export` subtra
 `score = max(0, raw - penalty)`. We never run `nbgrader autograde`, so nbgrader's own late plugin
 and its config never run; we store the points the late policy took (raw - score, whole eighths:
 grader.core.points) in that column, and nbgrader's export then reports exactly the result's score.
+An instructor's override of a whole assignment's score (grader.grading.finalize) lands in the
+same column, since it is what makes the score differ from the raw score: `nbgrader export` then
+prints the overridden score (a raised score is a negative penalty). A test's override is its
+grade's `auto_score`: the tests' sum stays the raw score.
 
 Grade cells are created on first sight. A regrade replaces the student's `auto_score`s in place
 (unique rows: one submission per student and assignment, one grade per cell); a human's
@@ -302,6 +309,9 @@ def _write(session: Session, result: GradeResult, course: Course) -> None:
         fields = {"assignment": assignment, "student": student, "timestamp": timestamp}
         submission = _get_or_add(session, SubmittedAssignment, key, **fields)
         submission.timestamp = timestamp
+        # the student's extension, as nbgrader keeps one (its `duedate` adds it)
+        extended = _naive_utc(a.extended_due) if a.extended_due else None
+        submission.extension = extended - due if extended is not None and due else None
         session.flush()
         key = {"notebook_id": notebook.id, "assignment_id": submission.id}
         snb = _get_or_add(session, SubmittedNotebook, key, notebook=notebook, assignment=submission)
@@ -335,17 +345,21 @@ def _write(session: Session, result: GradeResult, course: Course) -> None:
 
 
 CSV_SCORES = ("raw_score", "late_submission_penalty", "score", "max_score")
+CSV_STAFF = ("extended_due", "override")  # the columns grades.csv adds to nbgrader's
 
 
-def _round_csv(path: Path) -> None:
+def _round_csv(path: Path, results: dict[str, GradeResult] | None = None) -> None:
     """nbgrader prints its float sums as `36.0`: write its score columns in the shown points
     format (`36`, `41.125`). Points are whole eighths, so its sums are exact and this only
-    reformats; it never rounds a value."""
+    reformats; it never rounds a value. With `results` (student -> result), the staff's
+    columns are added: each row's extended due date and its overrides (`staff_columns`)."""
     with open(path, newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
         fields = list(rows[0]) if rows else None
     if not rows or fields is None:
         return
+    if results is not None:
+        fields += list(CSV_STAFF)
     for row in rows:
         for key in CSV_SCORES:
             if row.get(key) not in (None, ""):
@@ -353,17 +367,38 @@ def _round_csv(path: Path) -> None:
                     row[key] = shown(float(row[key]))
                 except ValueError:
                     continue
+        if results is not None:
+            row.update(staff_columns(results.get(row.get("student_id", "")), row["assignment"]))
     with open(path, "w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=fields)
         writer.writeheader()
         writer.writerows(rows)
 
 
-def export_csv(db_path: Path | str, out_csv: Path | str) -> Path:
+def staff_columns(result: GradeResult | None, assignment: str) -> dict[str, str]:
+    """grades.csv's `extended_due` (ISO 8601, or empty) and `override` (`score 3.5: reason`, a
+    test's `hidden/test_x 2: reason`, `;`-separated; empty without one) of one row."""
+    a = next((x for x in result.assignments if x.id == assignment), None) if result else None
+    if a is None:
+        return dict.fromkeys(CSV_STAFF, "")
+    said = [f"score {shown(a.override['points'])}: {a.override['reason']}"] if a.override else []
+    said += [
+        f"{t.name} {shown(t.override['points'])}: {t.override['reason']}"
+        for t in a.tests
+        if t.override
+    ]
+    return {"extended_due": a.extended_due or "", "override": "; ".join(said)}
+
+
+def export_csv(
+    db_path: Path | str, out_csv: Path | str, results: dict[str, GradeResult] | None = None
+) -> Path:
     """`nbgrader export`'s CSV (nbgrader's own CsvExportPlugin): one row per student and assignment.
 
     Columns: assignment, duedate, timestamp, student_id, last_name, first_name, email, raw_score,
-    late_submission_penalty, score, max_score. Written to a temporary file and renamed.
+    late_submission_penalty, score, max_score, and with `results` (student -> result, what
+    grade-all graded) the staff's `extended_due` and `override` (`staff_columns`). Written to
+    a temporary file and renamed.
     """
     from nbgrader.plugins.export import CsvExportPlugin  # lazy: see the module docstring
 
@@ -372,7 +407,7 @@ def export_csv(db_path: Path | str, out_csv: Path | str) -> Path:
     try:
         with atomic_path(out) as tmp, open_gradebook(path, create=False) as gb:
             CsvExportPlugin(to=str(tmp)).export(gb)
-            _round_csv(tmp)
+            _round_csv(tmp, results)
     except OSError as exc:
         if isinstance(exc, GradebookError):
             raise

@@ -20,6 +20,7 @@ from grader.core.errors import ExitCode
 from grader.core.late import parse_timestamp
 from grader.core.preflight import gpu_preflight
 from grader.core.results import GradeResult
+from grader.core.staff import load_staff, staff_folder
 from grader.grading.grade import grade_submission
 from grader.grading.reference import reference_record
 from grader.sandbox.isolation import Probe, adopt, decide
@@ -62,15 +63,18 @@ def run_class(
     force: bool = False,
     allow_incomplete_isolation: bool = False,
     drop_times: bool = False,
+    staff: Path | None = None,
 ) -> int:
     """`grader grade-all`: `ExitCode.OK` when every submission was graded and the points audit
     holds, `ExitCode.FAILED` otherwise. Before grading anyone it proves the GPU works where there
     is one (`InfrastructureError` otherwise: no error rows, no zero scores) and refuses
-    (`IsolationRefused`) when a sandbox layer is missing."""
+    (`IsolationRefused`) when a sandbox layer is missing. `staff`: the staff's data folder
+    (default `<root>/staff`), loaded and checked before anything is graded."""
     if device.has_gpu():
         gpu_preflight()  # once for the class; the children inherit the passing check
     decision = decide(allow_incomplete_isolation)  # IsolationRefused: nobody is graded
     course = load_course(root)
+    staff_data = load_staff(staff_folder(course.root, staff), course)
     parsed = parse_shard(shard) if isinstance(shard, str) or shard is None else shard
     outcome = grade_all(
         Path(submissions),
@@ -87,5 +91,6 @@ def run_class(
         reference=reference_record(course),
         force=force,
         drop_times=drop_times,
+        staff=staff_data,
     )
     return ExitCode.FAILED if outcome.failed or outcome.audit else ExitCode.OK

@@ -96,11 +96,13 @@ def merge_shards(
     out.mkdir(parents=True, exist_ok=True)
     state = StateFile(out / STATE)
     db = out / "gradebook.db"
+    results = {}
     for student, (shard, entry) in sorted(owner.items()):
         shutil.copytree(shard / student, out / student, symlinks=True)
-        record(db, GradeResult.read(out / student / "result.json"), course)
+        results[student] = GradeResult.read(out / student / "result.json")
+        record(db, results[student], course)
         state.append(entry)
     state.compact()
-    merged = MergedClass(out, sorted(owner), db, export_csv(db, out / "grades.csv"))
+    merged = MergedClass(out, sorted(owner), db, export_csv(db, out / "grades.csv", results))
     _, merged.class_report = write_class_report(out, course, state.read(), submissions=submissions)
     return merged

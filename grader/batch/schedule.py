@@ -12,9 +12,11 @@ regraded assignment's score (before -> after); `force=True` (`--force`) regrades
 listing without times keeps each earlier submission time for unchanged work (`kept_times`). The
 gradebook write replaces rows, so an interruption at any point neither loses nor duplicates
 grades. Skipped students' results are re-recorded into the gradebook (cheap and idempotent), so a
-deleted or fresh gradebook.db is rebuilt complete. At the end of a run the state file is
-compacted to one line per student. Whatever fails for one submission (its grading, its reports,
-its gradebook row) is that submission's error row, never the batch's end.
+deleted or fresh gradebook.db is rebuilt complete. Every result, graded or kept, gets
+the staff's data of the run (`finalize`: extensions in the late policy, then overrides), so an
+override survives every regrade and a new one needs no regrade. At the end of a run the state
+file is compacted to one line per student. Whatever fails for one submission (its grading, its
+reports, its gradebook row) is that submission's error row, never the batch's end.
 """
 
 from __future__ import annotations
@@ -60,8 +62,10 @@ from grader.core.course import Course, load_course
 from grader.core.errors import UsageError
 from grader.core.jsonread import metrics_or_none
 from grader.core.results import GradeResult, validate
+from grader.core.staff import Staff
 from grader.core.tables import format_table, points, score
 from grader.gradebook import export_csv, record
+from grader.grading.finalize import finalize
 from grader.reports import write_reports
 
 
@@ -165,6 +169,7 @@ class _Run:
     progress: IO[str]
     total: int
     outcome: BatchOutcome
+    staff: Staff = field(default_factory=Staff)
     regraded: Regraded = field(default_factory=dict)
     plans: dict[str, tuple[str, ...]] = field(default_factory=dict)  # partial regrades
     earlier: dict[str, GradeResult] = field(default_factory=dict)  # their kept results
@@ -208,6 +213,7 @@ class _Run:
                     why if not plan.why else f"{plan.why}; {why}", tuple(self.inputs)
                 )
             if not plan.why and r is not None:
+                self.refinalize(student, r)
                 record(self.db, r, self.course)  # idempotent: keeps the gradebook complete
                 self.outcome.results[student] = r
                 self.outcome.skipped.append(student)
@@ -224,6 +230,16 @@ class _Run:
             todo.append((student, digest))
         return todo
 
+    def refinalize(self, student: str, r: GradeResult) -> None:
+        """A kept result with the staff's data of today (an extension or an override may have
+        changed since it was graded): recomputed from its tests' graded scores, and its reports
+        rewritten when that changed anything."""
+        before = r.to_json()
+        finalize(r, self.course, self.staff)
+        if r.to_json() != before:
+            metrics = metrics_or_none(self.found[student] / "metrics.json")
+            write_reports(r, self.course, self.out / student, metrics, self.reference)
+
     def finish(
         self, student: str, digest: str, result: GradeResult, seconds: float, ok: bool
     ) -> None:
@@ -235,6 +251,8 @@ class _Run:
                 result, self.earlier[student], self.plans[student], course.assignment_ids
             )
         try:
+            if ok:  # the late policy with the student's extensions, then the overrides
+                finalize(result, course, self.staff)
             metrics = metrics_or_none(self.found[student] / "metrics.json") if ok else None
             write_reports(result, course, work, metrics, self.reference)
         except Exception as exc:  # off-schema result, or a report that cannot be written
@@ -303,8 +321,8 @@ class _Run:
         for names in (outcome.graded, outcome.skipped, outcome.failed):
             names.sort()
         if self.db.exists():
-            outcome.csv = export_csv(self.db, self.out / "grades.csv")
-        outcome.audit = audit(self.out)
+            outcome.csv = export_csv(self.db, self.out / "grades.csv", outcome.results)
+        outcome.audit = audit(self.out, self.staff)
         outcome.seconds = time.perf_counter() - started
         table = summary_table(outcome.results, self.course, outcome.failed, self.regraded)
         print(table, file=summary)
@@ -326,10 +344,13 @@ def _open_run(
     reference: dict | None,
     drop_times: bool,
     progress: IO[str],
+    staff: Staff,
 ) -> tuple[_Run, list[str], dict[str, dict]]:
     """The run over this shard's submissions, with what the state file says was done."""
     out.mkdir(parents=True, exist_ok=True)
     found = discover(submissions, exclude=out)
+    # an extension or override for a student the class does not hold is a typo: say so first
+    staff.check_students(found, f"the class listing {submissions}")
     selected = select_shard(list(found), shard)
     state = StateFile(out / STATE)
     done = state.read()
@@ -353,6 +374,7 @@ def _open_run(
         progress=progress,
         total=len(selected),
         outcome=BatchOutcome(gradebook=out / "gradebook.db"),
+        staff=staff,
     )
     return run, selected, done
 
@@ -424,6 +446,7 @@ def grade_all(
     drop_times: bool = False,
     progress: IO[str] | None = None,
     summary: IO[str] | None = None,
+    staff: Staff | None = None,
 ) -> BatchOutcome:
     """Grade every submission (of this shard) and write reports, gradebook.db and grades.csv.
 
@@ -431,7 +454,9 @@ def grade_all(
     submission (`grader.batch.children`). `timeout_s` (default: the course's submission timeout
     + 120 s) kills a grading that hangs. `force` regrades submissions even when unchanged.
     `drop_times` grades changed work that the listing gives no time for without one (otherwise
-    that is refused: `inputs.DroppedTimes`, before anything is graded).
+    that is refused: `inputs.DroppedTimes`, before anything is graded). `staff`: the staff's
+    data (grader.core.staff), checked against the class before anything is graded and applied
+    to every result, graded or kept (`grader.grading.finalize`).
 
     The steps: open the run (`_open_run`), keep or queue each student (`_Run.plan`), grade the
     queue in children (`_grade_children`, each committed by `_Run.finish`), close the run
@@ -447,8 +472,9 @@ def grade_all(
     timeout = timeout_s if timeout_s is not None else course.limits.submission_timeout_s + 120
     started = time.perf_counter()
     run, selected, done = _open_run(
-        Path(submissions), Path(out_dir), shard, course, reference, drop_times, progress
-    )
+        Path(submissions), Path(out_dir), shard, course, reference, drop_times, progress,
+        staff or Staff(),
+    )  # fmt: skip
     todo = run.plan(selected, done, force)
     _grade_children(run, todo, grade_one, jobs, timeout)
     return run.close(started, summary)

@@ -8,7 +8,7 @@ to a default and grade a class with the wrong limits.
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 from datetime import datetime
 from pathlib import Path
 from typing import Any, get_args, get_type_hints
@@ -92,6 +92,9 @@ class Hardware:
         return self.peak_flops / self.peak_bandwidth
 
 
+FEEDBACK_POLICIES = ("full", "hidden-after-due", "score-only")
+
+
 @dataclass(frozen=True)
 class Assignment:
     id: str
@@ -100,6 +103,11 @@ class Assignment:
     due: datetime
     points: float
     needs_gpu: bool
+    # How much of the hidden tests a pull request's report shows the student (FEEDBACK_POLICIES;
+    # grader.core.visibility): "full" every test's feedback; "hidden-after-due" the hidden
+    # tests' scores per graded function until the due date (and the student's extension), then
+    # in full; "score-only" their scores per graded function, always.
+    feedback: str = "full"
 
 
 @dataclass(frozen=True)
@@ -141,6 +149,16 @@ class LatePolicy:
 
 
 @dataclass(frozen=True)
+class GradingCap:
+    """`[grading_cap]`: at most `gradings` authoritative (GPU) gradings of one student's pull
+    requests in any `window_hours` (grader.github.cap); a push over it is graded by the sweep
+    once the window lets it. The free CPU check still runs on every push."""
+
+    gradings: int
+    window_hours: float
+
+
+@dataclass(frozen=True)
 class Course:
     id: str
     title: str
@@ -152,6 +170,7 @@ class Course:
     late_policy: LatePolicy
     root: Path
     metrics: MetricsRecord | None = None  # None: no assignment writes metrics.json
+    grading_cap: GradingCap | None = None  # None: every push is graded
 
     @property
     def gpu(self) -> Hardware:
@@ -201,8 +220,9 @@ def _typed(section: str, table: Any, cls: type, extra: dict[str, Any] | None = N
         raise CourseError(f"[{section}] unknown key {unknown[0]!r}; allowed: {', '.join(wanted)}")
     values: dict[str, Any] = dict(extra)
     optional = {f.name for f in fields(cls) if f.default is None}
+    defaulted = {f.name for f in fields(cls) if f.default is not MISSING}
     for name, kind in wanted.items():
-        if name not in table and name in optional:
+        if name not in table and name in defaulted:
             continue
         if name not in table:
             raise CourseError(f"[{section}] missing key {name!r}")
@@ -345,6 +365,34 @@ def _metrics(p: Path, table: Any, assignment_ids: list[str]) -> MetricsRecord:
     return MetricsRecord(assignment, function, tuple(arguments), dict(roofline))
 
 
+def _assignments(p: Path, raw: Any) -> tuple[Assignment, ...]:
+    """[[assignments]]: at least one, ids unique, each feedback policy one of FEEDBACK_POLICIES."""
+    if not isinstance(raw, list) or not raw:
+        raise CourseError(f"{p}: [[assignments]] must list at least one assignment")
+    assignments = tuple(_typed(f"assignments[{i}]", a, Assignment) for i, a in enumerate(raw))
+    ids = [a.id for a in assignments]
+    if len(set(ids)) != len(ids):
+        raise CourseError(f"{p}: duplicate assignment id in {ids}")
+    for i, a in enumerate(assignments):
+        if a.feedback not in FEEDBACK_POLICIES:
+            raise CourseError(
+                f"{p}: assignments[{i}].feedback {a.feedback!r} is not one of "
+                f"{', '.join(FEEDBACK_POLICIES)}"
+            )
+    return assignments
+
+
+def _grading_cap(p: Path, table: Any) -> GradingCap:
+    """[grading_cap]: a positive number of gradings in a positive window of hours."""
+    cap = _typed("grading_cap", table, GradingCap)
+    if cap.gradings < 1 or not 0 < cap.window_hours <= 24 * 31:
+        raise CourseError(
+            f"{p}: [grading_cap] needs gradings >= 1 and 0 < window_hours <= 744 (a month), "
+            f"got {cap.gradings} in {cap.window_hours} h"
+        )
+    return cap
+
+
 def load_course(path: Path | str | None = None) -> Course:
     """Load and validate course.toml (a file path, a directory holding it, or found from cwd)."""
     p = Path(path) if path is not None else find_root() / MANIFEST
@@ -357,10 +405,11 @@ def load_course(path: Path | str | None = None) -> Course:
     except tomllib.TOMLDecodeError as exc:
         raise CourseError(f"{p}: not valid TOML: {exc}") from exc
     allowed = {"course", "hardware", "assignments", "limits", "late_policy"}
-    unknown = sorted(set(data) - allowed - {"metrics"})
+    optional = {"metrics", "grading_cap"}
+    unknown = sorted(set(data) - allowed - optional)
     if unknown:
         raise CourseError(
-            f"{p}: unknown top-level key {unknown[0]!r}; allowed: {sorted(allowed | {'metrics'})}"
+            f"{p}: unknown top-level key {unknown[0]!r}; allowed: {sorted(allowed | optional)}"
         )
     for key in sorted(allowed):
         if key not in data:
@@ -378,21 +427,15 @@ def load_course(path: Path | str | None = None) -> Course:
     for hw in hardware.values():
         _check_hardware(p, hw)
 
-    raw_assignments = data["assignments"]
-    if not isinstance(raw_assignments, list) or not raw_assignments:
-        raise CourseError(f"{p}: [[assignments]] must list at least one assignment")
-    assignments = tuple(
-        _typed(f"assignments[{i}]", a, Assignment) for i, a in enumerate(raw_assignments)
-    )
+    assignments = _assignments(p, data["assignments"])
     ids = [a.id for a in assignments]
-    if len(set(ids)) != len(ids):
-        raise CourseError(f"{p}: duplicate assignment id in {ids}")
 
     limits = _typed("limits", data["limits"], Limits)
     late = _typed("late_policy", data["late_policy"], LatePolicy)
     if not 0 <= late.penalty_per_day <= 1 or not 0 <= late.max_penalty <= 1:
         raise CourseError(f"{p}: late_policy penalties are fractions between 0 and 1")
     metrics = _metrics(p, data["metrics"], ids) if "metrics" in data else None
+    cap = _grading_cap(p, data["grading_cap"]) if "grading_cap" in data else None
     return Course(
         id=head["id"],
         title=head["title"],
@@ -404,4 +447,5 @@ def load_course(path: Path | str | None = None) -> Course:
         late_policy=late,
         root=p.parent.resolve(),
         metrics=metrics,
+        grading_cap=cap,
     )

@@ -10,8 +10,12 @@ from typing import Any, Literal
 from grader.core.errors import UsageError
 from grader.core.files import atomic_write
 
-# 2: AssignmentResult.seed, Environment.bubblewrap; 3: TestResult.timings, AssignmentResult.memory
+# 2: AssignmentResult.seed, Environment.bubblewrap; 3: TestResult.timings, the memory profiles
+# (AssignmentResult.memory), the staff's decisions and the feedback policy (TestResult.functions
+# and override, AssignmentResult.extended_due, override and the feedback fields). A version-2
+# result reads as one with none of them.
 SCHEMA_VERSION = 3
+READABLE_VERSIONS = (2, 3)
 Outcome = Literal["passed", "failed", "error", "timeout", "skipped"]
 OUTCOMES: tuple[str, ...] = ("passed", "failed", "error", "timeout", "skipped")
 
@@ -25,6 +29,12 @@ class TestResult:
     feedback: str = ""
     suite: str = "public"
     duration_s: float = 0.0
+    # the graded functions the test called (the student facade's names): how a report that
+    # shows the hidden tests' scores alone groups them (grader.core.visibility)
+    functions: list[str] = field(default_factory=list)
+    # an instructor's points for this test (grader.grading.finalize): points, reason, by, at,
+    # and auto_score, the score grading gave; `score` is then the override's points
+    override: dict[str, Any] | None = None
     # a timed GPU test's figures (grader.suites.timing.judge): each target's median and spread,
     # each verdict's ratio, threshold and margin, the device and its NVML readings
     timings: list[dict[str, Any]] = field(default_factory=list)
@@ -52,6 +62,15 @@ class AssignmentResult:
     tests: list[TestResult] = field(default_factory=list)
     seed: str = ""  # the draws' seed (grader.suites.seeds): same student and suites, same draws
     memory: list[KernelMemory] = field(default_factory=list)  # the kernels' memory profiles
+    extended_due: str | None = None  # the student's extended due date (ISO 8601), if any
+    # an instructor's score for the whole assignment: points, reason, by, at, and auto_score,
+    # what the tests and the late policy gave; `score` is then the override's points
+    override: dict[str, Any] | None = None
+    feedback_policy: str = "full"  # course.toml's feedback policy of the assignment
+    # what this result shows of the hidden tests: "full", "held" (their scores per graded
+    # function until feedback_until), "scores" (those alone: grader.core.visibility)
+    hidden_feedback: str = "full"
+    feedback_until: str | None = None  # "held": when the full feedback is shown (ISO 8601)
 
 
 @dataclass
@@ -95,11 +114,12 @@ class GradeResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GradeResult:
-        if data.get("schema_version") != SCHEMA_VERSION:
+        if data.get("schema_version") not in READABLE_VERSIONS:
             raise UsageError(
-                f"result schema_version {data.get('schema_version')!r} is not {SCHEMA_VERSION}"
+                f"result schema_version {data.get('schema_version')!r} is not one of "
+                f"{READABLE_VERSIONS}"
             )
-        d = dict(data)
+        d = {**data, "schema_version": SCHEMA_VERSION}  # the fields version 3 added default
         d["environment"] = Environment(**d["environment"])
         d["assignments"] = [
             AssignmentResult(

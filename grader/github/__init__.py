@@ -38,6 +38,11 @@
         OUT/comment.md saying what failed and that no score was recorded (`comment`).
     python -m grader.github post-comment --pr N --body FILE --repo OWNER/NAME [--head-sha SHA]
         create or update the one PR comment that starts with the marker, with `gh api`.
+    python -m grader.github gate --repo R --event EVENT.json --run-id ID [--run-attempt N]
+                                 [--lifted LOGINS] --out OUT [--github-output FILE]
+        grade.yml's first job, on a free runner: is the push under course.toml's grading cap
+        (`cap`: the student's gradings counted from GitHub's record of grade.yml's runs)? Writes
+        grade=true, or grade=false and OUT/comment.md saying when the next grading runs.
 
 Every verb but grade-pr runs before anything is installed (on the runner's bare Python), so this
 package and its `artifact`, `event` and `comment` modules import only the standard library and
@@ -52,10 +57,13 @@ import os
 import re
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from grader.core.course import load_course
 from grader.core.errors import ExitCode, GraderError, InfrastructureError, UsageError
+from grader.core.staff import StaffError, load_staff, staff_folder
 from grader.core.student_repo import RELEASE_RECORD
 from grader.github.artifact import (
     ArtifactError,
@@ -65,6 +73,8 @@ from grader.github.artifact import (
     show,
     validate_artifact,
 )
+from grader.github.cap import LIFTED_VARIABLE, gradings, lifted_logins, write_capped
+from grader.github.cap import decide as cap_decide
 from grader.github.comment import (
     BOT_LOGIN,
     MARKER,
@@ -163,6 +173,28 @@ def _write_outputs(path: str | None, values: dict[str, str]) -> None:
             fh.write(f"{k}={v}\n")
 
 
+def gate(args: argparse.Namespace) -> str:
+    """The `gate` verb: grade this push now, or write the comment saying when (module `cap`)."""
+    event = load_event(args.event)
+    student, head = student_of(event), head_of(event)
+    if not _is_sha(head):
+        raise EventError("the event names no head commit")
+    course = load_course(Path(args.root))
+    cap, lifted = course.grading_cap, lifted_logins(args.lifted)
+    now = datetime.now(UTC)
+    times = []
+    if cap is not None and student not in lifted:
+        window = timedelta(hours=cap.window_hours)
+        own = (args.run_id, args.run_attempt)
+        times = [g.at for g in gradings(args.repo, student, now, window, own=own)]
+    decision = cap_decide(cap, student, times, lifted)
+    _write_outputs(args.github_output, {"grade": "true" if decision.grade else "false"})
+    if decision.grade or cap is None:
+        return f"grade {head[:12]} of {student}: {decision.why}"
+    write_capped(Path(args.out), head, student, args.run_id, cap, decision)
+    return f"not graded now ({decision.why}); next grading at {decision.next_at}"
+
+
 def _parser() -> argparse.ArgumentParser:
     """The verbs the workflows call, with their flags.
 
@@ -189,6 +221,7 @@ def _parser() -> argparse.ArgumentParser:
         default=os.environ.get("STAFF_AGE_RECIPIENT", ""),
         help="the staff's age public key (default: $STAFF_AGE_RECIPIENT)",
     )
+    g.add_argument("--staff", help="the staff's data folder (default: ROOT/staff)")
 
     t = sub.add_parser("verify-tree", help="the artifact's files against the head commit's tree")
     t.add_argument("src")
@@ -217,6 +250,20 @@ def _parser() -> argparse.ArgumentParser:
     sw.add_argument("--repo", required=True)
     sw.add_argument("--minutes", type=int, default=60)
     sw.add_argument("--github-output", help="append heads=JSON (the conflicting PRs) here")
+    sw.add_argument("--root", default=".")
+    sw.add_argument("--staff", help="the staff's data folder (default: ROOT/staff)")
+    sw.add_argument("--lifted", default="", help="logins whose grading cap the staff lifted")
+
+    gt = sub.add_parser("gate", help="is this push under the grading cap? (grade.yml)")
+    gt.add_argument("--repo", required=True)
+    gt.add_argument("--event", required=True)
+    gt.add_argument("--run-id", required=True, type=int)
+    gt.add_argument("--run-attempt", type=int, default=1)
+    gt.add_argument("--lifted", default="", help=f"logins whose cap the staff lifted "
+                    f"(the repository variable {LIFTED_VARIABLE})")  # fmt: skip
+    gt.add_argument("--out", required=True, help="where a capped push's comment.md goes")
+    gt.add_argument("--root", default=".")
+    gt.add_argument("--github-output", help="append grade=true|false here")
 
     hs = sub.add_parser("head-submission", help="a swept head's tree as its submission")
     hs.add_argument("--git-dir", required=True)
@@ -276,6 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.timestamp,
                 args.student_keys,
                 args.staff_recipient,
+                args.staff,
             )
             meta = json.loads(paths["pr"].read_text(encoding="utf-8"))
             # the log is public: no score here, it is sealed in report.age
@@ -298,8 +346,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             commit = release_commit(args.root)
             _write_outputs(args.github_output, {"commit": commit})
             print(f"exported from instructor commit {commit}")
+        elif args.cmd == "gate":
+            print(gate(args))
         elif args.cmd == "sweep":
-            swept = sweep_ungraded(args.repo, args.minutes)
+            course = load_course(Path(args.root))
+            try:
+                staff = load_staff(staff_folder(course.root, args.staff), course)
+            except StaffError:  # not its message: the log is public, and it may name a student
+                raise UsageError(
+                    "the staff's data (extensions, overrides) does not load; run `grader "
+                    "grade-all` on the instructor repository to see why"
+                ) from None
+            swept = sweep_ungraded(
+                args.repo, args.minutes, course=course, staff=staff,
+                lifted=lifted_logins(args.lifted),
+            )  # fmt: skip
             for s in swept:
                 print(f"PR #{s.number} at {s.head_sha[:12]}: {s.action}")
             _write_outputs(args.github_output, {"heads": json.dumps(sweep_plan(swept))})

@@ -31,6 +31,33 @@ NOT_YOUR_FAULT = (
     "to your instructor, and grading runs again on your next push or when they re-run it."
 )
 MAX_DETAIL_CHARS = 4000
+# The comment's machine-readable line, right under the marker: what the grader last did for the
+# PR (the head, "graded" or "capped", the run to re-run, what feedback is held), read by the
+# sweep (`read_state`). Only the bot writes it (a student cannot edit another's comment), and it
+# holds nothing private: no score, no date of a student's own (an extension stays private).
+STATE_PREFIX = "<!-- course-grader-state "
+STATE_SUFFIX = " -->"
+MAX_STATE_CHARS = 1500
+
+
+def state_line(state: dict) -> str:
+    """The comment's state line for `state` (plain JSON data)."""
+    text = json.dumps(state, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    if "--" in text or len(text) > MAX_STATE_CHARS:
+        raise ValueError("the comment state must be short JSON without '--'")
+    return f"{STATE_PREFIX}{text}{STATE_SUFFIX}"
+
+
+def read_state(body: str) -> dict | None:
+    """The state line of one of our comments (`state_line`), or None when it has none."""
+    for line in body.splitlines()[:3]:
+        if line.startswith(STATE_PREFIX) and line.endswith(STATE_SUFFIX):
+            try:
+                state = json.loads(line[len(STATE_PREFIX) : -len(STATE_SUFFIX)])
+            except ValueError:
+                return None
+            return state if isinstance(state, dict) else None
+    return None
 
 
 def not_graded_body(headline: str, detail: str = "") -> str:
@@ -46,12 +73,14 @@ def not_graded_body(headline: str, detail: str = "") -> str:
     return text
 
 
-def write_not_graded(out: Path, body: str, trailer: str = "") -> None:
-    """OUT/comment.md (with the marker) and summary.md for a submission that was not graded,
-    each written whole or not at all (a killed run leaves no half comment for the poster)."""
+def write_not_graded(out: Path, body: str, trailer: str = "", state: dict | None = None) -> None:
+    """OUT/comment.md (with the marker, and the state line when given) and summary.md for a
+    submission that was not graded, each written whole or not at all (a killed run leaves no
+    half comment for the poster)."""
     out.mkdir(parents=True, exist_ok=True)
     tail = f"\n{trailer}\n" if trailer else ""
-    atomic_write(out / "comment.md", f"{MARKER}\n{body.rstrip()}\n{tail}")
+    head = MARKER + (f"\n{state_line(state)}" if state else "")
+    atomic_write(out / "comment.md", f"{head}\n{body.rstrip()}\n{tail}")
     atomic_write(out / "summary.md", f"{body.rstrip()}\n{tail}")
 
 

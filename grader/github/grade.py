@@ -8,6 +8,15 @@ to a temporary folder, sealed into OUT/report.age for the student's SSH keys and
 never left in OUT. What OUT holds besides is public: comment.md (starts with the marker) and
 summary.md say that grading finished and how to open the report, pr.json names the PR, head,
 student and time (and where the time came from), never a score, a feedback line or a test name.
+
+The staff's data (`--staff`, default `<root>/staff`: the grading job checks it out from the
+private instructor repository) applies as in every grading: the student's extension in the late
+policy, then the overrides (`grader.grading.finalize`). The report the student can open is
+their view under course.toml's feedback policy at the time of grading
+(`grader.core.visibility`): where it holds hidden-test feedback back, the full report is sealed
+for the staff alone into OUT/staff.age, and the comment says which assignments' feedback is
+held (never until when: an extension is private) and that it will be delivered; its state line
+tells the sweep, which grades the head again once the due date has passed.
 When the grading machine cannot grade (`InfrastructureError`: its GPU fails the preflight, the
 sandbox is incomplete, the staff key is missing), writes only OUT/comment.md and summary.md
 saying so, records no score, and exits 3.
@@ -24,7 +33,7 @@ import secrets
 import shutil
 import tempfile
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +43,19 @@ from grader.core.files import atomic_write
 from grader.core.jsonread import metrics_or_none
 from grader.core.late import parse_timestamp
 from grader.core.results import GradeResult
+from grader.core.staff import Staff, StaffError, load_staff, staff_folder
+from grader.core.visibility import held, student_view
 from grader.github.artifact import EXERCISES, validate_artifact
-from grader.github.comment import MARKER, MAX_COMMENT_CHARS, not_graded_body, write_not_graded
+from grader.github.cap import github_time
+from grader.github.comment import (
+    MARKER,
+    MAX_COMMENT_CHARS,
+    not_graded_body,
+    state_line,
+    write_not_graded,
+)
 from grader.github.event import (
+    SWEEP_KEY,
     cross_check,
     head_of,
     load_event,
@@ -46,6 +65,7 @@ from grader.github.event import (
     time_source,
 )
 from grader.github.private import SEALED_NAME, PrivateReportError, Recipients, recipients, seal
+from grader.grading.finalize import finalize, unapplied
 from grader.grading.grade import grade_submission
 from grader.reports import write_reports
 from grader.sandbox.isolation import Decision, IsolationRefused, decide
@@ -93,13 +113,29 @@ def _copy_submission(artifact_dir: Path, dest: Path) -> None:
         shutil.copyfile(metrics, dest / "metrics.json")
 
 
-def public_body(head_sha: str, can_open: bool) -> str:
-    """What the public comment and summary say of a graded PR: finished, and how to open it."""
-    return (
-        f"## ✅ Grading finished for commit `{head_sha[:12]}`\n\n"
-        + (OPEN_HOWTO if can_open else NO_KEY)
-        + "\n"
+STAFF_SEALED_NAME = "staff.age"  # the full report, for the staff, when the student's holds back
+
+
+def public_body(head_sha: str, can_open: bool, view: GradeResult | None = None) -> str:
+    """What the public comment and summary say of a graded PR: finished, how to open it, and
+    which assignments' hidden-test feedback the report holds back (no date: see the module)."""
+    text = f"## ✅ Grading finished for commit `{head_sha[:12]}`\n\n" + (
+        OPEN_HOWTO if can_open else NO_KEY
     )
+    waiting = [a.id for a in held(view)] if view is not None else []
+    scores = [a.id for a in view.assignments if a.hidden_feedback == "scores"] if view else []
+    if waiting:
+        text += (
+            f"\n\nThe hidden tests of {', '.join(f'`{a}`' for a in waiting)} show their score "
+            "per graded function until the due date (yours, if you have an extension); their "
+            "full feedback reaches this pull request after it, when this commit is graded again."
+        )
+    if scores:
+        text += (
+            f"\n\nThe hidden tests of {', '.join(f'`{a}`' for a in scores)} show their score per "
+            "graded function (this course's feedback policy for them)."
+        )
+    return text + "\n"
 
 
 def grade_pr(
@@ -111,16 +147,27 @@ def grade_pr(
     timestamp: str | None = None,
     grade: Callable[..., Any] | None = None,
     decision: Decision | None = None,
+    staff: Staff | None = None,
+    now: datetime | None = None,
+    staff_dir: Path | None = None,
 ) -> dict[str, Path]:
     """Grade the validated submission of one PR; seal its reports, write the public comment.
 
     The course is read here once and, with the caller's isolation `decision`, handed to the
-    grading, so that the reports and the grading cannot see two different courses."""
+    grading, so that the reports and the grading cannot see two different courses. `staff`:
+    the staff's data (default: read from `staff_dir`, else `<root>/staff`); `now`: the time the
+    feedback policy is judged at (default: the grading machine's clock).
+
+    Long because its steps are the trust story of a PR's grade and read best in order: the
+    artifact validated against the event, graded, the staff's data applied, the student's view
+    and the staff's report sealed, and only then anything public written."""
     artifact = Path(artifact)
     out = Path(out)
     root = Path(root) if root is not None else find_root()
     event = load_event(event_path)
     course = load_course(root)
+    if staff is None:
+        staff = _staff(course, staff_dir, out, head_of(event))
     with tempfile.TemporaryDirectory(prefix="gha-submission-") as tmp:
         # validated again and copied afresh: grade-pr may be run on its own, on a zip or a folder
         clean = Path(tmp) / "artifact"
@@ -140,6 +187,8 @@ def grade_pr(
         except InfrastructureError as exc:
             write_not_graded(out, not_graded_body(exc.headline, exc.detail), trailer)
             raise
+        now = now or datetime.now(UTC)
+        view = _views(result, course, staff, now)
         metrics = metrics_or_none(submission / "metrics.json")
 
         meta = {
@@ -150,11 +199,50 @@ def grade_pr(
             "submitted_at_source": source,
         }
         out.mkdir(parents=True, exist_ok=True)
-        sealed = _seal_reports(result, course, metrics, meta, Path(tmp) / "private", private, out)
+        sealed = _seal_reports(view, course, metrics, meta, Path(tmp) / "private", private, out)
+        if any(a.hidden_feedback != "full" for a in view.assignments):
+            staff_only = Recipients((), private.staff)
+            _seal_reports(result, course, metrics, meta, Path(tmp) / "staff", staff_only, out,
+                          STAFF_SEALED_NAME)  # fmt: skip
+    state = {
+        "head": pr.head_sha, "status": "graded", "student": student, "run": _run_id(),
+        "via": "sweep" if SWEEP_KEY in event else "check", "at": github_time(when),
+        "graded_at": github_time(now), "held": [a.id for a in held(view)],
+    }  # fmt: skip
+    body = public_body(pr.head_sha, private.student_can_open, view)
+    return _write_public(out, sealed, body, trailer, meta, state)
 
-    return _write_public(
-        out, sealed, public_body(pr.head_sha, private.student_can_open), trailer, meta
-    )
+
+def _views(result: GradeResult, course: Course, staff: Staff, now: datetime) -> GradeResult:
+    """`result` finalized with the staff's data (in place: the staff's full report), and the
+    student's view of it at `now` (the feedback policy), returned."""
+    finalize(result, course, staff)  # the student's extension, then the overrides
+    view = student_view(result, course, now, staff)
+    hide = set(unapplied(result))  # the staff's own problem, named in the staff's report
+    view.warnings = [w for w in view.warnings if w not in hide]
+    return view
+
+
+def _staff(course: Course, folder: Path | None, out: Path, head: str) -> Staff:
+    """The staff's data, or a "not graded" comment without its error, which may name a student
+    (this log and the comment are public), and InfrastructureError."""
+    try:
+        return load_staff(staff_folder(course.root, folder), course)
+    except StaffError:
+        headline = "the course's staff data (extensions, overrides) does not load"
+        detail = (
+            "Its error is not shown here, as it may name a student. The staff see it by running "
+            "`grader grade-all` (or `grader grade`) on their copy of the instructor repository."
+        )
+        trailer = f"<sub>commit {head[:12]}</sub>" if head else ""
+        write_not_graded(out, not_graded_body(headline, detail), trailer)
+        raise InfrastructureError(headline, detail) from None
+
+
+def _run_id() -> int | None:
+    """This workflow run's id (what the sweep re-runs), from the runner; None outside Actions."""
+    run = os.environ.get("GITHUB_RUN_ID", "")
+    return int(run) if run.isdigit() else None
 
 
 def _seal_reports(
@@ -165,9 +253,10 @@ def _seal_reports(
     secret: Path,
     private: Recipients,
     out: Path,
+    name: str = SEALED_NAME,
 ) -> Path:
     """The reports and the scored pr.json, written in `secret` (a temporary folder) and sealed
-    to `private` in `out`: no score leaves this function unencrypted."""
+    to `private` in `out/name`: no score leaves this function unencrypted."""
     paths = write_reports(result, course, secret, metrics=metrics)
     scored = secret / "pr.json"
     atomic_write(
@@ -175,7 +264,7 @@ def _seal_reports(
         json.dumps({**meta, "score": result.score, "max_score": result.max_score}, indent=2) + "\n",
     )
     return seal([paths["json"], paths["markdown"], paths["html"], scored], private,
-                out / SEALED_NAME)  # fmt: skip
+                out / name)  # fmt: skip
 
 
 def _trailer(number: int, head_sha: str) -> str:
@@ -187,10 +276,12 @@ def _trailer(number: int, head_sha: str) -> str:
 
 
 def _write_public(
-    out: Path, sealed: Path, body: str, trailer: str, meta: dict[str, Any]
+    out: Path, sealed: Path, body: str, trailer: str, meta: dict[str, Any], state: dict
 ) -> dict[str, Path]:
-    """The files anyone may read next to the sealed reports: PR comment, job summary, pr.json."""
-    comment = f"{MARKER}\n{body.rstrip()}\n\n{trailer}\n"[:MAX_COMMENT_CHARS]
+    """The files anyone may read next to the sealed reports: PR comment (with the state line
+    the sweep reads), job summary, pr.json."""
+    comment = f"{MARKER}\n{state_line(state)}\n{body.rstrip()}\n\n{trailer}\n"
+    comment = comment[:MAX_COMMENT_CHARS]
     public = {"sealed": sealed, "comment": out / "comment.md", "summary": out / "summary.md"}
     atomic_write(public["comment"], comment)
     atomic_write(public["summary"], f"{body.rstrip()}\n\n{trailer}\n")
@@ -222,6 +313,7 @@ def grade_pr_command(
     timestamp: str | None,
     student_keys: str | None = None,
     staff_recipient: str = "",
+    staff: str | None = None,
 ) -> dict[str, Path]:
     """The `grade-pr` verb: refuse without the sandbox or the staff key (no override on the
     authoritative path; each refusal leaves a "not graded" comment and exits 3), then grade with
@@ -241,6 +333,9 @@ def grade_pr_command(
         raise InfrastructureError(headline, detail) from None
     token = stop_commands()
     try:
-        return grade_pr(artifact, event, out, private, root, timestamp, decision=decision)
+        return grade_pr(
+            artifact, event, out, private, root, timestamp, decision=decision,
+            staff_dir=Path(staff) if staff else None,
+        )  # fmt: skip
     finally:
         resume_commands(token)

@@ -24,9 +24,10 @@ from grader import __version__
 from grader.core import compiler, device, parse_lock, points, sourcemap
 from grader.core.course import Course, load_course
 from grader.core.feedback import EXCERPT_CHARS, clip
-from grader.core.late import late_penalty
 from grader.core.preflight import gpu_preflight
 from grader.core.results import AssignmentResult, Environment, GradeResult
+from grader.core.staff import Staff
+from grader.grading.finalize import finalize, late
 from grader.grading.intake import prepare
 from grader.sandbox import Budget, KernelWorkers, WorkerBackend, kernel_workers, protocol
 from grader.sandbox.isolation import Decision, decide
@@ -225,11 +226,8 @@ def _compiles_ptx(root: Path, assignment: str) -> bool:
 
 
 def apply_late_policy(result: AssignmentResult, course: Course, submitted: datetime | None) -> None:
-    """Take the late penalty off: score + penalty points == raw score, exactly (core.points)."""
-    fraction = late_penalty(course.assignment(result.id).due, submitted, course.late_policy)
-    result.raw_score = points.stored(result.score)
-    result.late_penalty = fraction
-    result.score, _ = points.after_penalty(result.raw_score, fraction)
+    """Take the late penalty off (the course's due date; `finalize` adds the staff's data)."""
+    late(result, course.assignment(result.id).due, submitted, course)
 
 
 class EarlyKernels:
@@ -302,6 +300,7 @@ def grade_submission(
     course: Course | None = None,
     allow_incomplete_isolation: bool = False,
     decision: Decision | None = None,
+    staff: Staff | None = None,
 ) -> GradeResult:
     """Grade a fork-shaped directory (`exercises/**`, `metrics.json`) against the course at root.
 
@@ -316,6 +315,8 @@ def grade_submission(
 
     `student` keys the suites' draws (`grader.suites.seeds`); without it the submission's
     digest does, so an unnamed submission is graded the same wherever it is graded.
+    `staff`: the staff's data (grader.core.staff), applied last (`grader.grading.finalize`):
+    the student's extensions in the late policy, then the overrides.
 
     Long because the order of its steps (isolation decision, GPU preflight, intake, worker
     warm-up and compile probe, suites, late policy) is the fail-closed story and reads best in
@@ -393,13 +394,12 @@ def grade_submission(
                     res.error = errors[a]
                 nb = intake.notebooks.get(a)
                 res.graded_file = str(nb.relative_to(work)) if nb else None
-                apply_late_policy(res, course, timestamp)
                 results.append(res)
                 warnings += backend.cell_warnings(a, course.limits.call_timeout_s)
         finally:
             backend.close()
         isolation = list(getattr(inner, "isolation", ()))
-    return GradeResult(
+    result = GradeResult(
         student=student or "student",
         score=points.total(r.score for r in results),
         max_score=points.total(r.max_score for r in results),
@@ -420,3 +420,5 @@ def grade_submission(
         submission_digest=intake.digest,
         duration_s=round(time.perf_counter() - started, 3),
     )
+    # the late policy (the student's due date), then the staff's overrides
+    return finalize(result, course, staff)

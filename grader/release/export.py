@@ -3,15 +3,16 @@
 `export_student` writes `exercises/`, `tests/public/`, the grader package's student part,
 `course.toml`, `pyproject.toml`, the lock files the workflows install with (`locks/*.txt`),
 `README.md` (from `STUDENT_README.md`), `.github/workflows/` (from `.github/student-workflows/`)
-and a `.gitignore`; never `solutions/`, `tests/hidden/` or
-`tests/unit/`. The grader package holds no secrets (hidden tests live in `tests/hidden/`, never in
-the package), but the instructor's tooling is left out. The package is classified by its
-top-level entries, which follow the phase packages: `STUDENT_MODULES` ship (what `grader check`,
-`grader grade` and the student workflows run: the CLI, core, the sandbox, the suites, grading,
-reports, the workflows' github helpers); `INSTRUCTOR_MODULES` stay home (release, batch grading,
-the gradebook, the demo). The CLI imports every command's module lazily, so the student commands
-work without them. An entry in neither list stops the export until it is classified here: a new
-module must never ship by accident. Data folders without an `__init__.py` ship as they are.
+and a `.gitignore`; never `solutions/`, `tests/hidden/`, `tests/unit/` or the staff's data
+(`staff/`: extensions, overrides). The grader package holds no secrets (hidden tests live in
+`tests/hidden/`, never in the package), but the instructor's tooling is left out. The package
+is classified by its top-level entries, which follow the phase packages: `STUDENT_MODULES` ship
+(what `grader check`, `grader grade` and the student workflows run: the CLI, core, the sandbox,
+the suites, grading, reports, the workflows' github helpers); `INSTRUCTOR_MODULES` stay home
+(release, batch grading, the gradebook, the demo). The CLI imports every command's module
+lazily, so the student commands work without them. An entry in neither list stops the export
+until it is classified here: a new module must never ship by accident. Data folders without an
+`__init__.py` ship as they are.
 
 It refuses (`ExportError`) when `exercises/` is not what release would write, a module is
 unclassified or the leak proof (`grader.release.leak`) finds anything in the finished tree; the
@@ -25,6 +26,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from grader.core.staff import STAFF_DIR
 from grader.core.student_repo import (
     RELEASE_RECORD,
     STUDENT_GITIGNORE,
@@ -123,7 +125,7 @@ def export_student(root: Path, dest: Path) -> Path:
         if flows.is_dir():
             for wf in sorted([*flows.glob("*.yml"), *flows.glob("*.yaml")]):
                 copy_path(wf, out / ".github" / "workflows" / wf.name)
-        for forbidden in ("solutions", "tests/hidden", "tests/unit"):
+        for forbidden in ("solutions", "tests/hidden", "tests/unit", STAFF_DIR):
             if (out / forbidden).exists():  # cannot happen; kept as a tripwire
                 raise ExportError([f"{forbidden}/ would be exported"])
         leaks = leak_check(root, out)

@@ -16,7 +16,9 @@ error), and computes
   function name it names);
 - the tests whose outcome changed in the last regrade (`result.previous.json`, which grade-all
   keeps beside each regraded result);
-- late submissions (an assignment with a late penalty, or a trusted timestamp after its due date);
+- late submissions (an assignment with a late penalty, or a trusted timestamp after its due date,
+  the student's extended one when they have an extension);
+- the staff's decisions the results carry: each extension and each override with its reason;
 - the similar pairs of graded cells (grader.reports.similarity), from each student's submission
   folder as grade-all recorded it in its state (`submission_paths`) or as the caller lists them.
 
@@ -40,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.core.course import Course
-from grader.core.points import stored
+from grader.core.points import shown, stored
 from grader.core.results import GradeResult, validate
 from grader.core.stubs import is_stub_feedback
 from grader.reports.common import FAILING
@@ -52,7 +54,7 @@ from grader.reports.similarity import (
     similar_pairs,
 )
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: `staff` (extensions, overrides); LateRow.extended
 MESSAGE_CHARS = 160
 _NUMBER_RE = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 
@@ -120,9 +122,20 @@ class LateRow:
     student: str
     assignment: str
     submitted: str | None
-    due: str
+    due: str  # the student's: the extended due date when they have an extension
     hours_late: float | None
     penalty: float  # fraction of the raw score taken off
+    extended: bool = False
+
+
+@dataclass
+class StaffRow:
+    """One decision of the staff's a result carries: an extension, or an override."""
+
+    student: str
+    assignment: str
+    kind: str  # "extension", "override"
+    what: str  # the extended due date; the points, what they replace and the reason
 
 
 @dataclass
@@ -138,6 +151,7 @@ class ClassReport:
     functions: list[PassRate]  # `name` is the graded function
     changes: list[OutcomeChange]
     late: list[LateRow]
+    staff: list[StaffRow]
     similar: list[SimilarPair]
     threshold: float
     similarity: dict[str, dict[str, int]]  # per assignment: how many compared, dropped, unread
@@ -401,6 +415,7 @@ def late_rows(results: dict[str, GradeResult], course: Course) -> list[LateRow]:
                 due = course.assignment(a.id).due
             except (KeyError, ValueError):
                 continue
+            due = _parse_time(a.extended_due) or due
             after = submitted is not None and submitted > due
             if a.late_penalty > 0 or after:
                 hours = (submitted - due).total_seconds() / 3600 if submitted else None
@@ -412,9 +427,32 @@ def late_rows(results: dict[str, GradeResult], course: Course) -> list[LateRow]:
                         due.isoformat(),
                         round(hours, 1) if hours is not None else None,
                         float(a.late_penalty),
+                        a.extended_due is not None,
                     )
                 )
     return sorted(rows, key=lambda x: (x.assignment, -(x.hours_late or 0.0), x.student))
+
+
+def staff_rows(results: dict[str, GradeResult]) -> list[StaffRow]:
+    """Every extension and override the results carry, by student and assignment."""
+    rows = []
+    for student, r in sorted(results.items()):
+        for a in r.assignments:
+            if a.extended_due:
+                rows.append(StaffRow(student, a.id, "extension", f"due {a.extended_due}"))
+            overridden = [("score", a.override)] if a.override else []
+            overridden += [(t.name, t.override) for t in a.tests if t.override]
+            for what, o in overridden:
+                rows.append(
+                    StaffRow(
+                        student,
+                        a.id,
+                        "override",
+                        f"{what}: {shown(o['points'])} (graded {shown(o['auto_score'])}) by "
+                        f"{o['by']} at {o['at']}: {o['reason']}",
+                    )
+                )
+    return rows
 
 
 def _parse_time(text: str | None) -> datetime | None:
@@ -445,7 +483,6 @@ def build(
     results, notes = load_results(graded)
     t1, c1 = time.perf_counter(), time.process_time()
     tests = pass_rates(results)
-    late = late_rows(results, course)
     stats = assignment_stats(results, course, list(known))
     rows = roster(results, course, list(known), graded, report_dir or Path(graded))
     t2, c2 = time.perf_counter(), time.process_time()
@@ -476,7 +513,8 @@ def build(
         tests=tests,
         functions=function_rates(results, course),
         changes=outcome_changes(graded, results),
-        late=late,
+        late=late_rows(results, course),
+        staff=staff_rows(results),
         similar=similar,
         threshold=threshold,
         similarity=sim_info,

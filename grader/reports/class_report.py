@@ -94,7 +94,8 @@ def _total(row: RosterRow) -> str:
 
 
 def _md_changes_and_late(rep: ClassReport) -> list[str]:
-    """The markdown sections on outcomes the last regrade changed and on late submissions."""
+    """The markdown sections on outcomes the last regrade changed, late submissions and the
+    staff's decisions."""
     out: list[str] = []
     out += ["", "## Changed in the last regrade", ""]
     if rep.changes:
@@ -114,10 +115,18 @@ def _md_changes_and_late(rep: ClassReport) -> list[str]:
         ]
         for x in rep.late:
             hours = "–" if x.hours_late is None else f"{x.hours_late:g}"
+            due = f"{x.due} (extended)" if x.extended else x.due
             out.append(
                 f"| {_md(x.student)} | {_md(x.assignment)} | {_md(x.submitted or '–')} "
-                f"| {_md(x.due)} | {hours} | {100 * x.penalty:.0f}% |"
+                f"| {_md(due)} | {hours} | {100 * x.penalty:.0f}% |"
             )
+    else:
+        out.append("None.")
+    out += ["", "## Extensions and overrides", ""]
+    if rep.staff:
+        out += ["| student | assignment | kind | what |", "|---|---|---|---|"]
+        for d in rep.staff:
+            out.append(f"| {_md(d.student)} | {_md(d.assignment)} | {d.kind} | {_md(d.what)} |")
     else:
         out.append("None.")
     return out
@@ -258,7 +267,8 @@ def _rate_table(p: Any, title: str, rows: list[PassRate], label: str) -> None:
 
 
 def _html_changes_and_late(p: Any, rep: ClassReport) -> None:
-    """The page's sections on outcomes the last regrade changed and on late submissions."""
+    """The page's sections on outcomes the last regrade changed, late submissions and the
+    staff's decisions."""
     p("<h2>Changed in the last regrade</h2>")
     if rep.changes:
         p("<table><tr><th>student<th>assignment<th>test<th>before<th>after</tr>")
@@ -275,10 +285,22 @@ def _html_changes_and_late(p: Any, rep: ClassReport) -> None:
         p("<table><tr><th>student<th>assignment<th>submitted<th>due<th>hours late<th>penalty</tr>")
         for x in rep.late:
             hours = "–" if x.hours_late is None else f"{x.hours_late:g}"
+            due = f"{x.due} (extended)" if x.extended else x.due
             p(
                 f"<tr><td>{html_text(x.student)}<td>{html_text(x.assignment)}"
-                f"<td>{html_text(x.submitted or '–')}<td>{html_text(x.due)}"
+                f"<td>{html_text(x.submitted or '–')}<td>{html_text(due)}"
                 f"<td class=n>{html_text(hours)}<td class=n>{100 * x.penalty:.0f}%</tr>"
+            )
+        p("</table>")
+    else:
+        p("<p>None.</p>")
+    p("<h2>Extensions and overrides</h2>")
+    if rep.staff:
+        p("<table><tr><th>student<th>assignment<th>kind<th>what</tr>")
+        for d in rep.staff:
+            p(
+                f"<tr><td>{html_text(d.student)}<td>{html_text(d.assignment)}"
+                f"<td>{html_text(d.kind)}<td>{html_text(d.what)}</tr>"
             )
         p("</table>")
     else:
@@ -382,6 +404,7 @@ def terminal_summary(rep: ClassReport, hardest: int = 10) -> str:
             ],
         ),
         f"\nlate submissions (student, assignment): {len(rep.late)}",
+        f"extensions and overrides: {len(rep.staff)}",
         f"similar pairs to look at (>= {100 * rep.threshold:.0f}% shared, not a verdict): "
         f"{len(rep.similar)}",
     ]

@@ -7,9 +7,11 @@ and a test's feedback is capped once, where it is stored (`grader.core.feedback`
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from grader.core.course import Course
-from grader.core.results import GradeResult, TestResult
+from grader.core.points import shown
+from grader.core.results import AssignmentResult, GradeResult, TestResult
 
 NAME_CHARS = 200
 WARNING_CHARS = 500
@@ -71,3 +73,49 @@ def env_line(result: GradeResult) -> str:
         parts.append(f"Python {env.python}")
     parts.append(f"{result.duration_s:.1f} s")
     return " · ".join(parts)
+
+
+def when(iso: str) -> str:
+    """An ISO 8601 time as a reader reads it, in UTC: `2026-12-23 23:59 UTC`."""
+    try:
+        t = datetime.fromisoformat(iso)
+    except ValueError:
+        return iso
+    if t.tzinfo is None:
+        return iso
+    return t.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def notes(a: AssignmentResult) -> list[str]:
+    """What the staff's data and the feedback policy did to an assignment, in plain text (each
+    report escapes it): the extension, the overrides with their reasons, the policy applied."""
+    out = []
+    if a.extended_due:
+        out.append(f"Due date extended to {when(a.extended_due)}.")
+    if a.override:
+        o = a.override
+        out.append(
+            f"Score set to {shown(o['points'])} by the course staff (graded: "
+            f"{shown(o['auto_score'])}): {o['reason']}"
+        )
+    for t in a.tests:
+        if t.override:
+            o = t.override
+            out.append(
+                f"{t.name}: {shown(o['points'])} points set by the course staff (graded: "
+                f"{shown(o['auto_score'])}): {o['reason']}"
+            )
+    policy = a.feedback_policy
+    if a.hidden_feedback == "held":
+        out.append(
+            f"Feedback policy {policy}: the hidden tests show their score per graded function "
+            f"until your due date, {when(a.feedback_until or '')}; their full feedback is shown "
+            "after it."
+        )
+    elif a.hidden_feedback == "scores":
+        out.append(
+            f"Feedback policy {policy}: the hidden tests show their score per graded function."
+        )
+    elif policy != "full":
+        out.append(f"Feedback policy {policy}: every test's feedback is shown here.")
+    return out

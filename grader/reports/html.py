@@ -35,6 +35,7 @@ max-height:24em;overflow:auto;font-size:13px}
 .err{background:#ffebe9;border:1px solid #cf222e;padding:.5em 1em}
 .meta{color:#555;font-size:.9em}img{max-width:100%}
 .also{color:#555;font-size:.9em;margin:.3em 0 0}td.same{color:#555;font-size:.9em}
+.note{background:#ddf4ff;border:1px solid #54aeff;padding:.4em 1em}
 """
 
 
@@ -164,6 +165,10 @@ def html(
                 f"<p>Late penalty: {a.late_penalty * 100:.0f}% of "
                 f"{html_text(shown(a.raw_score))} points.</p>"
             )
+        parts.extend(
+            f'<p class="note">{html_text(clip(n, common.WARNING_CHARS))}</p>'
+            for n in common.notes(a)
+        )
         if a.error:
             parts.append(
                 f'<div class="err"><strong>Could not be graded:</strong>'

@@ -66,6 +66,8 @@ def _assignment(a: AssignmentResult, course: Course) -> list[str]:
             f"\n\n⏰ Late penalty: **{a.late_penalty * 100:.0f}%** of "
             f"{shown(a.raw_score)} points taken off."
         )
+    for note in common.notes(a):
+        head += f"\n\n📌 {_one(note, common.WARNING_CHARS)}"
     if a.error:
         error = md_block(a.error, FEEDBACK_CHARS)
         head += f"\n\n💥 **This assignment could not be graded:**\n\n{error}"

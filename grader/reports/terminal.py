@@ -15,6 +15,7 @@ from grader.core.results import AssignmentResult, GradeResult
 from grader.core.tables import format_table, points
 from grader.grading.check import Checked
 from grader.reports import memory
+from grader.reports.common import notes
 from grader.reports.escape import visible
 
 CHECK_FEEDBACK_CHARS = 100
@@ -66,8 +67,10 @@ def check_report(checked: Sequence[Checked], verbose: bool) -> str:
 def grade_summary(result: GradeResult) -> str:
     """The assignment table and the total line `grader grade` prints."""
     env = result.environment
+    said = [f"note: {a.id}: {visible(n)}" for a in result.assignments for n in notes(a)]
     return (
         assignment_table(result.assignments)
+        + "".join(f"\n{line}" for line in said)
         + f"\n\ntotal {points(result.score, result.max_score)}  ({result.duration_s:.1f} s, "
         f"{env.device}, isolation: {', '.join(env.isolation) or 'none'})"
     )

@@ -356,6 +356,7 @@ def pytest_runtest_makereport(
 def _result(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo) -> TestResult:
     worth = item.stash.get(POINTS_KEY, 0.0)
     name = f"{suite_of(item.path)}/{item.name}"
+    used = _functions(item)
     if report.skipped:
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else "skipped"
         return TestResult(
@@ -366,11 +367,30 @@ def _result(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo)
             str(reason).removeprefix("Skipped: "),
             suite_of(item.path),
             report.duration,
+            functions=used,
         )
     if report.passed:
-        return TestResult(name, worth, worth, "passed", "", suite_of(item.path), report.duration)
+        return TestResult(
+            name, worth, worth, "passed", "", suite_of(item.path), report.duration, functions=used
+        )
     outcome, feedback = classify(call.excinfo, tuple(getattr(item, "fixturenames", ())))
-    return TestResult(name, 0.0, worth, outcome, feedback, suite_of(item.path), report.duration)
+    return TestResult(
+        name, 0.0, worth, outcome, feedback, suite_of(item.path), report.duration, functions=used
+    )
+
+
+METRICS_FILE = "metrics.json"  # what a test of the `metrics` fixture is grouped under
+
+
+def _functions(item: pytest.Item) -> list[str]:
+    """The graded names the test used through the `student` fixture (and metrics.json when it
+    asked for the `metrics` fixture): how a score-only report groups the hidden tests."""
+    funcargs = getattr(item, "funcargs", {}) or {}
+    found = funcargs.get("student")
+    used = list(found.touched) if isinstance(found, Student) else []
+    if "metrics" in getattr(item, "fixturenames", ()):  # requested: its setup may have failed
+        used.append(METRICS_FILE)
+    return used
 
 
 def classify(

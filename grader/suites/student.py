@@ -124,6 +124,9 @@ class Student:
         self._sources: dict[str, kernel_source.KernelSource | StudentError] = {}
         self._compiled: dict[tuple[str, str], str | StudentError | None] = {}
         self._launch_checks: dict[tuple[str, str], bool] = {}
+        # the graded names this test called, launched or compiled, in order (a result's
+        # `functions`); a bare attribute read is not a use (hypothesis probes every object)
+        self.touched: dict[str, None] = {}
 
     def __getattr__(self, name: str) -> Function:
         if name.startswith("_"):
@@ -262,7 +265,12 @@ class Function:
         self._student = student
         self.name = name
 
+    def _use(self) -> None:
+        """This test uses the function (`Student.touched`)."""
+        self._student.touched[self.name] = None
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self._use()
         s = self._student
         req = {"op": "call", "name": self.name, "args": list(args), "kwargs": kwargs}
         return s._ask(req, s._call_timeout, self.name)
@@ -275,6 +283,7 @@ class Function:
         `Outcome` is what that call returned or raised, so a failure costs only its own entry.
         A batch that fails as a whole (the notebook, a timeout, a crash) raises here.
         """
+        self._use()
         s = self._student
         if len(calls) > protocol.MAX_BATCH_CALLS:
             raise ValueError(f"at most {protocol.MAX_BATCH_CALLS} calls per batch")
@@ -290,12 +299,14 @@ class Function:
         return [Outcome(r, self.name) for r in replies]
 
     def __getitem__(self, dims: Any) -> Launch:
+        self._use()
         if not (isinstance(dims, tuple) and len(dims) == 2):
             raise TypeError("launch a kernel as student.kernel[blocks, threads_per_block](...)")
         return Launch(self, dims[0], dims[1])
 
     def ptx(self, signature: str, cc: tuple[int, int] | None = None) -> str:
         """PTX text for `signature` on the course GPU (raises StudentError if it won't compile)."""
+        self._use()
         s = self._student
         ptx = s._ptx(self.name, signature, tuple(cc or s._cc))
         if ptx is None:
@@ -312,6 +323,7 @@ class Function:
         poisoned outputs (`grader.suites.replay`), and the wrapper's returned array must be
         what those launches wrote.
         """
+        self._use()
 
         def call(*args: Any, **kwargs: Any) -> Any:
             s = self._student
@@ -351,6 +363,7 @@ class Function:
         is replayed: a timing function returns no array to compare, and on a GPU runner the
         trusted side times the same kernels itself.
         """
+        self._use()
 
         def call(*args: Any, **kwargs: Any) -> Any:
             value, launches = self._recorded(kernels, args, kwargs, timing=True)

@@ -50,6 +50,21 @@ def course_tree(
     return dest
 
 
+def m9_course(dest: Path, extra: str = "") -> Path:
+    """A course of m9_roofline alone at `dest` (its [[assignments]] table, suites, solution and
+    release; gpu_fundamentals' table left out), `extra` added to its table (`feedback = ...`)."""
+    parts = ("tests/public/m9_roofline", "tests/hidden/m9_roofline", "tests/hidden/conftest.py",
+             "solutions/m9_roofline", "exercises/m9_roofline")  # fmt: skip
+    course = course_tree(dest, copy=("course.toml", *parts))
+    text = (course / "course.toml").read_text()
+    first = re.search(r"\[\[assignments\]\]\nid = \"gpu_fundamentals\".*?\n\n", text, re.S)
+    assert first, "course.toml's first [[assignments]] table is no longer gpu_fundamentals'"
+    text = text.replace(first.group(0), "")
+    text = text.replace('id = "m9_roofline"\n', f'id = "m9_roofline"\n{extra}', 1)
+    (course / "course.toml").write_text(text)
+    return course
+
+
 GF_SOLUTION = ROOT / "solutions" / "gpu_fundamentals" / "gpu_fundamentals.py"
 
 

@@ -7,8 +7,14 @@ answered from a JSON state file ($FAKE_GH_STATE) that also records every comment
     gh api --paginate repos/R/issues/N/comments --jq Q
     gh api -X POST repos/R/issues/N/comments --input -       (body on stdin)
     gh api -X PATCH repos/R/issues/comments/ID --input -
+    gh api --paginate -X GET repos/R/actions/workflows/W/runs -f created=>=T [-f actor=L] ...
+    gh api --paginate -X GET repos/R/actions/runs/ID/jobs -f filter=all ...
+    gh api -X POST repos/R/actions/runs/ID/rerun
 
-The --jq programs are not run: each endpoint prints what the grader's own query asks for.
+The --jq programs are not run: each endpoint prints what the grader's own query asks for. The
+Actions endpoints (the grading cap's record) print GitHub's JSON itself, from the state's
+"runs" (each with its "workflow", "id", "display_title", "created_at", "actor" and "jobs", as
+the jobs API gives them), filtered as GitHub filters them; a rerun is appended to "reruns".
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ def main(argv: list[str]) -> int:
     parts = route.split("/")
     fields = dict(a.split("=", 1) for a in args if "=" in a and not a.startswith("repos/"))
     out = ""
+    if parts[3] == "actions":
+        return actions(state, path, parts, method, fields)
     if parts[3] == "pulls" and len(parts) == 4:
         for pr in state["pulls"]:
             if "head" in fields and pr["head"] != fields["head"]:
@@ -74,6 +82,37 @@ def main(argv: list[str]) -> int:
         json.dump(state, fh)
     sys.stdout.write(out)
     return 0
+
+
+def actions(state: dict, path: str, parts: list[str], method: str, fields: dict) -> int:
+    """The Actions API: a workflow's runs, a run's jobs (every attempt), a rerun."""
+    runs = state.setdefault("runs", [])
+    if parts[4] == "workflows" and parts[-1] == "runs":
+        since = fields.get("created", ">=").removeprefix(">=")
+        listed = [
+            {k: v for k, v in r.items() if k != "jobs"} | {"actor": {"login": r.get("actor", "")}}
+            for r in runs
+            if r["workflow"] == parts[5]
+            and r["created_at"] >= since
+            and fields.get("actor") in (None, r.get("actor"))
+        ]
+        sys.stdout.write(json.dumps({"total_count": len(listed), "workflow_runs": listed}))
+        return 0
+    run = next((r for r in runs if str(r["id"]) == parts[5]), None)
+    if run is None:
+        print(f"fake gh: no run {parts[5]} (HTTP 404)", file=sys.stderr)
+        return 1
+    if parts[-1] == "jobs":
+        jobs = run.get("jobs", [])
+        sys.stdout.write(json.dumps({"total_count": len(jobs), "jobs": jobs}))
+        return 0
+    if parts[-1] == "rerun" and method == "POST":
+        state.setdefault("reruns", []).append(run["id"])
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump(state, fh)
+        return 0
+    print(f"fake gh: unsupported {method} {'/'.join(parts)}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

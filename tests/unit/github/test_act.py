@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from act_standins import PINS, STANDINS
 from factories import ROOT
 
 from grader import github as gha
@@ -34,12 +35,7 @@ def test_the_sweep_runs_under_act_and_comments_only_on_the_ungraded_head(act, tm
     event = tmp_path / "event.json"
     event.write_text(json.dumps({"schedule": "17,47 * * * *"}))
     proc = subprocess.run(
-        [act, "schedule", "-W", ".github/student-workflows/sweep.yml",
-         "-P", "ubuntu-latest=-self-hosted", "--action-offline-mode", "-e", str(event),
-         # the repository's name comes from a git remote: a clone of a local path has none
-         # that act can read (CI clones one), so name a remote that does not exist
-         "--remote-name", "no-such-remote",
-         "--env", f"FAKE_GH_STATE={state}", "--env", f"PATH={bin_dir}:/usr/bin:/bin"],
+        [*sweep_args(act, tmp_path, state, bin_dir), "schedule", "-e", str(event)],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     log = proc.stdout + proc.stderr
@@ -50,3 +46,22 @@ def test_the_sweep_runs_under_act_and_comments_only_on_the_ungraded_head(act, tm
     [new] = [c for c in comments if c["pr"] == 7]
     assert new["body"].startswith(gha.MARKER) and "Not graded yet" in new["body"]
     assert [c["body"] for c in comments if c["pr"] == 8] == [graded]
+
+
+def sweep_args(act: str, tmp: Path, state: Path, bin_dir: Path) -> list[str]:
+    """act on sweep.yml with the actions' stand-ins, the fake gh, and the private instructor
+    repository served from `tmp/repos` (its staff/ folder, if the test wrote one)."""
+    repos = tmp / "repos"
+    (repos / "gpu-course" / "instructor").mkdir(parents=True, exist_ok=True)
+    args = [act, "-W", ".github/student-workflows/sweep.yml",
+            "-P", "ubuntu-latest=-self-hosted", "--action-offline-mode",
+            # the repository's name comes from a git remote: a clone of a local path has none
+            # that act can read (CI clones one), so name a remote that does not exist
+            "--remote-name", "no-such-remote",
+            "--var", "INSTRUCTOR_REPO=gpu-course/instructor",
+            "--env", f"FAKE_GH_STATE={state}", "--env", f"PATH={bin_dir}:/usr/bin:/bin",
+            "--env", f"ACT_STANDIN_SOURCE={ROOT}", "--env", f"ACT_STANDIN_REPOS={repos}",
+            "--env", f"ACT_STANDIN_STORE={tmp / 'store'}"]  # fmt: skip
+    for pin, folder in PINS.items():
+        args += ["--local-repository", f"{pin}={STANDINS / folder}"]
+    return args

@@ -28,8 +28,11 @@ def git(repo: Path, *args: str) -> str:
                           check=True).stdout.strip()  # fmt: skip
 
 
-def act_args(act_exe: str, tmp: Path, state: Path, remote: Path) -> list[str]:
-    """act with the stand-ins, the fake gh and python on PATH, the local 'GitHub' for git."""
+def act_args(
+    act_exe: str, tmp: Path, state: Path, remote: Path, source: Path = ROOT
+) -> list[str]:
+    """act with the stand-ins, the fake gh and python on PATH, the local 'GitHub' for git;
+    `source` is the default branch the checkouts see (this repository's work tree)."""
     bin_dir = tmp / "bin"
     bin_dir.mkdir(exist_ok=True)
     (bin_dir / "gh").write_text(f'#!/bin/sh\nexec {sys.executable} {HERE / "fake_gh.py"} "$@"\n')
@@ -44,7 +47,7 @@ def act_args(act_exe: str, tmp: Path, state: Path, remote: Path) -> list[str]:
             "--var", "GPU_RUNNER_LABEL=gpu-runner", "--action-offline-mode",
             "--remote-name", "no-such-remote", "--concurrent-jobs", "1",
             "--env", f"FAKE_GH_STATE={state}", "--env", f"ACT_STANDIN_STORE={tmp / 'store'}",
-            "--env", f"PATH={bin_dir}:/usr/bin:/bin", "--env", f"ACT_STANDIN_SOURCE={ROOT}",
+            "--env", f"PATH={bin_dir}:/usr/bin:/bin", "--env", f"ACT_STANDIN_SOURCE={source}",
             # the workflow fetches "$SERVER/$GITHUB_REPOSITORY": answered from `remote`
             "--env", "GIT_CONFIG_COUNT=1",
             "--env", f"GIT_CONFIG_KEY_0=url.file://{remote}/.insteadOf",

@@ -71,6 +71,10 @@ class Runner:
             return False
         if "cache-hit != 'true'" in cond:
             return False  # the environment cache is warm in this runner
+        same = re.fullmatch(r"\s*([\w.-]+)\s*([=!])=\s*'([^']*)'\s*", cond)
+        if same:  # `steps.gate.outputs.grade == 'false'`, `... != 'false'`
+            equal = self.value(same.group(1)) == same.group(3)
+            return equal if same.group(2) == "=" else not equal
         return True
 
     def job(self, steps: list[dict], env: dict[str, str]) -> str:
@@ -154,6 +158,8 @@ def world(tmp_path):
         "GITHUB_REPOSITORY": REPO,
         "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
         "FAKE_GH_STATE": str(state),
+        "GITHUB_RUN_ID": "4242",
+        "GITHUB_RUN_ATTEMPT": "1",
     }
     (tmp_path / "event.json").write_text(json.dumps(event))
     return {"tmp": tmp_path, "head": head, "sha": sha, "event": event, "env": env, "state": state}
@@ -185,9 +191,11 @@ def run_grading(world, artifact: Path | None) -> tuple[str, str, list]:
         return True
 
     def checkout(step):
-        if step["with"].get("repository"):  # the private checkout: the instructor's suites
-            for part in ("tests/hidden", "solutions"):
-                shutil.copytree(ROOT / part, tmp / "repo" / ".instructor" / part)
+        if step["with"].get("repository"):  # a private checkout: the suites, the staff's data
+            for part in step["with"]["sparse-checkout"].split():
+                source = tmp / "instructor" / part if part == "staff" else ROOT / part
+                if source.is_dir():  # this instructor repository keeps no staff data
+                    shutil.copytree(source, tmp / "repo" / step["with"]["path"] / part)
         return True
 
     uses = {
@@ -195,17 +203,22 @@ def run_grading(world, artifact: Path | None) -> tuple[str, str, list]:
         "actions/upload-artifact": upload,
         "actions/checkout": checkout,
     }
+    gate = Runner(tmp, world["event"], uses)  # the course sets no cap: every push is graded
+    gated = gate.job(wf["jobs"]["gate"]["steps"], env)
+    admitted = gate.outputs.get("gate", {})
     grade = Runner(tmp, world["event"], uses)
     # the machine's own set-up is left out: the GPU check (needs a GPU) and the bubblewrap
     # install (needs sudo); grade-pr itself still refuses when the sandbox is incomplete
     machine = ("nvidia-smi", "apt-get install")
     steps = [s for s in wf["jobs"]["grade"]["steps"]
              if not any(m in s.get("run", "") for m in machine)]  # fmt: skip
-    result = grade.job(steps, env)
-    comment = Runner(tmp, world["event"], uses, needs={"grade": {"result": result}})
+    result = grade.job(steps, env) if admitted.get("grade") == "true" else "skipped"
+    needs = {"gate": {"result": gated, "outputs": admitted}, "grade": {"result": result}}
+    comment = Runner(tmp, world["event"], uses, needs=needs)
     comment.job(wf["jobs"]["comment"]["steps"], env)
     posted = json.loads(world["state"].read_text())["comments"]
-    return result, "\n".join(f"{n}: {t}" for n, t in grade.log + comment.log), posted
+    log = "\n".join(f"{n}: {t}" for n, t in gate.log + grade.log + comment.log)
+    return result, log, posted
 
 
 def test_a_forged_artifact_is_refused_with_a_comment_naming_the_file(world):

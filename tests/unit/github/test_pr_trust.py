@@ -267,7 +267,7 @@ def test_the_sweep_verb_writes_the_heads_output(tmp_path, monkeypatch):
             4, "4" * 40, "conflicting", gha.sweep_event(4, "4" * 40, "ada", "2026-12-15T11:55:00Z")
         )
     ]
-    monkeypatch.setattr(gha, "sweep_ungraded", lambda repo, minutes: planned)
+    monkeypatch.setattr(gha, "sweep_ungraded", lambda repo, minutes, **_: planned)
     out = tmp_path / "out"
     assert gha.main(["sweep", "--repo", "a/b", "--github-output", str(out)]) == 0
     key, _, value = out.read_text().strip().partition("=")

@@ -217,6 +217,7 @@ def test_least_privilege_timeouts_and_concurrency(path):
                 assert (path.name, job_id, scope) in {
                     ("grade.yml", "comment", "pull-requests"),
                     ("sweep.yml", "sweep", "pull-requests"),
+                    ("sweep.yml", "sweep", "actions"),  # re-runs a capped or held grading
                     ("sweep.yml", "comment-head", "pull-requests"),
                 }
 
@@ -380,29 +381,47 @@ def test_public_outputs_of_grading_hold_no_plain_report():
     job = grade_wf()["jobs"]["grade"]
     upload = next(s for s in job["steps"] if "upload-artifact" in s.get("uses", ""))
     paths = {p.rsplit("/", 1)[-1] for p in upload["with"]["path"].splitlines()}
-    assert paths == {"report.age", "comment.md", "summary.md", "pr.json"}
+    # staff.age: the full report for the staff alone, where the student's holds feedback back
+    assert paths == {"report.age", "staff.age", "comment.md", "summary.md", "pr.json"}
     grade = next(s for s in job["steps"] if "grade-pr" in s.get("run", ""))
     assert grade["env"]["STAFF_AGE_RECIPIENT"] == "${{ vars.STAFF_AGE_RECIPIENT }}"
     assert "--student-keys" in grade["run"]
 
 
-def test_deploy_key_only_in_the_private_checkout():
-    text = (GH / "student-workflows" / "grade.yml").read_text()
-    assert text.count("secrets.") == 1
-    assert text.count("secrets.INSTRUCTOR_DEPLOY_KEY") == 1
-    holders = [
-        (job_id, step)
-        for job_id, _, step in steps(grade_wf())
-        if "secrets.INSTRUCTOR_DEPLOY_KEY" in json.dumps(step)
-    ]
-    [(job_id, step)] = holders
-    assert job_id == "grade"
-    assert step["uses"].startswith("actions/checkout@") and "run" not in step
-    assert step["with"]["repository"] == "${{ vars.INSTRUCTOR_REPO }}"
-    assert step["with"]["ssh-key"] == "${{ secrets.INSTRUCTOR_DEPLOY_KEY }}"
-    assert step["with"]["path"] not in (".", "", None)
-    assert set(step["with"]["sparse-checkout"].split()) == {"tests/hidden", "solutions"}
-    assert "env" not in step
+@pytest.mark.parametrize(
+    ("name", "holders"),
+    [
+        # the hidden suites at the release's commit, and the staff's data (extensions, overrides)
+        # as it is now: two checkouts of the private repository, each of its own folders only
+        ("grade.yml", {("grade", ("solutions", "tests/hidden")), ("grade", ("staff",))}),
+        (
+            "sweep.yml",
+            {
+                ("sweep", ("staff",)),  # extensions: when a student's held feedback is due
+                ("grade-head", ("solutions", "tests/hidden")),
+                ("grade-head", ("staff",)),
+            },
+        ),
+    ],
+)
+def test_deploy_key_only_in_the_private_checkouts(name, holders):
+    path = GH / "student-workflows" / name
+    text = path.read_text()
+    assert text.count("secrets.") == text.count("secrets.INSTRUCTOR_DEPLOY_KEY") == len(holders)
+    found = set()
+    for job_id, _, step in steps(load(path)):
+        if "secrets.INSTRUCTOR_DEPLOY_KEY" not in json.dumps(step):
+            continue
+        assert step["uses"].startswith("actions/checkout@") and "run" not in step
+        assert step["with"]["repository"] == "${{ vars.INSTRUCTOR_REPO }}"
+        assert step["with"]["ssh-key"] == "${{ secrets.INSTRUCTOR_DEPLOY_KEY }}"
+        assert step["with"]["path"] not in (".", "", None)
+        assert step["with"]["persist-credentials"] is False
+        assert "env" not in step
+        found.add((job_id, tuple(sorted(step["with"]["sparse-checkout"].split()))))
+    assert found == holders
+    for job_id, _ in holders:  # the environment restricted to the default branch holds the key
+        assert load(path)["jobs"][job_id]["environment"] == "grading"
 
 
 def test_grade_uses_the_event_time_and_comments_from_a_separate_job():
@@ -411,7 +430,7 @@ def test_grade_uses_the_event_time_and_comments_from_a_separate_job():
     # the time is the event's workflow_run.created_at, read by grade-pr: never overridden here
     assert "--timestamp" not in grade_step["run"] and "SUBMITTED_AT" not in grade_step["env"]
     comment = wf["jobs"]["comment"]
-    assert comment["needs"] == "grade" and comment["runs-on"] == "ubuntu-latest"
+    assert comment["needs"] == ["gate", "grade"] and comment["runs-on"] == "ubuntu-latest"
     assert comment["permissions"] == {"contents": "read", "pull-requests": "write"}
     post = next(s for s in comment["steps"] if "post-comment" in s.get("run", ""))
     assert post["env"]["GH_TOKEN"] == "${{ github.token }}"
@@ -535,9 +554,11 @@ def test_install_profiles_caches_and_the_comment_on_failure():
     grade_step = next(s for s in wf["jobs"]["grade"]["steps"] if "grade-pr" in s.get("run", ""))
     assert grade_step["env"]["GRADER_DEVICE"] == "gpu"  # no silent fall-back to the simulator
     comment = wf["jobs"]["comment"]
-    assert comment["if"] == "${{ !cancelled() && needs.grade.result != 'skipped' }}"
+    # a capped push's comment comes from the gate; a gate that failed is said as such
+    assert comment["if"] == "${{ !cancelled() && needs.gate.result != 'skipped' }}"
     explain = next(s for s in comment["steps"] if "failure-comment" in s.get("run", ""))
     assert explain["env"]["GRADE_RESULT"] == "${{ needs.grade.result }}"
+    assert explain["env"]["GATE_RESULT"] == "${{ needs.gate.result }}"
     names = [s.get("name", "") for s in comment["steps"]]
     assert names.index(explain["name"]) < next(
         i for i, s in enumerate(comment["steps"]) if "post-comment" in s.get("run", "")
@@ -598,3 +619,71 @@ def test_gpu_check_proves_the_gpu_runner_by_hand_and_uploads_its_figures():
     assert runs.index("bwrap --version") < runs.index("tools/gpu_check.py")
     upload = next(s for _, _, s in steps(wf) if "upload-artifact" in s.get("uses", ""))
     assert upload["with"]["path"] == "gpu-check.json"
+
+
+# ----------------------------------------------------------------------------- the grading cap
+
+
+def test_the_gate_holds_each_push_against_the_cap_before_any_gpu_runner_starts():
+    """grade.yml's first job, on a free runner with a read-only token and no secret, counts the
+    student's gradings from GitHub's record; the GPU job starts only when it says so. The names
+    it counts by (the run's title, the GPU job's and its grading step's) are the workflow's."""
+    from grader.github import cap
+
+    wf = grade_wf()
+    owner, head = ("${{ github.event.workflow_run.head_repository.owner.login }}",
+                   "${{ github.event.workflow_run.head_sha }}")  # fmt: skip
+    assert wf["run-name"] == cap.RUN_TITLE.format(student=owner, head=head)
+    gate, grade = wf["jobs"]["gate"], wf["jobs"]["grade"]
+    assert gate["runs-on"] == "ubuntu-latest" and "environment" not in gate
+    assert gate["permissions"] == {"actions": "read", "contents": "read"}
+    assert "secrets." not in json.dumps(gate)
+    assert gate["if"] == grade["if"].replace("needs.gate.outputs.grade == 'true' && ", "")
+    [checkout] = [s for s in gate["steps"] if "checkout" in s.get("uses", "")]
+    assert checkout["with"]["ref"] == "${{ github.event.repository.default_branch }}"
+    step = next(s for s in gate["steps"] if "grader.github gate" in s.get("run", ""))
+    assert step["env"] == {"GH_TOKEN": "${{ github.token }}",
+                           "LIFTED": f"${{{{ vars.{cap.LIFTED_VARIABLE} }}}}"}  # fmt: skip
+    for flag in ('--event "$GITHUB_EVENT_PATH"', '--run-id "$GITHUB_RUN_ID"',
+                 '--run-attempt "$GITHUB_RUN_ATTEMPT"', '--lifted "$LIFTED"'):  # fmt: skip
+        assert flag in step["run"], flag
+    assert gate["outputs"]["grade"] == "${{ steps.gate.outputs.grade }}"
+    assert grade["needs"] == "gate" and grade["name"] == cap.GPU_JOB
+    assert grade["if"].startswith("needs.gate.outputs.grade == 'true' &&")
+    grading = next(s for s in grade["steps"] if "grade-pr" in s.get("run", ""))
+    assert grading["name"] == cap.GRADING_STEP
+    # a capped push's comment: uploaded per attempt (the sweep re-runs the run), and the
+    # comment job takes that one, or the grading's report, as the gate decided
+    upload = next(s for s in gate["steps"] if "upload-artifact" in s.get("uses", ""))
+    assert upload["with"]["name"] == "grading-capped-${{ github.run_attempt }}"
+    assert upload["if"] == "steps.gate.outputs.grade == 'false'"
+    downloads = {s["with"]["name"]: s["if"] for s in wf["jobs"]["comment"]["steps"]
+                 if "download-artifact" in s.get("uses", "")}  # fmt: skip
+    assert downloads == {"grading-report": "needs.gate.outputs.grade != 'false'",
+                         "grading-capped-${{ github.run_attempt }}":
+                             "needs.gate.outputs.grade == 'false'"}  # fmt: skip
+
+
+def test_the_free_check_runs_on_every_push_whatever_the_cap():
+    check = load(GH / "student-workflows" / "student-check.yml")
+    [job] = check["jobs"].values()
+    assert "needs" not in job and "if" not in job
+    assert "gate" not in (GH / "student-workflows" / "student-check.yml").read_text()
+
+
+def test_the_sweep_reads_the_staffs_data_and_reruns_with_its_own_token_only():
+    """The sweep's first job re-runs a capped or held grading (actions: write) from the default
+    branch, with the staff's data for the students' due dates; it runs no student code."""
+    wf = load(GH / "student-workflows" / "sweep.yml")
+    sweep = wf["jobs"]["sweep"]
+    assert sweep["permissions"] == {"actions": "write", "contents": "read",
+                                    "pull-requests": "write"}  # fmt: skip
+    assert sweep["environment"] == "grading" and sweep["runs-on"] == "ubuntu-latest"
+    step = next(s for s in sweep["steps"] if "grader.github sweep" in s.get("run", ""))
+    assert "--staff .instructor-staff/staff" in step["run"] and '--lifted "$LIFTED"' in step["run"]
+    assert step["env"]["LIFTED"] == "${{ vars.GRADING_CAP_LIFTED }}"
+    assert not any("pip install" in s.get("run", "") or "grade-pr" in s.get("run", "")
+                   for s in sweep["steps"])  # fmt: skip
+    for job_id, job in wf["jobs"].items():
+        if job_id != "sweep":
+            assert job["permissions"].get("actions", "none") != "write", job_id

@@ -535,9 +535,13 @@ def test_export_mechanics(tmp_path: Path) -> None:
     with pytest.raises(ExportError, match="grader release"):
         export_student(root, tmp_path / "out0")  # exercises/ not released yet
     assert release(root).ok
+    (root / "staff").mkdir()  # the staff's data: an extension names a student
+    (root / "staff" / "extensions.toml").write_text('[[extension]]\nstudent = "ada"\n')
     dest = export_student(root, tmp_path / "out")
     files = snapshot(dest)
-    assert not any(f.startswith(("solutions/", "tests/hidden/", "tests/unit/")) for f in files)
+    assert not any(f.startswith(("solutions/", "tests/hidden/", "tests/unit/", "staff/"))
+                   for f in files)  # fmt: skip
+    assert not any("extension" in f for f in files)
     assert not any(f"grader/{m}.py" in files for m in rel.INSTRUCTOR_MODULES)
     assert "grader/cli.py" in files and "grader/suites/plugin.py" in files
     assert ".github/workflows/check.yml" in files and ".gitignore" in files
