@@ -614,7 +614,7 @@ def kv_bytes_per_token(cfg, dtype_bytes=2):
     raise NotImplementedError("kv_bytes_per_token: implement this (see the docstring)")
 
 
-# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_kv_bytes_per_token", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "cf66c9bce10e5d70297e0b95fa9121a1", "cell_type": "code"}
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_kv_bytes_per_token", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "caf710b89989ecc46cbc63f154a023db", "cell_type": "code"}
 def _check_kv_bytes_per_token():
     # 2 (K,V) x 4 layers x 2 KV heads x 32 channels x 2 bytes
     self_check(
@@ -628,8 +628,13 @@ def _check_kv_bytes_per_token():
     self_check(type(kv_bytes_per_token(COURSE_MODEL)) is int, "an int size gives an int")
     half = kv_bytes_per_token(COURSE_MODEL, dtype_bytes=0.5)
     self_check(type(half) is float and half == 256.0, f"a 4-bit cache: 256.0 bytes, got {half!r}")
-    for bad, error in ((0, ValueError), (-2, ValueError), (float("nan"), ValueError),
-                       ("2", TypeError), (True, TypeError)):
+    for bad, error in (
+        (0, ValueError),
+        (-2, ValueError),
+        (float("nan"), ValueError),
+        ("2", TypeError),
+        (True, TypeError),
+    ):
         expect_error(
             error,
             lambda bad=bad: kv_bytes_per_token(COURSE_MODEL, dtype_bytes=bad),
@@ -694,7 +699,7 @@ def decode_intensity(cfg, batch, context_len, dtype_bytes=2):
     raise NotImplementedError("decode_intensity: implement this (see the docstring)")
 
 
-# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_decode_intensity", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "e5ffd4d24534bed3d5c7bf08b9fe6db9", "cell_type": "code"}
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_decode_intensity", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "a007112182257b733ceffcea8e49727e", "cell_type": "code"}
 def _check_decode_intensity():
     # No KV traffic, fp16: exactly 1 FLOP/byte at batch 1, and batch FLOP/byte in general.
     self_check(decode_intensity(COURSE_MODEL, 1, 0) == 1.0, "no cache, fp16, batch 1: 1 FLOP/byte")
@@ -712,10 +717,16 @@ def _check_decode_intensity():
     )
     # Llama-3-8B multiplies 7.5e9 weights (its input table is a lookup): 15.0 GB of fp16 a step.
     self_check(
-        decode_intensity(LLAMA3_8B, 1, 0) == 1.0, "no cache, fp16, batch 1: 1 FLOP/byte, tied or not"
+        decode_intensity(LLAMA3_8B, 1, 0) == 1.0,
+        "no cache, fp16, batch 1: 1 FLOP/byte, tied or not",
     )
-    for args, error in (((0, 16), ValueError), ((1, -1), ValueError), ((1.5, 16), TypeError),
-                        ((1, 16, 0), ValueError), ((1, 16, "2"), TypeError)):
+    for args, error in (
+        ((0, 16), ValueError),
+        ((1, -1), ValueError),
+        ((1.5, 16), TypeError),
+        ((1, 16, 0), ValueError),
+        ((1, 16, "2"), TypeError),
+    ):
         expect_error(
             error,
             lambda args=args: decode_intensity(COURSE_MODEL, *args),
@@ -901,13 +912,19 @@ def load_hardware(path=None):
     raise NotImplementedError("load_hardware: implement this (see the docstring)")
 
 
-# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_load_hardware", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "c027351d059e312e5ae455fafc4b110a", "cell_type": "code"}
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_load_hardware", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "c83966058f9778dc73dba8a2e3c419c2", "cell_type": "code"}
 def _check_load_hardware():
     hw = load_hardware()
     self_check(COURSE_GPU in hw, f"course.toml defines {sorted(hw)}; {COURSE_GPU} is missing")
     t4 = hw[COURSE_GPU]
-    keys = {"name", "peak_flops", "peak_bandwidth", "memory_bytes", "usable_memory_fraction",
-            "sm_count"}
+    keys = {
+        "name",
+        "peak_flops",
+        "peak_bandwidth",
+        "memory_bytes",
+        "usable_memory_fraction",
+        "sm_count",
+    }
     self_check(set(t4) == keys, f"each gpu dict has exactly the keys {sorted(keys)}: {sorted(t4)}")
     self_check(t4["name"] == COURSE_GPU, f"the name is the table's key, {COURSE_GPU!r}")
     # SI units: tens of TFLOP/s are 1e13-ish FLOP/s, hundreds of GB/s are 1e11-ish byte/s.
@@ -968,12 +985,22 @@ def m9_record(cfg, gpu, context_len, dtype_bytes=2):
     raise NotImplementedError("m9_record: implement this (see the docstring)")
 
 
-# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_m9_record", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "fa92ef767ddb3baf587c7fb2a67948d8", "cell_type": "code"}
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_m9_record", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "5d4621c2d092a351c074eb0522cc6fd1", "cell_type": "code"}
 def _check_m9_record():
     toy_gpu = {"name": "toy", "peak_flops": 100.0, "peak_bandwidth": 1.0}  # ridge 100 FLOP/byte
     rec = m9_record(COURSE_MODEL, toy_gpu, CONTEXT_LEN)
-    for key in ("intensity_b1", "intensity_b8", "intensity_b32", "crossover_batch", "conclusion",
-                "params", "context_len", "dtype_bytes", "gpu", "model"):
+    for key in (
+        "intensity_b1",
+        "intensity_b8",
+        "intensity_b32",
+        "crossover_batch",
+        "conclusion",
+        "params",
+        "context_len",
+        "dtype_bytes",
+        "gpu",
+        "model",
+    ):
         self_check(key in rec, f"m9_record's dict lacks {key!r}")
     self_check(
         rec["intensity_b1"] == decode_intensity(COURSE_MODEL, 1, CONTEXT_LEN),
@@ -1165,10 +1192,16 @@ def quantized_weight_bytes(cfg, bits, group_size=128, group_bits=32):
     return {"resident": float(resident), "read": float(resident - lookup)}
 
 
-# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_serving", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "0398b955a29c4bc52b3bd40592202154", "cell_type": "code"}
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_serving", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "7900c3d7e26f9338b4b737ff6d3df753", "cell_type": "code"}
 def _check_serving():
-    t4 = {"name": "T4", "peak_flops": 65e12, "peak_bandwidth": 320e9,
-          "memory_bytes": 15360 * 2**20, "usable_memory_fraction": 0.9, "sm_count": 40}
+    t4 = {
+        "name": "T4",
+        "peak_flops": 65e12,
+        "peak_bandwidth": 320e9,
+        "memory_bytes": 15360 * 2**20,
+        "usable_memory_fraction": 0.9,
+        "sm_count": 40,
+    }
     rate = decode_tokens_per_s_bound(COURSE_MODEL, t4, 1, 0)
     self_check(type(rate) is float, f"decode_tokens_per_s_bound must return a float, got {rate!r}")
     want = 320e9 / (2 * matmul_params(COURSE_MODEL))
@@ -1200,8 +1233,11 @@ def _check_serving():
         kv_cache_fits(LLAMA3_8B, {**t4, "usable_memory_fraction": 1.0}, 1, 0) is True,
         "... and fit in the whole card, with nothing left for a cache",
     )
-    exact = {**t4, "memory_bytes": 2 * num_params(COURSE_MODEL) + 512 * 1024,
-             "usable_memory_fraction": 1.0}
+    exact = {
+        **t4,
+        "memory_bytes": 2 * num_params(COURSE_MODEL) + 512 * 1024,
+        "usable_memory_fraction": 1.0,
+    }
     self_check(kv_cache_fits(COURSE_MODEL, exact, 1, 512) is True, "exactly full still fits")
     self_check(kv_cache_fits(COURSE_MODEL, exact, 1, 512, 2, 1) is True, "an 8-bit cache fits too")
     self_check(max_batch_that_fits(COURSE_MODEL, exact, 512) == 1, "exactly one sequence fits")
@@ -1212,14 +1248,24 @@ def _check_serving():
     q = quantized_weight_bytes(LLAMA3_8B, 4)
     naive = max_batch_that_fits(LLAMA3_8B, t4, 512, 0.5, 1)
     real = max_batch_that_fits(LLAMA3_8B, t4, 512, q["resident"] / num_params(LLAMA3_8B), 1)
-    self_check((naive, real) == (312, 258), f"4-bit on a T4: 312 naively, 258 really: {naive, real}")
+    self_check(
+        (naive, real) == (312, 258), f"4-bit on a T4: 312 naively, 258 really: {naive, real}"
+    )
     for call, error in (
-        (lambda: decode_tokens_per_s_bound(COURSE_MODEL, {"peak_bandwidth": 0.0}, 1, 0), ValueError),
+        (
+            lambda: decode_tokens_per_s_bound(COURSE_MODEL, {"peak_bandwidth": 0.0}, 1, 0),
+            ValueError,
+        ),
         (lambda: decode_tokens_per_s_bound(COURSE_MODEL, t4, 0, 0), ValueError),
         (lambda: decode_tokens_per_s_bound(COURSE_MODEL, t4, True, 0), TypeError),
-        (lambda: kv_cache_fits(COURSE_MODEL, {"name": "T4", "memory_bytes": 1e9}, 1, 0), ValueError),
-        (lambda: kv_cache_fits(COURSE_MODEL, {**t4, "usable_memory_fraction": 1.5}, 1, 0),
-         ValueError),
+        (
+            lambda: kv_cache_fits(COURSE_MODEL, {"name": "T4", "memory_bytes": 1e9}, 1, 0),
+            ValueError,
+        ),
+        (
+            lambda: kv_cache_fits(COURSE_MODEL, {**t4, "usable_memory_fraction": 1.5}, 1, 0),
+            ValueError,
+        ),
         (lambda: kv_cache_fits(COURSE_MODEL, t4, 1, -1), ValueError),
         (lambda: kv_cache_fits(COURSE_MODEL, "T4", 1, 0), TypeError),
         (lambda: max_batch_that_fits(COURSE_MODEL, t4, 0), ValueError),
@@ -1275,7 +1321,7 @@ def save_metric(path, key, value):
     raise NotImplementedError("save_metric: implement this (see the docstring)")
 
 
-# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_save_metric", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "6bd88ca455f430c54d4060a4cf8519d0", "cell_type": "code"}
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_save_metric", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "6a2e74edf062bce394291edaf312ea46", "cell_type": "code"}
 def _check_save_metric():
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "metrics.json"
@@ -1307,8 +1353,12 @@ def _check_save_metric():
             )
             fresh.unlink()
         expect_error(ValueError, lambda: save_metric(path, "", 1), "save_metric(path, '', 1)")
-        for bad, error in ((float("nan"), ValueError), ({"x": float("inf")}, ValueError),
-                           (object(), TypeError), ({1, 2}, TypeError)):
+        for bad, error in (
+            (float("nan"), ValueError),
+            ({"x": float("inf")}, ValueError),
+            (object(), TypeError),
+            ({1, 2}, TypeError),
+        ):
             expect_error(error, lambda bad=bad: save_metric(path, "bad", bad), f"{bad!r}")
         path.write_text("{not json")
         try:
@@ -1321,6 +1371,7 @@ def _check_save_metric():
         self_check(
             sorted(p.name for p in Path(tmp).iterdir()) == ["metrics.json"], "temp file left behind"
         )
+
 
 _check_save_metric()
 del _check_save_metric
@@ -1406,7 +1457,7 @@ def decode_step_breakdown(cfg, batch, context_len, gpu, dtype_bytes=2, kv_dtype_
     raise NotImplementedError("decode_step_breakdown: implement this (see the docstring)")
 
 
-# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_decode_step_breakdown", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "4ecae90c892c54f97f5976d06c4c807a", "cell_type": "code"}
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_decode_step_breakdown", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "09f4fec19e03db6cbd2aa363b74ae5a2", "cell_type": "code"}
 def _check_decode_step_breakdown():
     t4 = {"name": "T4", "peak_flops": 65e12, "peak_bandwidth": 320e9}
     step = decode_step_breakdown(COURSE_MODEL, 1, CONTEXT_LEN, t4)
@@ -1420,8 +1471,7 @@ def _check_decode_step_breakdown():
         f"attention: n_heads / n_kv_heads = 2 FLOP/byte in fp16; got {step['attention']}",
     )
     self_check(
-        decode_step_breakdown(COURSE_MODEL, 256, CONTEXT_LEN, t4)["attention"]["intensity"]
-        == 2.0,
+        decode_step_breakdown(COURSE_MODEL, 256, CONTEXT_LEN, t4)["attention"]["intensity"] == 2.0,
         "batching does not change attention's intensity",
     )
     big = decode_step_breakdown(COURSE_MODEL, 204, CONTEXT_LEN, t4)
@@ -1700,10 +1750,16 @@ def max_batch_under_tpot(cfg, gpu, context_len, tpot_s, dtype_bytes=2, kv_dtype_
     raise NotImplementedError("max_batch_under_tpot: implement this (see the docstring)")
 
 
-# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_continuous_batching", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "e125def91e1e14d0de3d4db59cf28310", "cell_type": "code"}
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_continuous_batching", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "3561446e26fb816ceeceafe7db6cfc8f", "cell_type": "code"}
 def _check_continuous_batching():
-    h100 = {"name": "H100", "peak_flops": 989e12, "peak_bandwidth": 3350e9,
-            "memory_bytes": 81559 * 2**20, "usable_memory_fraction": 0.9, "sm_count": 132}
+    h100 = {
+        "name": "H100",
+        "peak_flops": 989e12,
+        "peak_bandwidth": 3350e9,
+        "memory_bytes": 81559 * 2**20,
+        "usable_memory_fraction": 0.9,
+        "sm_count": 132,
+    }
     same = ragged_decode_step(LLAMA3_8B, [512] * 8, h100)
     want = decode_step_breakdown(LLAMA3_8B, 8, 512, h100)["time_s"]
     self_check(type(same) is float and abs(same - want) < 1e-12 * want, "equal contexts: as before")
@@ -1782,7 +1838,7 @@ def chunked_prefill_budget(gpu, batch, dtype_bytes=2):
     raise NotImplementedError("chunked_prefill_budget: implement this (see the docstring)")
 
 
-# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_chunked_prefill_budget", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "c3e65b88453d7b9f2fa4906c6ae376d1", "cell_type": "code"}
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_chunked_prefill_budget", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "0f47e371e94c24dc501d6c100bb306dd", "cell_type": "code"}
 def _check_chunked_prefill_budget():
     t4 = {"name": "T4", "peak_flops": 65e12, "peak_bandwidth": 320e9}
     h100 = {"name": "H100", "peak_flops": 989e12, "peak_bandwidth": 3350e9}
@@ -1793,8 +1849,13 @@ def _check_chunked_prefill_budget():
         (h100, 1, 0.5, 72, "H100, W4A16: the fp16 roof with a quarter of the bytes: 73 - 1"),
         (h100_fp8, 1, 1, 294, "H100, W8A8 on FP8: 295 - 1"),
         (t4, 300, 2, 0, "300 decoding sequences are past the T4's ridge already"),
-        ({"name": "x", "peak_flops": 400e12, "peak_bandwidth": 2e12}, 1, 2, 198,
-         "ridge exactly 200: 200 tokens sit on it (compute-bound), 199 are below"),
+        (
+            {"name": "x", "peak_flops": 400e12, "peak_bandwidth": 2e12},
+            1,
+            2,
+            198,
+            "ridge exactly 200: 200 tokens sit on it (compute-bound), 199 are below",
+        ),
     ):
         got = chunked_prefill_budget(gpu, batch, w)
         self_check(got == want and type(got) is int, f"{why}: {want}, got {got!r}")
@@ -2026,36 +2087,63 @@ SUSTAINED_FLOPS = None if _sustained is None else _sustained * 1e12
 
 def draw_roof(ax, gpu, label):
     ai = np.logspace(-1, 3.5, 400)
-    ax.loglog(ai, np.minimum(ai * gpu["peak_bandwidth"], gpu["peak_flops"]) / 1e12, "k-", lw=2,
-              label=f"{label} roof")
+    ax.loglog(
+        ai,
+        np.minimum(ai * gpu["peak_bandwidth"], gpu["peak_flops"]) / 1e12,
+        "k-",
+        lw=2,
+        label=f"{label} roof",
+    )
     ridge = gpu["peak_flops"] / gpu["peak_bandwidth"]
     ax.axvline(ridge, color="gray", linestyle=":", linewidth=1.5)
-    ax.annotate(f"ridge {ridge:.0f}", (ridge, 0.02), xytext=(-4, 0), textcoords="offset points",
-                rotation=90, ha="right", va="bottom", color="gray", fontsize=8)
+    ax.annotate(
+        f"ridge {ridge:.0f}",
+        (ridge, 0.02),
+        xytext=(-4, 0),
+        textcoords="offset points",
+        rotation=90,
+        ha="right",
+        va="bottom",
+        color="gray",
+        fontsize=8,
+    )
     return ridge
 
 
 fig, axes = plt.subplots(1, 2, figsize=(13, 5.2))
 for ax, (cfg, gpu_name, color) in zip(
-    axes, ((COURSE_MODEL, COURSE_GPU, "tab:blue"), (LLAMA3_8B, "H100_SXM", "tab:orange")),
+    axes,
+    ((COURSE_MODEL, COURSE_GPU, "tab:blue"), (LLAMA3_8B, "H100_SXM", "tab:orange")),
     strict=True,
 ):
     gpu = HW[gpu_name]
     draw_roof(ax, gpu, gpu_name)
     if gpu_name == COURSE_GPU and SUSTAINED_FLOPS is not None:
-        ax.axhline(SUSTAINED_FLOPS / 1e12, color="tab:red", linestyle="-.", linewidth=1,
-                   label=f"practical roof, ~{SUSTAINED_FLOPS / 1e12:.0f} TFLOP/s sustained")
+        ax.axhline(
+            SUSTAINED_FLOPS / 1e12,
+            color="tab:red",
+            linestyle="-.",
+            linewidth=1,
+            label=f"practical roof, ~{SUSTAINED_FLOPS / 1e12:.0f} TFLOP/s sustained",
+        )
     batches = (1, 8, 32)
     xs = np.array([decode_intensity(cfg, b, CONTEXT_LEN) for b in batches])
     ys = np.minimum(xs * gpu["peak_bandwidth"], gpu["peak_flops"]) / 1e12
-    ax.scatter(xs, ys, s=60, zorder=3, color=color,
-               label=f"{cfg['name']} decode, context {CONTEXT_LEN}")
+    ax.scatter(
+        xs, ys, s=60, zorder=3, color=color, label=f"{cfg['name']} decode, context {CONTEXT_LEN}"
+    )
     for b, x, y in zip(batches, xs, ys, strict=True):
-        ax.annotate(f"b={b}", (x, y), xytext=(-8, 8), textcoords="offset points", fontsize=8,
-                    ha="right")
+        ax.annotate(
+            f"b={b}", (x, y), xytext=(-8, 8), textcoords="offset points", fontsize=8, ha="right"
+        )
     ceiling = 2 * matmul_params(cfg) / (CONTEXT_LEN * kv_bytes_per_token(cfg))
-    ax.axvline(ceiling, color=color, linestyle="--", linewidth=1,
-               label=f"batch-to-infinity ceiling {ceiling:.3g} FLOP/byte")
+    ax.axvline(
+        ceiling,
+        color=color,
+        linestyle="--",
+        linewidth=1,
+        label=f"batch-to-infinity ceiling {ceiling:.3g} FLOP/byte",
+    )
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("attainable performance (TFLOP/s)")
     ax.set_title(f"{cfg['name']} on the {gpu_name} (fp16 weights and KV cache)")
@@ -2088,14 +2176,24 @@ fig, axes = plt.subplots(1, 2, figsize=(13, 5.2))
 for ax, (gpu_name, wbytes, kbytes) in zip(axes, SETUPS, strict=True):
     gpu = HW[gpu_name]
     ai = np.logspace(-1, 3.5, 400)
-    ax.loglog(ai, np.minimum(ai * gpu["peak_bandwidth"], gpu["peak_flops"]) / 1e12, "k-", lw=2,
-              label=f"{gpu_name} fp16 tensor roof")
+    ax.loglog(
+        ai,
+        np.minimum(ai * gpu["peak_bandwidth"], gpu["peak_flops"]) / 1e12,
+        "k-",
+        lw=2,
+        label=f"{gpu_name} fp16 tensor roof",
+    )
     table = TABLES[gpu_name]
     eight = table.get("fp8_tensor_tflops", table.get("int8_tensor_tops"))
     if eight is not None:
         kind = "FP8" if "fp8_tensor_tflops" in table else "INT8"
-        ax.loglog(ai, np.minimum(ai * gpu["peak_bandwidth"], eight * 1e12) / 1e12, "k--", lw=1,
-                  label=f"{kind} tensor roof (W8A8), ridge {eight * 1e12 / gpu['peak_bandwidth']:.0f}")
+        ax.loglog(
+            ai,
+            np.minimum(ai * gpu["peak_bandwidth"], eight * 1e12) / 1e12,
+            "k--",
+            lw=1,
+            label=f"{kind} tensor roof (W8A8), ridge {eight * 1e12 / gpu['peak_bandwidth']:.0f}",
+        )
     ridge = gpu["peak_flops"] / gpu["peak_bandwidth"]
     ax.axvline(ridge, color="gray", linestyle=":", linewidth=1.5, label=f"fp16 ridge {ridge:.0f}")
     for b in (1, 16, 64, 256):
@@ -2104,16 +2202,36 @@ for ax, (gpu_name, wbytes, kbytes) in zip(axes, SETUPS, strict=True):
             k = step[kernel]
             y = min(k["intensity"] * gpu["peak_bandwidth"], gpu["peak_flops"]) / 1e12
             first = b == 1
-            ax.scatter(k["intensity"], y, marker=marker, s=70, color=color, zorder=3,
-                       label=(f"{kernel} matmuls" if kernel == "weights" else
-                              "attention (the same point at every batch)") if first else None)
+            ax.scatter(
+                k["intensity"],
+                y,
+                marker=marker,
+                s=70,
+                color=color,
+                zorder=3,
+                label=(
+                    f"{kernel} matmuls"
+                    if kernel == "weights"
+                    else "attention (the same point at every batch)"
+                )
+                if first
+                else None,
+            )
             if kernel == "weights":
-                ax.annotate(f"b={b}", (k["intensity"], y), xytext=(-8, 8),
-                            textcoords="offset points", fontsize=8, ha="right")
+                ax.annotate(
+                    f"b={b}",
+                    (k["intensity"], y),
+                    xytext=(-8, 8),
+                    textcoords="offset points",
+                    fontsize=8,
+                    ha="right",
+                )
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("attainable performance (TFLOP/s)")
-    ax.set_title(f"Llama-3-8B decode kernels on the {gpu_name}\n"
-                 f"{wbytes:.2g} B per weight, {kbytes:g} B per cached number, context {CONTEXT_LEN}")
+    ax.set_title(
+        f"Llama-3-8B decode kernels on the {gpu_name}\n"
+        f"{wbytes:.2g} B per weight, {kbytes:g} B per cached number, context {CONTEXT_LEN}"
+    )
     ax.set_ylim(0.1, (eight or gpu["peak_flops"] / 1e12) * 3)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
@@ -2148,10 +2266,12 @@ fig, (ax_rate, ax_time) = plt.subplots(1, 2, figsize=(13, 5))
 batches = np.unique(np.logspace(0, 12, 200, base=2).astype(int))
 for gpu_name, w_read, w_resident, kbytes, color in SETUPS:
     gpu = HW[gpu_name]
-    tpot = np.array([
-        decode_step_breakdown(LLAMA3_8B, int(b), CONTEXT_LEN, gpu, w_read, kbytes)["time_s"]
-        for b in batches
-    ])
+    tpot = np.array(
+        [
+            decode_step_breakdown(LLAMA3_8B, int(b), CONTEXT_LEN, gpu, w_read, kbytes)["time_s"]
+            for b in batches
+        ]
+    )
     label = f"{gpu_name}, {w_read:.2g} B weights, {kbytes:g} B cache"
     wall = max_batch_that_fits(LLAMA3_8B, gpu, CONTEXT_LEN, w_resident, kbytes)
     fits = batches <= wall
@@ -2162,10 +2282,21 @@ for gpu_name, w_read, w_resident, kbytes, color in SETUPS:
     turn = math.ceil(gpu["peak_flops"] / gpu["peak_bandwidth"] * w_read / 2)
     print(f"{gpu_name}: weights compute-bound from batch {turn}, memory wall {wall}")
     for ax in (ax_rate, ax_time):
-        ax.axvline(wall, color=color, linestyle="-", alpha=0.5, linewidth=3,
-                   label=f"{gpu_name} memory wall: batch {wall}")
-        ax.axvline(turn, color=color, linestyle=":", linewidth=1.5,
-                   label=f"{gpu_name} weights compute-bound from batch {turn}")
+        ax.axvline(
+            wall,
+            color=color,
+            linestyle="-",
+            alpha=0.5,
+            linewidth=3,
+            label=f"{gpu_name} memory wall: batch {wall}",
+        )
+        ax.axvline(
+            turn,
+            color=color,
+            linestyle=":",
+            linewidth=1.5,
+            label=f"{gpu_name} weights compute-bound from batch {turn}",
+        )
 ax_rate.set_ylabel("decode tokens/s, whole batch (roofline bound)")
 ax_time.set_ylabel("time per output token (ms)")
 for ax in (ax_rate, ax_time):
@@ -2268,15 +2399,19 @@ for cfg in (COURSE_MODEL, LLAMA3_8B):
 
 # %% tags=["demo"]
 HW = load_hardware()
-print(f"{'gpu':<10}{'SMs':>5}{'context':>9}{'blocks':>8}{'splits':>8}{'blocks now':>12}"
-      f"{'chunk':>7}{'SMs busy before -> after':>27}")
+print(
+    f"{'gpu':<10}{'SMs':>5}{'context':>9}{'blocks':>8}{'splits':>8}{'blocks now':>12}"
+    f"{'chunk':>7}{'SMs busy before -> after':>27}"
+)
 for name, gpu in HW.items():
     for ctx in (512, 2048, 8192, 32768):
         plan = split_kv_plan(LLAMA3_8B, 1, ctx, gpu)
         before = min(plan["blocks"], gpu["sm_count"]) / gpu["sm_count"]
         after = min(plan["split_blocks"], gpu["sm_count"]) / gpu["sm_count"]
-        print(f"{name:<10}{gpu['sm_count']:>5}{ctx:>9}{plan['blocks']:>8}{plan['splits']:>8}"
-              f"{plan['split_blocks']:>12}{plan['chunk_len']:>7}{before:>17.0%} -> {after:.0%}")
+        print(
+            f"{name:<10}{gpu['sm_count']:>5}{ctx:>9}{plan['blocks']:>8}{plan['splits']:>8}"
+            f"{plan['split_blocks']:>12}{plan['chunk_len']:>7}{before:>17.0%} -> {after:.0%}"
+        )
 
 # %% [markdown]
 # ## 17. Record the milestone

@@ -95,10 +95,10 @@ PREFILL_NO_KV = '''
 check_gpu(gpu, ("peak_flops", "peak_bandwidth"))
 batch = check_int(batch, "batch", 1)
 n = check_int(prompt_len, "prompt_len", 1)
-weight_bytes = check_bytes(weight_bytes, "weight_bytes")
-kv_bytes = check_bytes(kv_bytes, "kv_bytes")
+dtype_bytes = check_bytes(dtype_bytes, "dtype_bytes")
 params = matmul_params(cfg)
-weights = roofline_kernel(2 * params * batch * n, params * weight_bytes, gpu)
+head = cfg["vocab_size"] * cfg["dim"]
+weights = roofline_kernel(2 * batch * (n * (params - head) + head), params * dtype_bytes, gpu)
 attention_s = batch * 2 * cfg["n_layers"] * cfg["dim"] * n * (n + 1) / gpu["peak_flops"]
 return float(weights["time_s"] + attention_s)
 '''
@@ -107,14 +107,13 @@ return float(weights["time_s"] + attention_s)
 BREAKDOWN_MIXED = '''
 check_gpu(gpu, ("peak_flops", "peak_bandwidth"))
 batch = check_int(batch, "batch", 1)
-context = check_int(context, "context", 1)
-weight_bytes = check_bytes(weight_bytes, "weight_bytes")
-kv_bytes = check_bytes(kv_bytes, "kv_bytes")
+context_len = check_int(context_len, "context_len", 1)
+dtype_bytes = check_bytes(dtype_bytes, "dtype_bytes")
 params = matmul_params(cfg)
-weights = roofline_kernel(2 * params * batch, params * weight_bytes, gpu)
+weights = roofline_kernel(2 * params * batch, params * dtype_bytes, gpu)
 attention = roofline_kernel(
-    4 * cfg["n_layers"] * cfg["dim"] * context * batch,
-    batch * context * kv_bytes_per_token(cfg, 1) * weight_bytes,
+    4 * cfg["n_layers"] * cfg["dim"] * context_len * batch,
+    batch * context_len * kv_bytes_per_token(cfg, 1) * dtype_bytes,
     gpu,
 )
 return {"weights": weights, "attention": attention,
@@ -126,7 +125,7 @@ TOKENS_BANDWIDTH_ONLY = '''
 check_gpu(gpu, ("peak_flops", "peak_bandwidth"))
 batch = check_int(batch, "batch", 1)
 context_len = check_int(context_len, "context_len", 0)
-dtype_bytes = check_int(dtype_bytes, "dtype_bytes", 1)
+dtype_bytes = check_bytes(dtype_bytes, "dtype_bytes")
 kv = kv_bytes_per_token(cfg, dtype_bytes if kv_dtype_bytes is None else kv_dtype_bytes)
 step_bytes = matmul_params(cfg) * dtype_bytes + batch * context_len * kv
 return float(batch * gpu["peak_bandwidth"] / step_bytes)
@@ -139,22 +138,23 @@ return num_params(cfg)
 
 # The cache's precision ignored in the memory check.
 FITS_ONE_PRECISION = '''
-check_gpu(gpu, ("memory_bytes",))
+check_gpu(gpu, ("memory_bytes", "usable_memory_fraction"))
 batch = check_int(batch, "batch", 1)
 context_len = check_int(context_len, "context_len", 0)
-dtype_bytes = check_int(dtype_bytes, "dtype_bytes", 1)
+dtype_bytes = check_bytes(dtype_bytes, "dtype_bytes")
 needed = num_params(cfg) * dtype_bytes + batch * context_len * kv_bytes_per_token(cfg, dtype_bytes)
-return bool(needed <= gpu["memory_bytes"])
+return bool(needed <= Fraction(gpu["usable_memory_fraction"]) * Fraction(gpu["memory_bytes"]))
 '''
 
 # Memory counted from the multiplied weights only: the looked-up input table left out.
 MAX_BATCH_MATMUL_ONLY = '''
-check_gpu(gpu, ("memory_bytes",))
+check_gpu(gpu, ("memory_bytes", "usable_memory_fraction"))
 context_len = check_int(context_len, "context_len", 1)
-weight_bytes = check_bytes(weight_bytes, "weight_bytes")
-kv_bytes = check_bytes(kv_bytes, "kv_bytes")
-per_sequence = context_len * kv_bytes_per_token(cfg, 1) * Fraction(kv_bytes)
-room = Fraction(gpu["memory_bytes"]) - matmul_params(cfg) * Fraction(weight_bytes)
+dtype_bytes = check_bytes(dtype_bytes, "dtype_bytes")
+kv = dtype_bytes if kv_dtype_bytes is None else kv_dtype_bytes
+per_sequence = context_len * Fraction(kv_bytes_per_token(cfg, kv))
+budget = Fraction(gpu["usable_memory_fraction"]) * Fraction(gpu["memory_bytes"])
+room = budget - matmul_params(cfg) * Fraction(dtype_bytes)
 return 0 if room < 0 else int(room // per_sequence)
 '''
 

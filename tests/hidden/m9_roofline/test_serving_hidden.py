@@ -40,16 +40,22 @@ from hypothesis import strategies as st
 from grader.suites.testing import expect_raises
 
 FAST = settings.get_profile("grader-hidden")  # tests/hidden/conftest.py
-T4_LIKE = {
-    "name": "T4",
-    "peak_flops": 65e12,
-    "peak_bandwidth": 320e9,
-    "memory_bytes": 15360 * 2**20,
-    "usable_memory_fraction": 0.9,
-    "sm_count": 40,  # grader: public
-}
-H100_LIKE = {**T4_LIKE, "name": "H100", "peak_flops": 989e12, "peak_bandwidth": 3350e9,
-             "memory_bytes": 81559 * 2**20, "sm_count": 132}
+
+
+def gpu_like(name: str, tflops: float, gbs: float, mib: int, sms: int) -> dict:
+    """A gpu dict as load_hardware makes one, from course.toml's units."""
+    return dict(
+        name=name,
+        peak_flops=tflops * 1e12,
+        peak_bandwidth=gbs * 1e9,
+        memory_bytes=mib * 2**20,
+        usable_memory_fraction=0.9,
+        sm_count=sms,
+    )
+
+
+T4_LIKE = gpu_like("T4", 65.0, 320.0, 15360, 40)
+H100_LIKE = gpu_like("H100", 989.0, 3350.0, 81559, 132)
 
 
 @st.composite
@@ -145,23 +151,64 @@ def test_decode_tokens_per_s_bound_random(
 # Always one case one byte short of weights plus KV cache: random draws may all fall where the
 # answer does not depend on the cache, and then a cache left out would go unseen. cfg=None
 # stands for the course model (an example is fixed at import time, the fixture is not).
-@example(cfg=None, batch=1, context_len=512, nbytes=2, kv_nbytes=None, slack=-1, memory=10**9,
-         fraction=1.0)
+@example(
+    cfg=None,
+    batch=1,
+    context_len=512,
+    nbytes=2,
+    kv_nbytes=None,
+    slack=-1,
+    memory=10**9,
+    fraction=1.0,
+)
 # Untied, one byte short: memory counts every parameter, the looked-up input table included.
-@example(cfg=LLAMA_LIKE, batch=1, context_len=512, nbytes=2, kv_nbytes=1, slack=-1,
-         memory=10**9, fraction=1.0)
+@example(
+    cfg=LLAMA_LIKE,
+    batch=1,
+    context_len=512,
+    nbytes=2,
+    kv_nbytes=1,
+    slack=-1,
+    memory=10**9,
+    fraction=1.0,
+)
 # An 8-bit cache, memory exactly full: sized with the weights' 2 bytes it would not fit.
-@example(cfg=None, batch=4, context_len=512, nbytes=2, kv_nbytes=1, slack=0, memory=10**9,
-         fraction=1.0)
+@example(
+    cfg=None, batch=4, context_len=512, nbytes=2, kv_nbytes=1, slack=0, memory=10**9, fraction=1.0
+)
 # And one exactly full: equal fits, so a `<` where `<=` belongs fails on every seed.
-@example(cfg=None, batch=3, context_len=777, nbytes=2, kv_nbytes=None, slack=0, memory=10**9,
-         fraction=1.0)
+@example(
+    cfg=None,
+    batch=3,
+    context_len=777,
+    nbytes=2,
+    kv_nbytes=None,
+    slack=0,
+    memory=10**9,
+    fraction=1.0,
+)
 # The budget, not the card: the whole card would hold this batch, 90% of it does not.
-@example(cfg=LLAMA_LIKE, batch=1, context_len=0, nbytes=2, kv_nbytes=None, slack=None,
-         memory=15360 * 2**20, fraction=0.9)
+@example(
+    cfg=LLAMA_LIKE,
+    batch=1,
+    context_len=0,
+    nbytes=2,
+    kv_nbytes=None,
+    slack=None,
+    memory=15360 * 2**20,
+    fraction=0.9,
+)
 # 4-bit weights beside a 4-bit cache, one byte over: fractional sizes all the way.
-@example(cfg=None, batch=2, context_len=100, nbytes=0.5, kv_nbytes=None, slack=1, memory=10**9,
-         fraction=1.0)
+@example(
+    cfg=None,
+    batch=2,
+    context_len=100,
+    nbytes=0.5,
+    kv_nbytes=None,
+    slack=1,
+    memory=10**9,
+    fraction=1.0,
+)
 def test_kv_cache_fits_random(
     student,
     reference,
@@ -183,7 +230,7 @@ def test_kv_cache_fits_random(
         memory, fraction = need + slack, 1.0
         if memory <= 0:
             return
-    gpu = {**T4_LIKE, "memory_bytes": memory, "usable_memory_fraction": fraction}
+    gpu = dict(T4_LIKE, memory_bytes=memory, usable_memory_fraction=fraction)
     got = student.kv_cache_fits(cfg, gpu, batch, context_len, nbytes, kv_nbytes)
     want = reference.kv_cache_fits(cfg, gpu, batch, context_len, nbytes, kv_nbytes)
     assert type(got) is bool, f"kv_cache_fits must return a Python bool, got {got!r}"
@@ -209,15 +256,37 @@ def test_kv_cache_fits_random(
     exact=st.booleans(),
 )
 # Llama-3-8B on the H100's real 81,559 MiB, within 90%: 907 (80e9 bytes would say 952).
-@example(cfg=LLAMA_LIKE, context_len=512, wbytes=2, kbytes=None, memory=81559 * 2**20,
-         fraction=0.9, exact=False)
-@example(cfg=LLAMA_LIKE, context_len=512, wbytes=0.5, kbytes=1, memory=15360 * 2**20,
-         fraction=0.9, exact=False)
-@example(cfg=LLAMA_LIKE, context_len=512, wbytes=2, kbytes=1, memory=80 * 10**9, fraction=1.0,
-         exact=True)
+@example(
+    cfg=LLAMA_LIKE,
+    context_len=512,
+    wbytes=2,
+    kbytes=None,
+    memory=81559 * 2**20,
+    fraction=0.9,
+    exact=False,
+)
+@example(
+    cfg=LLAMA_LIKE,
+    context_len=512,
+    wbytes=0.5,
+    kbytes=1,
+    memory=15360 * 2**20,
+    fraction=0.9,
+    exact=False,
+)
+@example(
+    cfg=LLAMA_LIKE, context_len=512, wbytes=2, kbytes=1, memory=80 * 10**9, fraction=1.0, exact=True
+)
 # kv_dtype_bytes=None: the cache has the weights' size (an 8-bit model, an 8-bit cache).
-@example(cfg=LLAMA_LIKE, context_len=512, wbytes=1, kbytes=None, memory=81559 * 2**20,
-         fraction=0.9, exact=False)
+@example(
+    cfg=LLAMA_LIKE,
+    context_len=512,
+    wbytes=1,
+    kbytes=None,
+    memory=81559 * 2**20,
+    fraction=0.9,
+    exact=False,
+)
 def test_max_batch_that_fits_random(
     student, reference, cfg, context_len, wbytes, kbytes, memory, fraction, exact
 ):
@@ -225,7 +294,7 @@ def test_max_batch_that_fits_random(
     if exact:  # a budget holding exactly some batch: floor must not lose it
         per_seq = context_len * reference.kv_bytes_per_token(cfg, 1) * (kbytes or wbytes)
         memory, fraction = reference.num_params(cfg) * wbytes + 7 * per_seq, 1.0
-    gpu = {**T4_LIKE, "memory_bytes": memory, "usable_memory_fraction": fraction}
+    gpu = dict(T4_LIKE, memory_bytes=memory, usable_memory_fraction=fraction)
     got = student.max_batch_that_fits(cfg, gpu, context_len, wbytes, kbytes)
     want = reference.max_batch_that_fits(cfg, gpu, context_len, wbytes, kbytes)
     assert type(got) is int, f"max_batch_that_fits must return a Python int, got {got!r}"

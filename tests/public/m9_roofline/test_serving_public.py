@@ -22,8 +22,14 @@ T4_LIKE = {
     "usable_memory_fraction": 0.9,
     "sm_count": 40,
 }
-H100_LIKE = {**T4_LIKE, "name": "H100", "peak_flops": 989e12, "peak_bandwidth": 3350e9,
-             "memory_bytes": 81559 * 2**20, "sm_count": 132}
+H100_LIKE = {
+    **T4_LIKE,
+    "name": "H100",
+    "peak_flops": 989e12,
+    "peak_bandwidth": 3350e9,
+    "memory_bytes": 81559 * 2**20,
+    "sm_count": 132,
+}
 LLAMA3_8B = {
     "name": "llama-3-8b",
     "dim": 4096,
@@ -79,7 +85,11 @@ def test_kv_cache_fits_examples(student, course_model):
 @pytest.mark.points(1)
 def test_max_batch_that_fits_examples(student, course_model):
     per_seq = 512 * 1024  # 512 tokens x 1,024 bytes of fp16 K and V
-    gpu = {**T4_LIKE, "memory_bytes": 2 * COURSE_PARAMS + 3 * per_seq, "usable_memory_fraction": 1.0}
+    gpu = {
+        **T4_LIKE,
+        "memory_bytes": 2 * COURSE_PARAMS + 3 * per_seq,
+        "usable_memory_fraction": 1.0,
+    }
     got = student.max_batch_that_fits(course_model, gpu, 512)
     assert type(got) is int and got == 3, (
         f"max_batch_that_fits(course model, memory for the weights + 3 caches, 512) returned "

@@ -138,7 +138,7 @@ MUTANTS = (
         "decode_step_breakdown",
         "    kv_dtype = dtype_bytes if kv_dtype_bytes is None else check_bytes(kv_dtype_bytes, "
         '"kv_dtype_bytes")\n    params = matmul_params(cfg)  # validates cfg\n    per_token',
-        '    kv_dtype = 2 if kv_dtype_bytes is None else check_bytes(kv_dtype_bytes, '
+        "    kv_dtype = 2 if kv_dtype_bytes is None else check_bytes(kv_dtype_bytes, "
         '"kv_dtype_bytes")\n    params = matmul_params(cfg)  # validates cfg\n    per_token',
     ),
     Mutant(
@@ -263,8 +263,7 @@ MUTANTS = (
         M9,
         "decode_attention_intensity",
         'return float(4 * cfg["n_layers"] * cfg["dim"] * spec_tokens / per_token)',
-        'return float(4 * cfg["n_layers"] * cfg["dim"] * spec_tokens / '
-        "kv_bytes_per_token(cfg, 2))",
+        'return float(4 * cfg["n_layers"] * cfg["dim"] * spec_tokens / kv_bytes_per_token(cfg, 2))',
     ),
     Mutant(
         "split_kv_plan: a block per query head",
