@@ -53,7 +53,6 @@ _.fp32_tflops
 _.int8_tensor_tops
 _.sm_count
 _.pcie_gbs
-_.memory_bytes
 _.needs_gpu
 _.timezone
 # grader/core/results.py Environment and GradeResult: fields of result.json (asdict)

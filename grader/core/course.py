@@ -98,6 +98,18 @@ class Hardware:
     def ridge(self) -> float:
         return self.peak_flops / self.peak_bandwidth
 
+    def as_gpu_dict(self) -> dict[str, Any]:
+        """The gpu dict the M9 notebook's `load_hardware()` makes of this table: what its
+        functions (and the reference's metrics record) take."""
+        return {
+            "name": self.key,
+            "peak_flops": self.peak_flops,
+            "peak_bandwidth": self.peak_bandwidth,
+            "memory_bytes": self.memory_bytes,
+            "usable_memory_fraction": self.usable_memory_fraction,
+            "sm_count": self.sm_count,
+        }
+
 
 @dataclass(frozen=True)
 class Assignment:
@@ -115,7 +127,7 @@ class MetricsRecord:
     assignment's id. Its suites grade it; the reference computes it for every report's roofline
     by calling `function(*arguments)` of `solutions/<assignment>/<assignment>.py`, each argument a
     module-level name of that solution, except `COURSE_GPU_ARGUMENT`, which is the course GPU as
-    a dict (`name`, `peak_flops`, `peak_bandwidth`). `roofline` maps the record's keys drawn on
+    the dict the notebook's `load_hardware` makes (`Hardware.as_gpu_dict`). `roofline` maps the record's keys drawn on
     the roofline (arithmetic intensities, FLOP/byte) to their labels, in the order drawn."""
 
     assignment: str
