@@ -127,8 +127,9 @@ class MetricsRecord:
     assignment's id. Its suites grade it; the reference computes it for every report's roofline
     by calling `function(*arguments)` of `solutions/<assignment>/<assignment>.py`, each argument a
     module-level name of that solution, except `COURSE_GPU_ARGUMENT`, which is the course GPU as
-    the dict the notebook's `load_hardware` makes (`Hardware.as_gpu_dict`). `roofline` maps the record's keys drawn on
-    the roofline (arithmetic intensities, FLOP/byte) to their labels, in the order drawn."""
+    the dict the notebook's `load_hardware` makes (`Hardware.as_gpu_dict`). `roofline` maps the
+    record's keys drawn on the roofline (arithmetic intensities, FLOP/byte) to their labels, in
+    the order drawn."""
 
     assignment: str
     function: str

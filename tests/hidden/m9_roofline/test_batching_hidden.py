@@ -43,16 +43,13 @@ from grader.suites.testing import expect_raises
 DRAWS = 25  # drawn cases per test, after the fixed examples
 
 
+GPU_KEYS = ("name", "peak_flops", "peak_bandwidth", "memory_bytes", "usable_memory_fraction")
+
+
 def gpu_like(name: str, tflops: float, gbs: float, mib: int, sms: int) -> dict:
     """A gpu dict as load_hardware makes one, from course.toml's units."""
-    return dict(
-        name=name,
-        peak_flops=tflops * 1e12,
-        peak_bandwidth=gbs * 1e9,
-        memory_bytes=mib * 2**20,
-        usable_memory_fraction=0.9,
-        sm_count=sms,
-    )
+    figures = (name, tflops * 1e12, gbs * 1e9, mib * 2**20, 0.9)
+    return {**dict(zip(GPU_KEYS, figures, strict=True)), "sm_count": sms}
 
 
 H100_LIKE = gpu_like("H100", 989.0, 3350.0, 81559, 132)

@@ -24,8 +24,8 @@ word for word in the released notebook):
   and, for b > 1, intensity(b - 1) < ridge."
 - test_crossover_batch_none_at_long_context: "Returns None when the intensity's limit
   2*matmul_params / (context_len * KV bytes per token) is <= ridge."
-- test_invalid_arguments_raise: "A value of the right type that is out of range raises `ValueError`: zero,
-  negative, NaN, infinite, too large"
+- test_invalid_arguments_raise: "A value of the right type that is out of range raises
+  `ValueError`: zero, negative, NaN, infinite, too large"
 - test_m9_record_random: "Returns the keys intensity_b1, intensity_b8, intensity_b32 (FLOP/byte,
   floats), crossover_batch (int or None, against the ridge peak_flops / peak_bandwidth)"
 - test_metrics_records_course_gpu_and_valid_inputs: "its `gpu` must be the course GPU as

@@ -16,7 +16,7 @@ from factories import ROOT
 from grader.core import compiler
 from grader.core.course import load_course
 from grader.core.results import AssignmentResult
-from grader.grading.check import Checked, compile_notes, check
+from grader.grading.check import Checked, check, compile_notes
 from grader.grading.grade import GradingBackend
 from grader.reports.terminal import check_report
 from grader.sandbox import backend as sandbox_backend

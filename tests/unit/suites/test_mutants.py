@@ -173,17 +173,19 @@ MUTANTS = (
         "ragged_decode_step: padded to the longest context (static batching)",
         M9,
         "ragged",
-        '    total = sum(check_int(c, f"context_lens[{i}]", 1) for i, c in enumerate(context_lens))',
-        '    total = sum(check_int(c, f"context_lens[{i}]", 1) for i, c in enumerate(context_lens))'
-        "\n    total = max(context_lens) * len(context_lens)",
+        '    total = sum(check_int(c, f"context_lens[{i}]", 1) for i, c in '
+        "enumerate(context_lens))",
+        '    total = sum(check_int(c, f"context_lens[{i}]", 1) for i, c in '
+        "enumerate(context_lens))\n    total = max(context_lens) * len(context_lens)",
     ),
     Mutant(
         "ragged_decode_step: a mean context rounded down",
         M9,
         "ragged",
-        '    total = sum(check_int(c, f"context_lens[{i}]", 1) for i, c in enumerate(context_lens))',
-        '    total = sum(check_int(c, f"context_lens[{i}]", 1) for i, c in enumerate(context_lens))'
-        "\n    total = total // len(context_lens) * len(context_lens)",
+        '    total = sum(check_int(c, f"context_lens[{i}]", 1) for i, c in '
+        "enumerate(context_lens))",
+        '    total = sum(check_int(c, f"context_lens[{i}]", 1) for i, c in '
+        "enumerate(context_lens))\n    total = total // len(context_lens) * len(context_lens)",
     ),
     Mutant(
         "ragged_decode_step: the weights read once per sequence",
