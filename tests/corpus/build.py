@@ -220,6 +220,7 @@ SERVING_INVALID = Rule(r"test_(serving|batching)_invalid_arguments", ("passed", 
 # other_keys reads its file back through the worker (commit aab025d).
 KNOWN_BROKEN: set[str] = set()
 BROKEN = ("failed", "error")
+MAYBE_KV = ("passed", "failed", "error")
 ALL_STUDENT = r"^(public|hidden)/test_(?!metrics)"  # refined per suite in _student_tests()
 
 
@@ -576,6 +577,10 @@ CASES: list[Case] = [
     Case("returns_string", "kv_bytes_per_token returns a string (\"1024\")",
          patched(M9, "kv_bytes_per_token", 'return "1024"'),
          Expect(M9, [Rule(KV, BROKEN, ("'1024'",)), SERVING_INVALID,
+                     # Fraction("1024") parses the string: the capacity functions compute on,
+                     # with the cache at the wrong size (or, by luck, the right one)
+                     Rule(r"test_kv_cache_fits|test_max_batch_that_fits", MAYBE_KV, (),
+                          required=False),
                      Rule(r"\[(decode_intensity|crossover_batch)\(", OK, ()),
                      Rule(CASCADE_KV, BROKEN, ("TypeError", "str"))])),
     Case("returns_nan", "ridge_point returns NaN",
