@@ -2069,6 +2069,8 @@ plt.show()
 # pytest tests/public/gpu_fundamentals
 # ```
 #
-# They grade your `exercises/gpu_fundamentals` notebook in the simulator. Commit and open your
+# They grade your `exercises/gpu_fundamentals` notebook in the simulator (`grader check
+# gpu_fundamentals` does the same as a table, and, when your machine has the CUDA compiler, also
+# runs the compile check for the T4 and says whether it passed). Commit and open your
 # pull request; the grader then runs the public and hidden tests on your functions, in the
 # simulator and, where a GPU runner is available, on real hardware with the timed tests above.

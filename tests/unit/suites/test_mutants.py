@@ -136,10 +136,10 @@ MUTANTS = (
         "decode_step_breakdown: kv_dtype_bytes=None read as 2 bytes",
         M9,
         "decode_step_breakdown",
-        "    kv_dtype = dtype_bytes if kv_dtype_bytes is None else check_bytes(kv_dtype_bytes, "
-        '"kv_dtype_bytes")\n    params = matmul_params(cfg)  # validates cfg\n    per_token',
-        "    kv_dtype = 2 if kv_dtype_bytes is None else check_bytes(kv_dtype_bytes, "
-        '"kv_dtype_bytes")\n    params = matmul_params(cfg)  # validates cfg\n    per_token',
+        "        dtype_bytes if kv_dtype_bytes is None else check_bytes(kv_dtype_bytes, "
+        '"kv_dtype_bytes")\n    )\n    params = matmul_params(cfg)  # validates cfg\n    per_token',
+        '        2 if kv_dtype_bytes is None else check_bytes(kv_dtype_bytes, "kv_dtype_bytes")'
+        "\n    )\n    params = matmul_params(cfg)  # validates cfg\n    per_token",
     ),
     Mutant(
         "prefill_time: the output head scores every prompt token",
