@@ -59,11 +59,14 @@ GPU_SUITE = [
 
 
 def match_hardware(hardware: Iterable[Hardware], name: str) -> Hardware | None:
-    """The course.toml entry of the GPU called `name`: either name contains the other, or the
-    name contains the entry's key with spaces for underscores; None when none matches."""
-    low = name.lower()
+    """The course.toml entry of the GPU called `name` (nvidia-smi's, e.g. "NVIDIA A100-SXM4-80GB"):
+    either name contains the other, or the name contains the entry's key with spaces for
+    underscores, hyphens read as spaces; None when none matches (an A100 PCIe card is not the
+    A100 SXM row: its bandwidth differs)."""
+    low = name.lower().replace("-", " ")
     for h in hardware:
-        if h.name.lower() in low or low in h.name.lower() or h.key.replace("_", " ").lower() in low:
+        full, key = h.name.lower(), h.key.replace("_", " ").lower()
+        if full in low or low in full or key in low:
             return h
     return None
 

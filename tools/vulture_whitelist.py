@@ -55,9 +55,9 @@ _.as_dict  # called by the occupancy suites (tests/hidden, tests/public)
 # grader/core/course.py Hardware, Assignment, Course: course.toml's values, read by the suites
 # and tests (tests/unit/core/test_course.py) and embedded in the notebooks (release/embed.py)
 _.fp32_tflops
+_.int8_tensor_tops
 _.sm_count
 _.pcie_gbs
-_.memory_bytes
 _.needs_gpu
 _.timezone
 # grader/core/results.py Environment and GradeResult: fields of result.json (asdict)

@@ -13,13 +13,16 @@
 #     name: python3
 # ---
 
+# %%
+
 # %% [markdown]
 # # S5.2 Milestone M9: place your model's decode on the T4 roofline
 #
 # In S5.1 you drew a roofline: a GPU can never go faster than its peak FLOP/s, and a kernel that
 # moves bytes from DRAM can never go faster than bandwidth x (FLOPs per byte). Today you apply that
 # picture to the workload the whole project is heading towards: **generating text, one token per
-# step, with the small LLaMA-style model of the course**.
+# step, with the small LLaMA-style model of the course**, and then to the questions a serving
+# engineer asks of a real model on a real GPU.
 #
 # By the end of this notebook you will have:
 #
@@ -32,25 +35,52 @@
 #    batch fits in the GPU's memory at all;
 # 6. split a decode step into its two kinds of kernel (weight matmuls, attention over the cache),
 #    and set prefill against decode: time to first token against time per output token;
-# 7. written the numbers and a one-line conclusion to `metrics.json["m9_roofline"]`.
+# 7. judged a measured decode by its bandwidth utilisation (MBU) and its FLOP utilisation (MFU);
+# 8. batched sequences of different lengths together (continuous batching), chosen the batch
+#    that meets a latency target, and found how many prompt tokens ride along with a decode step
+#    for free (chunked prefill);
+# 9. seen why decode attention stays memory-bound whatever the batch, what grouped-query
+#    attention and speculative decoding change, and why a batch-1 attention kernel splits the
+#    cache across the GPU (split-KV, flash-decoding);
+# 10. written the numbers and a one-line conclusion to `metrics.json["m9_roofline"]`.
 #
-# **Rules the grader holds you to.** One error convention holds for every function in this
-# notebook: a value of the wrong type raises `TypeError`, a value of the right type that is out
-# of range raises `ValueError`, and either message names the argument. An integer argument must
-# be a Python `int` (or a numpy integer); a `bool` is not an integer here, so `batch=True` or a
-# config with `dim=128.0` is a `TypeError`, while `batch=0` or `n_layers=0` is a `ValueError`.
-# The hidden tests call every function with bad arguments of both kinds. Return types are the
-# plain Python ones each docstring names (`int`, `float`, `bool`, `str`, `dict`, `tuple` or
-# `None`), and the grader draws its own model configs, contexts and GPUs, so write the general
-# formula, not the course model's numbers.
+# ### Rules the grader holds you to
+#
+# **Errors: one convention, in both of this chapter's notebooks.**
+#
+# * An argument of the wrong *type* raises `TypeError`: a string where a number belongs; a float
+#   where an integer (a count) is required, `2.0` included; a `bool` (Python's, or NumPy's
+#   `numpy.bool_`) where a number belongs; anything but a dict where a dict belongs. An integer
+#   may be a Python `int` or a NumPy integer.
+# * A value of the right type that is out of range raises `ValueError`: zero, negative, NaN,
+#   infinite, too large; and a dict (a model config, a `gpu` or `sm` dict) that lacks a key it
+#   needs, or, for a model config, holds a key it does not allow.
+# * When a call has several faults you may raise for any of them, with one exception: a number of
+#   the wrong type is a `TypeError` even when it is also out of range (`-2.0` where a count
+#   belongs). The grader's bad calls have one fault each, apart from that case, so the order of
+#   your checks never costs a point.
+# * The message names the argument and says what was expected.
+#
+# So `batch=True` or a config with `dim=128.0` is a `TypeError`, while `batch=0` or
+# `n_layers=0` is a `ValueError`. The hidden tests call every function with bad arguments of both
+# kinds.
+#
+# **Sizes in bytes per number.** Every function that takes one (`dtype_bytes`, the weights', and
+# `kv_dtype_bytes`, the KV cache's) takes a positive, finite `int` or `float`: `2` for
+# fp16/bf16, `1` for 8-bit, `0.5` for 4-bit, or an average such as `0.72` (section 8). Where a
+# function takes both, `kv_dtype_bytes=None` (its default) means "the same as `dtype_bytes`".
+#
+# **Return types** are the plain Python ones each docstring names (`int`, `float`, `bool`,
+# `str`, `dict`, `tuple` or `None`), and the grader draws its own model configs, contexts and
+# GPUs, so write the general formula, not the course model's numbers.
 #
 # Everything here is arithmetic on a config dict: **no GPU is needed**.
 #
 # ### Before you start: where the GPU figures come from
 #
-# The GPU figures (peak FLOP/s, bandwidth, memory) live in one place, `course.toml` at the root
-# of the course repository. When the course is released, a copy of its `[hardware]` tables is
-# written into the first code cell below (`COURSE_HARDWARE`), generated from `course.toml`, so
+# The GPU figures (peak FLOP/s, bandwidth, memory, SMs) live in one place, `course.toml` at the
+# root of the course repository. When the course is released, a copy of its `[hardware]` tables
+# is written into the first code cell below (`COURSE_HARDWARE`), generated from `course.toml`, so
 # this notebook also runs opened on its own: on Colab, *File > Open notebook > GitHub*, no clone
 # needed. When a `course.toml` is found in the working folder or a folder above it (your own
 # clone, on your machine or cloned on Colab), that file is read instead of the copy.
@@ -67,6 +97,7 @@ import json
 import math
 import numbers
 import os
+import stat
 import tempfile
 from fractions import Fraction
 from pathlib import Path
@@ -79,32 +110,36 @@ except ModuleNotFoundError:  # pragma: no cover - older Pythons
 # The [hardware] tables of course.toml, written into this cell by `grader release`, so that the
 # notebook works opened on its own (Colab straight from GitHub, no clone). A course.toml found
 # at or above the working directory is read instead.
-COURSE_HARDWARE = {'A100_80GB': {'bandwidth_gbs': 2039.0,
-                                 'compute_capability': [8, 0],
-                                 'fp16_tensor_tflops': 312.0,
-                                 'fp32_tflops': 19.5,
-                                 'memory_gb': 80.0,
-                                 'name': 'NVIDIA A100 80GB',
-                                 'pcie_gbs': 32.0,
-                                 'sm': {'max_blocks': 32,
-                                        'max_registers_per_block': 65536,
-                                        'max_registers_per_thread': 255,
-                                        'max_shared_memory_per_block': 166912,
-                                        'max_threads': 2048,
-                                        'max_threads_per_block': 1024,
-                                        'max_warps': 64,
-                                        'register_granularity': 256,
-                                        'register_sub_partitions': 4,
-                                        'registers': 65536,
-                                        'reserved_shared_memory_per_block': 1024,
-                                        'shared_memory_granularity': 128,
-                                        'shared_memory_kib': 164},
-                                 'sm_count': 108},
+COURSE_HARDWARE = {'A100_SXM': {'bandwidth_gbs': 2039.0,
+                                'compute_capability': [8, 0],
+                                'fp16_tensor_tflops': 312.0,
+                                'fp32_tflops': 19.5,
+                                'int8_tensor_tops': 624.0,
+                                'memory_mib': 81920,
+                                'name': 'NVIDIA A100 SXM 80GB',
+                                'pcie_gbs': 32.0,
+                                'sm': {'max_blocks': 32,
+                                       'max_registers_per_block': 65536,
+                                       'max_registers_per_thread': 255,
+                                       'max_shared_memory_per_block': 166912,
+                                       'max_threads': 2048,
+                                       'max_threads_per_block': 1024,
+                                       'max_warps': 64,
+                                       'register_granularity': 256,
+                                       'register_sub_partitions': 4,
+                                       'registers': 65536,
+                                       'reserved_shared_memory_per_block': 1024,
+                                       'shared_memory_granularity': 128,
+                                       'shared_memory_kib': 164},
+                                'sm_count': 108,
+                                'usable_memory_fraction': 0.9},
                    'H100_SXM': {'bandwidth_gbs': 3350.0,
                                 'compute_capability': [9, 0],
                                 'fp16_tensor_tflops': 989.0,
                                 'fp32_tflops': 67.0,
-                                'memory_gb': 80.0,
+                                'fp8_tensor_tflops': 1979.0,
+                                'int8_tensor_tops': 1979.0,
+                                'memory_mib': 81559,
                                 'name': 'NVIDIA H100 SXM',
                                 'pcie_gbs': 64.0,
                                 'sm': {'max_blocks': 32,
@@ -120,12 +155,15 @@ COURSE_HARDWARE = {'A100_80GB': {'bandwidth_gbs': 2039.0,
                                        'reserved_shared_memory_per_block': 1024,
                                        'shared_memory_granularity': 128,
                                        'shared_memory_kib': 228},
-                                'sm_count': 132},
+                                'sm_count': 132,
+                                'usable_memory_fraction': 0.9},
                    'H200': {'bandwidth_gbs': 4800.0,
                             'compute_capability': [9, 0],
                             'fp16_tensor_tflops': 989.0,
                             'fp32_tflops': 67.0,
-                            'memory_gb': 141.0,
+                            'fp8_tensor_tflops': 1979.0,
+                            'int8_tensor_tops': 1979.0,
+                            'memory_mib': 143771,
                             'name': 'NVIDIA H200',
                             'pcie_gbs': 64.0,
                             'sm': {'max_blocks': 32,
@@ -141,12 +179,14 @@ COURSE_HARDWARE = {'A100_80GB': {'bandwidth_gbs': 2039.0,
                                    'reserved_shared_memory_per_block': 1024,
                                    'shared_memory_granularity': 128,
                                    'shared_memory_kib': 228},
-                            'sm_count': 132},
+                            'sm_count': 132,
+                            'usable_memory_fraction': 0.9},
                    'T4': {'bandwidth_gbs': 320.0,
                           'compute_capability': [7, 5],
                           'fp16_tensor_tflops': 65.0,
                           'fp32_tflops': 8.1,
-                          'memory_gb': 16.0,
+                          'int8_tensor_tops': 130.0,
+                          'memory_mib': 15360,
                           'name': 'NVIDIA T4',
                           'pcie_gbs': 16.0,
                           'sm': {'max_blocks': 16,
@@ -163,7 +203,8 @@ COURSE_HARDWARE = {'A100_80GB': {'bandwidth_gbs': 2039.0,
                                  'shared_memory_granularity': 256,
                                  'shared_memory_kib': 64},
                           'sm_count': 40,
-                          'sustained_fp16_tflops': 24.0}}
+                          'sustained_fp16_tflops': 24.0,
+                          'usable_memory_fraction': 0.9}}
 
 # %% [markdown]
 # ## The two models we will compare
@@ -184,10 +225,12 @@ COURSE_HARDWARE = {'A100_80GB': {'bandwidth_gbs': 2039.0,
 # should be an error, not a silently ignored key.
 #
 # `COURSE_MODEL` is the small model the course trains (well under two million parameters).
-# `LLAMA3_8B` has the shape of Llama-3-8B; we use it only on paper, as a comparison. (Its 8.03
-# billion fp16 weights take 16.06 GB: as much as a T4's entire 16 GB, with nothing left for the
-# KV cache, the activations or the CUDA runtime itself. Section 8 makes that check a function.)
-# If you trained your own model with a different shape, put its config in `COURSE_MODEL`.
+# `LLAMA3_8B` has the shape of Llama-3-8B; we use it only on paper, as a comparison. Its 8.03
+# billion fp16 weights take 16.06 GB (decimal gigabytes, 1e9 bytes). A T4 sold as "16 GB" holds
+# 15,360 MiB (nvidia-smi's figure, ECC on), 16.11e9 bytes: the weights squeeze in with 46 MB to
+# spare, and nothing left for the KV cache, the activations or the CUDA runtime. Section 8 makes
+# that check a function. If you trained your own model with a different shape, put its config
+# in `COURSE_MODEL`.
 
 # %%
 COURSE_GPU = "T4"  # a key of the [hardware.*] tables in course.toml
@@ -221,13 +264,16 @@ OPTIONAL_CONFIG_KEYS = ("name",)
 
 # %% [markdown]
 # A few helpers are provided so you can concentrate on the ideas. Each follows the notebook's
-# error convention (`TypeError` for a wrong type, `ValueError` for a value out of range):
-# `check_int` checks an integer argument, `check_bytes` a size in bytes per number (an int or a
-# float, so that 0.5 can stand for a 4-bit weight), `check_gpu` a GPU dict,
+# error convention: `check_int` checks an integer argument, `check_bytes` a size in bytes per
+# number (an int or a float, so that 0.5 can stand for a 4-bit weight), `check_gpu` a GPU dict,
 # `find_course_root` walks up from the current directory to the folder that holds `course.toml`,
 # and `hardware_tables` returns course.toml's `[hardware]` tables (from the file when there is
-# one, else from the copy in the first cell; section 6 uses it).
-# `says_bandwidth_bound` is the rule section 7's conclusion is graded by.
+# one, else from the copy in the first cell; section 6 uses it). `says_bandwidth_bound` is the
+# rule section 7's conclusion is graded by, and `self_check` is what the self-check cells use.
+#
+# The self-check cells run their checks inside a function that they delete afterwards, so that
+# none of their names (`_t4_like`, `_exact`, ...) is left behind to replace a helper of yours
+# with the same name.
 
 # %%
 import re  # for the self-checks and says_bandwidth_bound
@@ -236,7 +282,8 @@ import re  # for the self-checks and says_bandwidth_bound
 def check_int(value, what, minimum):
     """Return `value` as an int: TypeError unless it is an integer, ValueError if < `minimum`.
 
-    bool is rejected even though Python treats it as an int: `batch=True` is a bug, not a batch.
+    bool (Python's or NumPy's) is rejected even though Python treats it as an int: `batch=True`
+    is a bug, not a batch.
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{what} must be an int, got {value!r} ({type(value).__name__})")
@@ -271,7 +318,8 @@ def hardware_tables(path=None):
     above the cwd, and when there is none the release's copy in the first cell (COURSE_HARDWARE)
     is used, so the notebook also works opened alone (Colab straight from GitHub). Returns
     (tables, source), `source` naming the file or the copy for error messages. Raises
-    FileNotFoundError when the file is missing and there is no copy to use instead.
+    FileNotFoundError when the path given does not exist, or when no course.toml is found and
+    there is no copy to use instead.
     """
     if path is None:
         root = find_course_root()
@@ -305,18 +353,27 @@ def default_metrics_path():
 
 
 def check_gpu(gpu, keys):
-    """TypeError unless `gpu` is a dict whose `keys` hold real numbers; ValueError when one is
-    missing, not finite or not positive."""
+    """Check the figures `keys` of a gpu dict (see load_hardware), by the error convention.
+
+    TypeError unless `gpu` is a dict; ValueError when one of `keys` is missing. Each figure:
+    TypeError unless it is a real number (sm_count: an int), ValueError unless it is finite and
+    positive (usable_memory_fraction: also at most 1). Keys not asked for are not looked at.
+    """
     if not isinstance(gpu, dict):
         raise TypeError(f"gpu must be a dict like load_hardware()['T4'], got {type(gpu).__name__}")
     for key in keys:
         if key not in gpu:
             raise ValueError(f"gpu dict is missing {key!r} (see load_hardware)")
         value = gpu[key]
+        if key == "sm_count":
+            check_int(value, "gpu['sm_count']", 1)
+            continue
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise TypeError(f"gpu[{key!r}] must be a number, got {value!r}")
         if not math.isfinite(value) or value <= 0:
             raise ValueError(f"gpu[{key!r}] must be a positive number, got {value!r}")
+        if key == "usable_memory_fraction" and value > 1:
+            raise ValueError(f"gpu['usable_memory_fraction'] must be at most 1, got {value!r}")
 
 
 _BOUND = re.compile(r"\b(bandwidth|memory)[- ](bound|limited)\b")
@@ -339,6 +396,19 @@ def self_check(ok, message):
     """Self-check helper: an AssertionError with `message` unless `ok`."""
     if not ok:
         raise AssertionError(message)
+
+
+def expect_error(error, call, what):
+    """Self-check helper: fail unless `call()` raises `error` (TypeError or ValueError)."""
+    try:
+        call()
+    except error:
+        return
+    except (TypeError, ValueError) as exc:
+        raise AssertionError(
+            f"{what} raised {type(exc).__name__}; expected {error.__name__}"
+        ) from None
+    raise AssertionError(f"{what} should raise {error.__name__}")
 
 
 # %% [markdown]
@@ -374,30 +444,26 @@ def validate_config(cfg):
     raise NotImplementedError("validate_config: implement this (see the docstring)")
 
 
-# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_validate_config", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "f622bb529895a507c81255a9763717c9", "cell_type": "code"}
-validate_config(COURSE_MODEL)
-validate_config(LLAMA3_8B)
-for broken, error in (
-    ({**COURSE_MODEL, "n_layer": 4}, ValueError),  # unknown key (a typo)
-    ({k: v for k, v in COURSE_MODEL.items() if k != "dim"}, ValueError),  # missing key
-    ({**COURSE_MODEL, "n_layers": 0}, ValueError),  # not positive
-    ({**COURSE_MODEL, "n_heads": 3}, ValueError),  # 128 % 3 != 0
-    ({**COURSE_MODEL, "n_kv_heads": 3}, ValueError),  # 4 % 3 != 0
-    ({**COURSE_MODEL, "dim": 128.0}, TypeError),  # not an int
-    ({**COURSE_MODEL, "n_layers": True}, TypeError),  # a bool is not an int
-    ({**COURSE_MODEL, "tied_embeddings": 1}, TypeError),  # not a bool
-    ([("dim", 128)], TypeError),  # not a dict
-):
-    try:
-        validate_config(broken)
-    except error:
-        pass
-    except (TypeError, ValueError) as exc:
-        raise AssertionError(
-            f"validate_config({broken}) raised {type(exc).__name__}; expected {error.__name__}"
-        ) from None
-    else:
-        raise AssertionError(f"validate_config accepted a broken config: {broken}")
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_validate_config", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "f080cc8379902dd9e2f0d047e6f57a4b", "cell_type": "code"}
+def _check_validate_config():
+    validate_config(COURSE_MODEL)
+    validate_config(LLAMA3_8B)
+    for broken, error in (
+        ({**COURSE_MODEL, "n_layer": 4}, ValueError),  # unknown key (a typo)
+        ({k: v for k, v in COURSE_MODEL.items() if k != "dim"}, ValueError),  # missing key
+        ({**COURSE_MODEL, "n_layers": 0}, ValueError),  # not positive
+        ({**COURSE_MODEL, "n_heads": 3}, ValueError),  # 128 % 3 != 0
+        ({**COURSE_MODEL, "n_kv_heads": 3}, ValueError),  # 4 % 3 != 0
+        ({**COURSE_MODEL, "dim": 128.0}, TypeError),  # not an int
+        ({**COURSE_MODEL, "n_layers": True}, TypeError),  # a bool is not an int
+        ({**COURSE_MODEL, "tied_embeddings": 1}, TypeError),  # not a bool
+        ([("dim", 128)], TypeError),  # not a dict
+    ):
+        expect_error(error, lambda cfg=broken: validate_config(cfg), f"validate_config({broken})")
+
+
+_check_validate_config()
+del _check_validate_config
 print("validate_config: self-checks passed")
 
 
@@ -431,31 +497,39 @@ def num_params(cfg):
     raise NotImplementedError("num_params: implement this (see the docstring)")
 
 
-# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_num_params", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "74bb2c13a1020518872fcd671c6c3cb8", "cell_type": "code"}
-assert isinstance(num_params(COURSE_MODEL), int), "num_params must return a Python int"
-assert num_params(COURSE_MODEL) < 2_000_000, "the course model is small (under 2M weights)"
-# Llama-3-8B really has about 8.03 billion weights.
-assert abs(num_params(LLAMA3_8B) - 8.03e9) < 0.01e9, (
-    f"Llama-3-8B has about 8.03e9 weights, got {num_params(LLAMA3_8B):,}"
-)
-# Untying the output head adds exactly one more vocab x dim matrix.
-_untied = {**COURSE_MODEL, "tied_embeddings": False}
-assert num_params(_untied) - num_params(COURSE_MODEL) == 4096 * 128, (
-    "an untied output head adds one vocab_size x dim matrix"
-)
-# A two-layer, one-head toy you can count on paper: 4*4 + 2*(2*16 + 2*16 + 3*4*8 + 2*4) + 4
-_toy = {
-    "dim": 4,
-    "n_layers": 2,
-    "n_heads": 1,
-    "n_kv_heads": 1,
-    "vocab_size": 4,
-    "ffn_hidden_dim": 8,
-    "tied_embeddings": True,
-}
-assert num_params(_toy) == 16 + 2 * (32 + 32 + 96 + 8) + 4, (
-    f"the two-layer toy has 356 weights, got {num_params(_toy)}"
-)
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_num_params", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "2eadd02a959b4226122c7dc96efea434", "cell_type": "code"}
+def _check_num_params():
+    self_check(isinstance(num_params(COURSE_MODEL), int), "num_params must return a Python int")
+    self_check(num_params(COURSE_MODEL) < 2_000_000, "the course model is small (under 2M weights)")
+    # Llama-3-8B really has about 8.03 billion weights.
+    self_check(
+        abs(num_params(LLAMA3_8B) - 8.03e9) < 0.01e9,
+        f"Llama-3-8B has about 8.03e9 weights, got {num_params(LLAMA3_8B):,}",
+    )
+    # Untying the output head adds exactly one more vocab x dim matrix.
+    untied = {**COURSE_MODEL, "tied_embeddings": False}
+    self_check(
+        num_params(untied) - num_params(COURSE_MODEL) == 4096 * 128,
+        "an untied output head adds one vocab_size x dim matrix",
+    )
+    # A two-layer, one-head toy you can count on paper: 4*4 + 2*(2*16 + 2*16 + 3*4*8 + 2*4) + 4
+    toy = {
+        "dim": 4,
+        "n_layers": 2,
+        "n_heads": 1,
+        "n_kv_heads": 1,
+        "vocab_size": 4,
+        "ffn_hidden_dim": 8,
+        "tied_embeddings": True,
+    }
+    self_check(
+        num_params(toy) == 16 + 2 * (32 + 32 + 96 + 8) + 4,
+        f"the two-layer toy has 356 weights, got {num_params(toy)}",
+    )
+
+
+_check_num_params()
+del _check_num_params
 print("num_params: self-checks passed")
 
 
@@ -490,16 +564,21 @@ def matmul_params(cfg):
     raise NotImplementedError("matmul_params: implement this (see the docstring)")
 
 
-# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_matmul_params", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "f989892e7e552882444a83e9f419da70", "cell_type": "code"}
-self_check(
-    matmul_params(COURSE_MODEL) == num_params(COURSE_MODEL),
-    "tied embeddings: the output head multiplies the whole table, so every weight counts",
-)
-self_check(
-    matmul_params(LLAMA3_8B) == num_params(LLAMA3_8B) - 128256 * 4096,
-    f"untied: the input table is a lookup; got {matmul_params(LLAMA3_8B):,}",
-)
-self_check(type(matmul_params(LLAMA3_8B)) is int, "matmul_params returns a Python int")
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_matmul_params", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "fef96636f9e8de8557a3acd2b865e43b", "cell_type": "code"}
+def _check_matmul_params():
+    self_check(
+        matmul_params(COURSE_MODEL) == num_params(COURSE_MODEL),
+        "tied embeddings: the output head multiplies the whole table, so every weight counts",
+    )
+    self_check(
+        matmul_params(LLAMA3_8B) == num_params(LLAMA3_8B) - 128256 * 4096,
+        f"untied: the input table is a lookup; got {matmul_params(LLAMA3_8B):,}",
+    )
+    self_check(type(matmul_params(LLAMA3_8B)) is int, "matmul_params returns a Python int")
+
+
+_check_matmul_params()
+del _check_matmul_params
 print("matmul_params: self-checks passed")
 
 
@@ -513,36 +592,58 @@ print("matmul_params: self-checks passed")
 # $$\text{KV bytes per token} = 2 \times n_\text{layers} \times n_\text{kv\_heads} \times
 # \text{head\_dim} \times \text{dtype\_bytes}$$
 #
-# (the leading 2 is "K and V"; `dtype_bytes` is 2 for fp16/bf16). Grouped-query attention exists
-# precisely to shrink this number: Llama-3-8B has 32 query heads but caches only 8 K/V heads.
+# (the leading 2 is "K and V"; `dtype_bytes` is the size of one cached number: 2 for fp16/bf16,
+# 1 for an 8-bit cache). Grouped-query attention exists precisely to shrink this number:
+# Llama-3-8B has 32 query heads but caches only 8 K/V heads.
+#
+# Computed as written, the result is an `int` when `dtype_bytes` is an int and a `float` when it
+# is a float (`0.5` for a 4-bit cache): return it that way.
 #
 # At every decode step the attention of the new token reads the whole cache, so a sequence with
 # `context_len` tokens costs `context_len x KV bytes per token` of extra DRAM traffic per step.
 
-# %% deletable=false nbgrader={"grade": false, "grade_id": "kv_bytes_per_token", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "d48d2338376050df7671d79de2760a3e", "cell_type": "code"}
+# %% deletable=false nbgrader={"grade": false, "grade_id": "kv_bytes_per_token", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "f191937b414bff002559cdc87789d3e6", "cell_type": "code"}
 def kv_bytes_per_token(cfg, dtype_bytes=2):
-    """Bytes (an int) of K and V cached for one token, summed over all layers and K/V heads.
+    """Bytes of K and V cached for one token, summed over all layers and K/V heads.
 
-    `dtype_bytes` is the size of one cached number in bytes (2 for fp16/bf16) and must be a
-    positive int. Raises TypeError or ValueError for an invalid config or dtype_bytes.
+    `dtype_bytes` is the size of one cached number in bytes (2 for fp16/bf16, 0.5 for 4-bit), a
+    positive int or float. Returns an int when dtype_bytes is an int, else a float. Raises
+    TypeError or ValueError for an invalid config or dtype_bytes.
     """
     # YOUR CODE HERE
     raise NotImplementedError("kv_bytes_per_token: implement this (see the docstring)")
 
 
-# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_kv_bytes_per_token", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "894a0abf7f31a336e896cf72c7aff5d0", "cell_type": "code"}
-# 2 (K,V) x 4 layers x 2 KV heads x 32 channels x 2 bytes
-assert kv_bytes_per_token(COURSE_MODEL) == 1024, "course model: 2 x 4 x 2 x 32 x 2 = 1024 bytes"
-# Llama-3-8B: 128 KiB per token in fp16, so an 8192-token context is a full 1 GiB per sequence.
-assert kv_bytes_per_token(LLAMA3_8B) == 128 * 1024, "Llama-3-8B: 2 x 32 x 8 x 128 x 2 bytes"
-assert kv_bytes_per_token(COURSE_MODEL, dtype_bytes=4) == 2048, "fp32 doubles the bytes"
-for _bad, _error in ((0, ValueError), (-2, ValueError), (2.0, TypeError), (True, TypeError)):
-    try:
-        kv_bytes_per_token(COURSE_MODEL, dtype_bytes=_bad)
-    except _error:
-        pass
-    else:
-        raise AssertionError(f"dtype_bytes={_bad!r} should raise {_error.__name__}")
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_kv_bytes_per_token", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "caf710b89989ecc46cbc63f154a023db", "cell_type": "code"}
+def _check_kv_bytes_per_token():
+    # 2 (K,V) x 4 layers x 2 KV heads x 32 channels x 2 bytes
+    self_check(
+        kv_bytes_per_token(COURSE_MODEL) == 1024, "course model: 2 x 4 x 2 x 32 x 2 = 1024 bytes"
+    )
+    # Llama-3-8B: 128 KiB per token in fp16, so an 8192-token context is a full 1 GiB per sequence.
+    self_check(
+        kv_bytes_per_token(LLAMA3_8B) == 128 * 1024, "Llama-3-8B: 2 x 32 x 8 x 128 x 2 bytes"
+    )
+    self_check(kv_bytes_per_token(COURSE_MODEL, dtype_bytes=4) == 2048, "fp32 doubles the bytes")
+    self_check(type(kv_bytes_per_token(COURSE_MODEL)) is int, "an int size gives an int")
+    half = kv_bytes_per_token(COURSE_MODEL, dtype_bytes=0.5)
+    self_check(type(half) is float and half == 256.0, f"a 4-bit cache: 256.0 bytes, got {half!r}")
+    for bad, error in (
+        (0, ValueError),
+        (-2, ValueError),
+        (float("nan"), ValueError),
+        ("2", TypeError),
+        (True, TypeError),
+    ):
+        expect_error(
+            error,
+            lambda bad=bad: kv_bytes_per_token(COURSE_MODEL, dtype_bytes=bad),
+            f"kv_bytes_per_token(cfg, dtype_bytes={bad!r})",
+        )
+
+
+_check_kv_bytes_per_token()
+del _check_kv_bytes_per_token
 print("kv_bytes_per_token: self-checks passed")
 
 
@@ -583,7 +684,7 @@ print("kv_bytes_per_token: self-checks passed")
 # intensity is **1 FLOP/byte**. With a cache it is even lower. That single number is why
 # decoding one sequence at a time is slow on every GPU ever built.
 
-# %% deletable=false nbgrader={"grade": false, "grade_id": "decode_intensity", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "325df80aa46b83fd374e8a2497ac4ce3", "cell_type": "code"}
+# %% deletable=false nbgrader={"grade": false, "grade_id": "decode_intensity", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "8b9bde832fdca7f408487c925a5fef28", "cell_type": "code"}
 def decode_intensity(cfg, batch, context_len, dtype_bytes=2):
     """Arithmetic intensity (FLOP/byte, a float) of one decode step.
 
@@ -591,35 +692,50 @@ def decode_intensity(cfg, batch, context_len, dtype_bytes=2):
     + batch * context_len * kv_bytes_per_token(cfg, dtype_bytes).
     `batch` is the number of sequences decoded together (an int >= 1), `context_len` the number of
     tokens already in each sequence's KV cache (an int >= 0; 0 means no KV traffic), `dtype_bytes`
-    the bytes per weight and per cached number (a positive int). Raises TypeError for a wrong
-    type, ValueError for a value out of range.
+    the bytes per weight and per cached number (a positive int or float). Raises TypeError for a
+    wrong type, ValueError for a value out of range.
     """
     # YOUR CODE HERE
     raise NotImplementedError("decode_intensity: implement this (see the docstring)")
 
 
-# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_decode_intensity", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "696e53ab36b0321dc495242943917032", "cell_type": "code"}
-# No KV traffic, fp16: exactly 1 FLOP/byte at batch 1, and batch FLOP/byte in general.
-assert decode_intensity(COURSE_MODEL, 1, 0) == 1.0, "no cache, fp16, batch 1: 1 FLOP/byte"
-assert decode_intensity(COURSE_MODEL, 8, 0) == 8.0, "no cache, fp16: the intensity is the batch"
-# The KV cache only ever lowers the intensity, and batching only ever raises it.
-assert decode_intensity(COURSE_MODEL, 1, CONTEXT_LEN) < 1.0, "the cache adds bytes, not FLOPs"
-_curve = [decode_intensity(COURSE_MODEL, b, CONTEXT_LEN) for b in (1, 2, 8, 32, 1024)]
-assert all(a < b for a, b in zip(_curve[:-1], _curve[1:], strict=True)), (
-    f"the intensity must grow with the batch, got {_curve}"
-)
-assert isinstance(decode_intensity(LLAMA3_8B, 1, CONTEXT_LEN), float), "return a Python float"
-# Llama-3-8B multiplies 7.5e9 weights (its input table is a lookup): 15.0 GB of fp16 per step.
-self_check(
-    decode_intensity(LLAMA3_8B, 1, 0) == 1.0, "no cache, fp16, batch 1: 1 FLOP/byte, tied or not"
-)
-for _args, _error in (((0, 16), ValueError), ((1, -1), ValueError), ((1.5, 16), TypeError)):
-    try:
-        decode_intensity(COURSE_MODEL, *_args)
-    except _error:
-        pass
-    else:
-        raise AssertionError(f"decode_intensity(cfg, *{_args}) should raise {_error.__name__}")
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_decode_intensity", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "a007112182257b733ceffcea8e49727e", "cell_type": "code"}
+def _check_decode_intensity():
+    # No KV traffic, fp16: exactly 1 FLOP/byte at batch 1, and batch FLOP/byte in general.
+    self_check(decode_intensity(COURSE_MODEL, 1, 0) == 1.0, "no cache, fp16, batch 1: 1 FLOP/byte")
+    self_check(decode_intensity(COURSE_MODEL, 8, 0) == 8.0, "no cache, fp16: the batch")
+    self_check(decode_intensity(COURSE_MODEL, 1, 0, 0.5) == 4.0, "4-bit weights: 4 FLOP/byte")
+    # The KV cache only ever lowers the intensity, and batching only ever raises it.
+    self_check(decode_intensity(COURSE_MODEL, 1, CONTEXT_LEN) < 1.0, "the cache adds bytes only")
+    curve = [decode_intensity(COURSE_MODEL, b, CONTEXT_LEN) for b in (1, 2, 8, 32, 1024)]
+    self_check(
+        all(a < b for a, b in zip(curve[:-1], curve[1:], strict=True)),
+        f"the intensity must grow with the batch, got {curve}",
+    )
+    self_check(
+        isinstance(decode_intensity(LLAMA3_8B, 1, CONTEXT_LEN), float), "return a Python float"
+    )
+    # Llama-3-8B multiplies 7.5e9 weights (its input table is a lookup): 15.0 GB of fp16 a step.
+    self_check(
+        decode_intensity(LLAMA3_8B, 1, 0) == 1.0,
+        "no cache, fp16, batch 1: 1 FLOP/byte, tied or not",
+    )
+    for args, error in (
+        ((0, 16), ValueError),
+        ((1, -1), ValueError),
+        ((1.5, 16), TypeError),
+        ((1, 16, 0), ValueError),
+        ((1, 16, "2"), TypeError),
+    ):
+        expect_error(
+            error,
+            lambda args=args: decode_intensity(COURSE_MODEL, *args),
+            f"decode_intensity(cfg, *{args})",
+        )
+
+
+_check_decode_intensity()
+del _check_decode_intensity
 print("decode_intensity: self-checks passed")
 
 
@@ -638,11 +754,27 @@ print("decode_intensity: self-checks passed")
 #
 # **The datasheet ridge is not the one you meet.** The 65 TFLOP/s are a peak the T4 cannot hold
 # under its 70 W power cap: on long fp16 GEMMs it sustains about 24 TFLOP/s (course.toml keeps
-# that figure as `sustained_fp16_tflops`, for the plot of section 12), and its GDDR6 about
+# that figure as `sustained_fp16_tflops`, for the plots of section 16), and its GDDR6 about
 # 240 GB/s (three quarters of 320). The *practical* ridge is then about
 # $24 \times 10^{12} / 240 \times 10^{9} = 100$ FLOP/byte (75 against the datasheet bandwidth):
 # half the datasheet's. Everything graded here uses the datasheet ridge, as `course.toml` gives
 # it, because that is the number both you and the grader can compute; when you read a crossover
+#
+# **The roof depends on the precision of the arithmetic.** The flat roof is the tensor cores'
+# peak *for the format they multiply in*. The T4 does 65 TFLOP/s in fp16 and 130 TOPS in INT8;
+# an H100 989 TFLOP/s in bf16 and 1,979 in FP8 (`int8_tensor_tops` and `fp8_tensor_tflops` in
+# course.toml). Quantisation can change either side of the ridge:
+#
+# * **W4A16** (4-bit weights, 16-bit activations, the usual way to fit a model on a small GPU)
+#   dequantises the weights and multiplies in fp16: the roof, and the ridge, stay the fp16 ones;
+#   only the bytes shrink, so the intensity of a weight matmul doubles (quadruples against fp16
+#   weights) and it still turns compute-bound at the same ridge, four times sooner;
+# * **W8A8** (8-bit weights *and* activations, FP8 on Hopper, INT8 elsewhere) multiplies in
+#   8 bits: the roof doubles with the bytes halved, so the H100's 8-bit ridge is
+#   $1979 \times 10^{12} / 3.35 \times 10^{12} \approx 591$ FLOP/byte, twice its bf16 one.
+#
+# Everything graded here takes the roof it is given, `peak_flops` (the fp16 one from
+# `load_hardware`, unless you pass another).
 # batch, remember that a real T4 turns compute-bound at roughly half of it.
 #
 # **Batching** is the cure the serving systems use: the weights are read once and reused by every
@@ -681,42 +813,64 @@ def crossover_batch(cfg, ridge, context_len, dtype_bytes=2):
     raise NotImplementedError("crossover_batch: implement this (see the docstring)")
 
 
-# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_crossover_batch", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "9b1d95d71ec30a2edadf7c36dd034513", "cell_type": "code"}
-# Without a KV cache the fp16 intensity is exactly `batch`, so the crossover is ceil(ridge).
-assert crossover_batch(COURSE_MODEL, 100.0, 0) == 100, "no cache: the crossover is ceil(ridge)"
-assert crossover_batch(COURSE_MODEL, 100.5, 0) == 101, "no cache: the crossover is ceil(ridge)"
-# A ridge below the batch-1 intensity is crossed immediately.
-assert crossover_batch(COURSE_MODEL, 0.5, CONTEXT_LEN) == 1, "batch 1 already reaches ridge 0.5"
-# Llama-3-8B on a T4-like ridge of 203: crosses at a short context, never at a long one.
-_b = crossover_batch(LLAMA3_8B, 203.125, 512)
-assert _b is not None and 2000 < _b < 2500, f"Llama-3-8B at 512 tokens crosses near 2,200: {_b}"
-assert decode_intensity(LLAMA3_8B, _b, 512) >= 203.125 > decode_intensity(LLAMA3_8B, _b - 1, 512), (
-    "the crossover must agree with decode_intensity: b reaches the ridge, b - 1 does not"
-)
-assert crossover_batch(LLAMA3_8B, 203.125, 8192) is None, "at 8192 tokens no batch gets there"
-# The course model's KV cache grows as fast as its FLOPs: no batch gets there at 512 tokens.
-assert crossover_batch(COURSE_MODEL, 203.125, CONTEXT_LEN) is None, (
-    "the course model's ceiling at 512 tokens is about 5 FLOP/byte: the answer is None"
-)
-for _ridge, _error in ((0, ValueError), (-1.0, ValueError), ("203", TypeError)):
-    try:
-        crossover_batch(COURSE_MODEL, _ridge, CONTEXT_LEN)
-    except _error:
-        pass
-    else:
-        raise AssertionError(f"ridge={_ridge!r} should raise {_error.__name__}")
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_crossover_batch", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "12e2d2f3e07489867b0b952b586d3ba8", "cell_type": "code"}
+def _check_crossover_batch():
+    # Without a KV cache the fp16 intensity is exactly `batch`, so the crossover is ceil(ridge).
+    self_check(crossover_batch(COURSE_MODEL, 100.0, 0) == 100, "no cache: ceil(ridge)")
+    self_check(crossover_batch(COURSE_MODEL, 100.5, 0) == 101, "no cache: ceil(ridge)")
+    self_check(crossover_batch(COURSE_MODEL, 100.0, 0, 0.5) == 25, "4-bit: a quarter of it")
+    # A ridge below the batch-1 intensity is crossed immediately.
+    self_check(crossover_batch(COURSE_MODEL, 0.5, CONTEXT_LEN) == 1, "batch 1 reaches 0.5")
+    # Llama-3-8B on a T4-like ridge of 203: crosses at a short context, never at a long one.
+    b = crossover_batch(LLAMA3_8B, 203.125, 512)
+    self_check(b is not None and 2000 < b < 2500, f"Llama-3-8B at 512 tokens: near 2,200, got {b}")
+    self_check(
+        decode_intensity(LLAMA3_8B, b, 512) >= 203.125 > decode_intensity(LLAMA3_8B, b - 1, 512),
+        "the crossover must agree with decode_intensity: b reaches the ridge, b - 1 does not",
+    )
+    self_check(crossover_batch(LLAMA3_8B, 203.125, 8192) is None, "at 8192 tokens: None")
+    # The course model's KV cache grows as fast as its FLOPs: no batch gets there at 512 tokens.
+    self_check(
+        crossover_batch(COURSE_MODEL, 203.125, CONTEXT_LEN) is None,
+        "the course model's ceiling at 512 tokens is about 5 FLOP/byte: the answer is None",
+    )
+    for ridge, error in ((0, ValueError), (-1.0, ValueError), ("203", TypeError)):
+        expect_error(
+            error,
+            lambda ridge=ridge: crossover_batch(COURSE_MODEL, ridge, CONTEXT_LEN),
+            f"crossover_batch(cfg, ridge={ridge!r}, ...)",
+        )
+
+
+_check_crossover_batch()
+del _check_crossover_batch
 print("crossover_batch: self-checks passed")
 
 
 # %% [markdown]
 # ## 6. Read the hardware table from `course.toml`
 #
-# The peak figures of the course GPUs are kept in exactly one place, the `[hardware.<name>]` tables
-# of `course.toml` at the repository root, in the units vendors quote: `fp16_tensor_tflops`
-# (TFLOP/s), `bandwidth_gbs` (GB/s) and `memory_gb` (GB of device memory, 1 GB = 1e9 bytes).
-# Typing them into a notebook by hand is how two numbers that should agree end up disagreeing,
+# The figures of the course GPUs are kept in exactly one place, the `[hardware.<name>]` tables
+# of `course.toml` at the repository root, in the units their sources quote:
+#
+# | key | unit | source |
+# |---|---|---|
+# | `fp16_tensor_tflops` | TFLOP/s (1e12 FLOP/s) | the vendor's dense peak |
+# | `bandwidth_gbs` | GB/s (1e9 byte/s) | the vendor's peak |
+# | `memory_mib` | MiB (2^20 bytes) | `nvidia-smi --query-gpu=memory.total` on the card |
+# | `usable_memory_fraction` | a fraction in (0, 1] | the share a serving engine budgets (vLLM's `gpu_memory_utilization`) |
+# | `sm_count` | SMs | the vendor |
+#
+# **Memory is counted in binary units.** A T4 sold as "16 GB" and an H100 sold as "80 GB" hold
+# binary gigabytes (GiB, 2^30 bytes), less what the driver and ECC keep: nvidia-smi shows
+# 15,360 MiB on a T4 with ECC on and 81,559 MiB on an H100. Read "80 GB" as 80e9 bytes and you
+# undercount the H100 by 5.5 GB, about eighty more 512-token Llama-3-8B sequences. A serving
+# engine then budgets only a fraction of it for weights and KV cache (vLLM: 90% by default); the
+# rest goes to the CUDA context, activations and the allocator's slack.
+#
+# Typing figures into a notebook by hand is how two numbers that should agree end up disagreeing,
 # so read them instead (the copy in the first cell is generated from `course.toml` by the
-# release, never typed), and convert to plain SI units (FLOP/s and byte/s) once, at the boundary.
+# release, never typed), and convert to plain units (FLOP/s, byte/s, bytes) once, at the boundary.
 #
 # Where the tables come from is settled for you: the first line of `load_hardware` calls the
 # provided `hardware_tables(path)`, which reads `course.toml` (found by walking up from the
@@ -726,48 +880,73 @@ print("crossover_batch: self-checks passed")
 # `{"T4": {"fp16_tensor_tflops": 65.0, ...}, ...}`, and a `source` string naming where they came
 # from, for your error messages.
 #
-# Your part is the boundary: turn those tables into one dict per GPU with exactly four keys:
-# `{"name": <short name>, "peak_flops": ..., "peak_bandwidth": ..., "memory_bytes": ...}`
-# (FLOP/s, byte/s, bytes; the short name is the table's key, such as `"T4"`). When there are no
-# tables, or a table lacks one of the three figures or has one that is not a positive number,
-# raise `ValueError` naming the table and the key (what a file holds is data, not an argument, so
-# a figure of the wrong type there is a `ValueError` too).
+# Your part is the boundary: turn those tables into one dict per GPU with exactly six keys:
+#
+# * `"name"`: the table's key, such as `"T4"`;
+# * `"peak_flops"`: FLOP/s, a float (`fp16_tensor_tflops * 1e12`);
+# * `"peak_bandwidth"`: byte/s, a float (`bandwidth_gbs * 1e9`);
+# * `"memory_bytes"`: bytes, an int (`memory_mib * 2**20`);
+# * `"usable_memory_fraction"`: a float, as in the table;
+# * `"sm_count"`: an int, as in the table.
+#
+# When there are no tables, or a table lacks one of the five figures or has one that is not a
+# positive number (`memory_mib` and `sm_count`: a positive int; `usable_memory_fraction`: at
+# most 1), raise `ValueError` naming the table and the key. What a file holds is data, not an
+# argument, so a figure of the wrong type there is a `ValueError` too. Other keys of a table
+# (`fp32_tflops`, the `sm` limits, ...) are not your concern here.
 
-# %% deletable=false nbgrader={"grade": false, "grade_id": "load_hardware", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "cf483d97a914868260ec4884c7f07679", "cell_type": "code"}
+# %% deletable=false nbgrader={"grade": false, "grade_id": "load_hardware", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "6473fc86d6bc46cef5a6f7320565ea49", "cell_type": "code"}
 def load_hardware(path=None):
     """Read the [hardware.*] tables of course.toml into {short_name: gpu dict}.
 
     Each gpu dict is {"name": short_name, "peak_flops": FLOP/s (fp16 tensor), "peak_bandwidth":
-    byte/s, "memory_bytes": bytes}. `path` is course.toml or the folder holding it; by default it
-    is found by walking up from the current directory (see hardware_tables). Raises
-    FileNotFoundError when there is no course.toml, ValueError when there are no tables or an
-    entry lacks a figure or has a non-positive one.
+    byte/s, "memory_bytes": bytes (an int, memory_mib * 2**20), "usable_memory_fraction": float,
+    "sm_count": int}. `path` is course.toml or the folder holding it; by default course.toml is
+    found by walking up from the current directory, or the notebook's copy of its tables is used
+    (see hardware_tables). Raises FileNotFoundError when a path is given that does not exist (or
+    there is neither a course.toml nor a copy), ValueError when there are no tables or an entry
+    lacks a figure or has an invalid one.
     """
     table, source = hardware_tables(path)  # course.toml's [hardware], or the notebook's copy
     # YOUR CODE HERE
     raise NotImplementedError("load_hardware: implement this (see the docstring)")
 
 
-# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_load_hardware", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "d193c32187c4e0628dd68f933e8e2b61", "cell_type": "code"}
-_hw = load_hardware()
-assert COURSE_GPU in _hw, f"course.toml defines {sorted(_hw)}; {COURSE_GPU} is missing"
-_t4 = _hw[COURSE_GPU]
-assert set(_t4) == {"name", "peak_flops", "peak_bandwidth", "memory_bytes"}, (
-    f"each gpu dict has exactly name, peak_flops, peak_bandwidth and memory_bytes: {sorted(_t4)}"
-)
-assert _t4["name"] == COURSE_GPU, f"the name is the table's key, {COURSE_GPU!r}: {_t4['name']!r}"
-# SI units: tens of TFLOP/s are 1e13-ish FLOP/s, hundreds of GB/s are 1e11-ish byte/s.
-assert 1e13 < _t4["peak_flops"] < 1e15 and 1e11 < _t4["peak_bandwidth"] < 1e13, (
-    "convert TFLOP/s and GB/s to FLOP/s and byte/s"
-)
-assert _t4["memory_bytes"] == 16e9, "the T4's 16 GB are 16e9 bytes"
-assert round(_t4["peak_flops"] / _t4["peak_bandwidth"]) == 203, "the T4 ridge is about 203"
-try:
-    load_hardware(Path(tempfile.gettempdir()) / "no-such-folder" / "course.toml")
-except FileNotFoundError:
-    pass
-else:
-    raise AssertionError("a missing course.toml should raise FileNotFoundError")
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_load_hardware", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "c83966058f9778dc73dba8a2e3c419c2", "cell_type": "code"}
+def _check_load_hardware():
+    hw = load_hardware()
+    self_check(COURSE_GPU in hw, f"course.toml defines {sorted(hw)}; {COURSE_GPU} is missing")
+    t4 = hw[COURSE_GPU]
+    keys = {
+        "name",
+        "peak_flops",
+        "peak_bandwidth",
+        "memory_bytes",
+        "usable_memory_fraction",
+        "sm_count",
+    }
+    self_check(set(t4) == keys, f"each gpu dict has exactly the keys {sorted(keys)}: {sorted(t4)}")
+    self_check(t4["name"] == COURSE_GPU, f"the name is the table's key, {COURSE_GPU!r}")
+    # SI units: tens of TFLOP/s are 1e13-ish FLOP/s, hundreds of GB/s are 1e11-ish byte/s.
+    self_check(
+        1e13 < t4["peak_flops"] < 1e15 and 1e11 < t4["peak_bandwidth"] < 1e13,
+        "convert TFLOP/s and GB/s to FLOP/s and byte/s",
+    )
+    self_check(
+        t4["memory_bytes"] == 15360 * 2**20 and type(t4["memory_bytes"]) is int,
+        f"the T4's 15,360 MiB are 15,360 x 2**20 bytes (an int), got {t4['memory_bytes']!r}",
+    )
+    self_check(t4["usable_memory_fraction"] == 0.9 and t4["sm_count"] == 40, "0.9 and 40 SMs")
+    self_check(round(t4["peak_flops"] / t4["peak_bandwidth"]) == 203, "the T4 ridge is about 203")
+    expect_error(
+        FileNotFoundError,
+        lambda: load_hardware(Path(tempfile.gettempdir()) / "no-such-folder" / "course.toml"),
+        "load_hardware(a course.toml that does not exist)",
+    )
+
+
+_check_load_hardware()
+del _check_load_hardware
 print("load_hardware: self-checks passed")
 
 
@@ -806,49 +985,59 @@ def m9_record(cfg, gpu, context_len, dtype_bytes=2):
     raise NotImplementedError("m9_record: implement this (see the docstring)")
 
 
-# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_m9_record", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "ae213789d08022981cb6737ad1f9d828", "cell_type": "code"}
-_toy_gpu = {"name": "toy", "peak_flops": 100.0, "peak_bandwidth": 1.0}  # ridge 100 FLOP/byte
-_rec = m9_record(COURSE_MODEL, _toy_gpu, CONTEXT_LEN)
-for _key in (
-    "intensity_b1",
-    "intensity_b8",
-    "intensity_b32",
-    "crossover_batch",
-    "conclusion",
-    "params",
-    "context_len",
-    "dtype_bytes",
-    "gpu",
-    "model",
-):
-    assert _key in _rec, f"m9_record's dict lacks {_key!r}"
-assert _rec["intensity_b1"] == decode_intensity(COURSE_MODEL, 1, CONTEXT_LEN), (
-    "intensity_b1 must be decode_intensity(cfg, 1, context_len)"
-)
-assert _rec["intensity_b32"] == decode_intensity(COURSE_MODEL, 32, CONTEXT_LEN), (
-    "intensity_b32 must be decode_intensity(cfg, 32, context_len)"
-)
-assert _rec["crossover_batch"] == crossover_batch(COURSE_MODEL, 100.0, CONTEXT_LEN), (
-    "crossover_batch must be computed against the gpu's ridge, peak_flops / peak_bandwidth"
-)
-assert _rec["params"] == num_params(COURSE_MODEL) and _rec["model"] == COURSE_MODEL, (
-    "the record carries params and a copy of the config"
-)
-_line = _rec["conclusion"]
-assert isinstance(_line, str) and "\n" not in _line, "the conclusion is one line of text"
-assert re.search(r"batch[ -]1\b", _line.lower()), f"the conclusion names batch 1: {_line!r}"
-assert says_bandwidth_bound(_line), (
-    f"batch 1 is below the ridge, so the conclusion calls it bandwidth-bound: {_line!r}"
-)
-for _text, _want in (
-    ("At batch 1 decode is memory bound", True),
-    ("batch-1 decode is bandwidth-bound, not compute-bound", True),
-    ("batch 1 is compute-bound, not memory-bound", False),
-    ("batch 1 isn't really bandwidth-bound", False),
-    ("batch 1 is limited by memory", False),
-):
-    self_check(says_bandwidth_bound(_text) is _want, f"says_bandwidth_bound({_text!r}) is {_want}")
-_ = json.dumps(_rec, allow_nan=False)  # plain JSON data, ready for metrics.json
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_m9_record", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "5d4621c2d092a351c074eb0522cc6fd1", "cell_type": "code"}
+def _check_m9_record():
+    toy_gpu = {"name": "toy", "peak_flops": 100.0, "peak_bandwidth": 1.0}  # ridge 100 FLOP/byte
+    rec = m9_record(COURSE_MODEL, toy_gpu, CONTEXT_LEN)
+    for key in (
+        "intensity_b1",
+        "intensity_b8",
+        "intensity_b32",
+        "crossover_batch",
+        "conclusion",
+        "params",
+        "context_len",
+        "dtype_bytes",
+        "gpu",
+        "model",
+    ):
+        self_check(key in rec, f"m9_record's dict lacks {key!r}")
+    self_check(
+        rec["intensity_b1"] == decode_intensity(COURSE_MODEL, 1, CONTEXT_LEN),
+        "intensity_b1 must be decode_intensity(cfg, 1, context_len)",
+    )
+    self_check(
+        rec["intensity_b32"] == decode_intensity(COURSE_MODEL, 32, CONTEXT_LEN),
+        "intensity_b32 must be decode_intensity(cfg, 32, context_len)",
+    )
+    self_check(
+        rec["crossover_batch"] == crossover_batch(COURSE_MODEL, 100.0, CONTEXT_LEN),
+        "crossover_batch must be computed against the gpu's ridge, peak_flops / peak_bandwidth",
+    )
+    self_check(
+        rec["params"] == num_params(COURSE_MODEL) and rec["model"] == COURSE_MODEL,
+        "the record carries params and a copy of the config",
+    )
+    line = rec["conclusion"]
+    self_check(isinstance(line, str) and "\n" not in line, "the conclusion is one line of text")
+    self_check(re.search(r"batch[ -]1\b", line.lower()), f"the conclusion names batch 1: {line!r}")
+    self_check(
+        says_bandwidth_bound(line),
+        f"batch 1 is below the ridge, so the conclusion calls it bandwidth-bound: {line!r}",
+    )
+    for text, want in (
+        ("At batch 1 decode is memory bound", True),
+        ("batch-1 decode is bandwidth-bound, not compute-bound", True),
+        ("batch 1 is compute-bound, not memory-bound", False),
+        ("batch 1 isn't really bandwidth-bound", False),
+        ("batch 1 is limited by memory", False),
+    ):
+        self_check(says_bandwidth_bound(text) is want, f"says_bandwidth_bound({text!r}) is {want}")
+    json.dumps(rec, allow_nan=False)  # plain JSON data, ready for metrics.json
+
+
+_check_m9_record()
+del _check_m9_record
 print("m9_record: self-checks passed")
 
 
@@ -869,7 +1058,8 @@ print("m9_record: self-checks passed")
 # ceiling $\text{peak\_flops} / (2 P)$. At batch 1 with an empty cache on the T4 the bandwidth
 # ceiling is the lower one by far: $320 \times 10^9 / (2P)$, about 122,000 tokens/s for the
 # course model (its 2.6 MB of weights) and 21.3 tokens/s for Llama-3-8B (15.0 GB multiplied per
-# step). No kernel beats this bound, and real ones reach some fraction of it.
+# step). No kernel beats this bound, and real ones reach some fraction of it (section 12 names
+# that fraction).
 #
 # **Weights and cache need not share a precision.** Serving systems often keep the weights in
 # one format and the cache in another (8-bit K and V beside 16-bit weights, or 4-bit weights
@@ -881,24 +1071,28 @@ print("m9_record: self-checks passed")
 #
 # Batching raises the ceiling, but only while the batch fits in memory: **every** parameter (the
 # input embedding table included: it is looked up, but it has to be resident) and every
-# sequence's KV cache have to be on the GPU at once,
+# sequence's KV cache have to be on the GPU at once, within the share of memory a serving engine
+# budgets for them (section 6):
 #
 # $$\text{num\_params} \cdot \text{dtype\_bytes} + \text{batch} \cdot \text{context\_len} \cdot
-# \text{KV} \le \text{memory\_bytes}.$$
+# \text{KV} \le \text{usable\_memory\_fraction} \cdot \text{memory\_bytes}.$$
 #
-# A crossover batch that does not fit is not a batch you can run. (The bound counts no
-# activations, no workspace and no CUDA context, so a `True` here is necessary, not sufficient.)
+# A crossover batch that does not fit is not a batch you can run. (The activations, the
+# workspace and the CUDA context live in the other 10%; the bound is first-order, not a
+# promise.)
 #
 # **Exercise.** Write `decode_tokens_per_s_bound(cfg, gpu, batch, context_len, dtype_bytes=2,
 # kv_dtype_bytes=None)`, which returns the ceiling above as a Python `float` in tokens per second
 # (for the whole batch, not per sequence), and `kv_cache_fits(cfg, gpu, batch, context_len,
 # dtype_bytes=2, kv_dtype_bytes=None)`, which returns a Python `bool`: `True` when the weights
-# plus the batch's KV cache take at most `gpu["memory_bytes"]` bytes (exactly equal counts as
-# fitting). `gpu` is a dict as returned by `load_hardware`: the first function needs its
-# `peak_flops` and `peak_bandwidth`, the second its `memory_bytes`; a missing or non-positive
-# figure raises `ValueError` and a figure that is not a number `TypeError` (`check_gpu` does
-# both). `batch` is an int >= 1, `context_len` an int >= 0, `dtype_bytes` and `kv_dtype_bytes`
-# (when given) positive ints, as in `decode_intensity`.
+# plus the batch's KV cache take at most `gpu["usable_memory_fraction"] * gpu["memory_bytes"]`
+# bytes (exactly equal counts as fitting). `gpu` is a dict as returned by `load_hardware`: the
+# first function needs its `peak_flops` and `peak_bandwidth`, the second its `memory_bytes` and
+# `usable_memory_fraction`; a missing or non-positive figure raises `ValueError` and a figure
+# that is not a number `TypeError` (`check_gpu` does both). `batch` is an int >= 1,
+# `context_len` an int >= 0, and the sizes follow the notebook's rule for bytes per number.
+# Compare exactly: `0.9 * memory_bytes` in floating point is rounded, while
+# `fractions.Fraction(x)` of each figure (and their products) is exact.
 
 # %% deletable=false nbgrader={"grade": false, "grade_id": "decode_tokens_per_s_bound", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "0702f9c768e49db60b3d0c60a9ab5cad", "cell_type": "code"}
 def decode_tokens_per_s_bound(cfg, gpu, batch, context_len, dtype_bytes=2, kv_dtype_bytes=None):
@@ -913,13 +1107,14 @@ def decode_tokens_per_s_bound(cfg, gpu, batch, context_len, dtype_bytes=2, kv_dt
     raise NotImplementedError("decode_tokens_per_s_bound: implement this (see the docstring)")
 
 
-# %% deletable=false nbgrader={"grade": false, "grade_id": "kv_cache_fits", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "7cca37edde2d4e7c12fa06ae1267df65", "cell_type": "code"}
+# %% deletable=false nbgrader={"grade": false, "grade_id": "kv_cache_fits", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "379cb3df943f3f1cadff62f0917bd31b", "cell_type": "code"}
 def kv_cache_fits(cfg, gpu, batch, context_len, dtype_bytes=2, kv_dtype_bytes=None):
-    """True when the weights and `batch` sequences' KV caches fit in gpu["memory_bytes"].
+    """True when the weights and `batch` sequences' KV caches fit in the GPU's budget,
+    gpu["usable_memory_fraction"] * gpu["memory_bytes"].
 
     Compares num_params * dtype_bytes + batch * context_len * kv_bytes_per_token(cfg,
-    kv_dtype_bytes) with the memory (equal fits; kv_dtype_bytes=None means dtype_bytes). Returns
-    a Python bool; raises TypeError or ValueError for invalid inputs.
+    kv_dtype_bytes) with the budget, exactly (equal fits; kv_dtype_bytes=None means
+    dtype_bytes). Returns a Python bool; raises TypeError or ValueError for invalid inputs.
     """
     # YOUR CODE HERE
     raise NotImplementedError("kv_cache_fits: implement this (see the docstring)")
@@ -929,90 +1124,159 @@ def kv_cache_fits(cfg, gpu, batch, context_len, dtype_bytes=2, kv_dtype_bytes=No
 # The same inequality, solved for the batch, gives the **memory-capacity wall**: the largest
 # batch whose caches fit beside the weights,
 #
-# $$b_\text{max} = \left\lfloor \frac{\text{memory\_bytes} - \text{num\_params} \cdot
-# \text{weight\_bytes}}{\text{context\_len} \cdot \text{KV elements per token} \cdot
-# \text{kv\_bytes}} \right\rfloor,$$
+# $$b_\text{max} = \left\lfloor \frac{\text{usable\_memory\_fraction} \cdot
+# \text{memory\_bytes} - \text{num\_params} \cdot \text{dtype\_bytes}}{\text{context\_len} \cdot
+# \text{KV bytes per token}} \right\rfloor,$$
 #
-# or 0 when the weights alone do not fit. Here the precisions are bytes per number that may be
-# fractional, so that 4-bit weights are `weight_bytes=0.5`; the KV elements per token are
-# `kv_bytes_per_token(cfg, 1)` (one byte per number gives the count). Llama-3-8B in fp16 does not
-# fit on a T4 at all (16.06 GB of weights in 16 GB); with 4-bit weights (4.0 GB) and an 8-bit
-# cache it does, with room for a few hundred 512-token sequences.
+# or 0 when the weights alone do not fit. Llama-3-8B in fp16 does not fit a T4's budget at all
+# (16.06 GB of weights against 0.9 x 16.11 GB); on an H100 the wall at 512 tokens is 907
+# sequences (1,035 if the whole 81,559 MiB were yours; reading "80 GB" as 80e9 bytes would say
+# 952).
 #
-# **Exercise.** Write `max_batch_that_fits(cfg, gpu, context_len, weight_bytes=2, kv_bytes=2)`:
-# the Python `int` above (0 when even the weights do not fit). `context_len` is an int >= 1 (with
-# no cache the batch has no memory limit here); `weight_bytes` and `kv_bytes` are positive
-# numbers (`check_bytes`); `gpu` needs `memory_bytes`. Compute it exactly: a float division can
-# land a hair under an integer and lose a whole sequence, so the grader checks that your batch
-# fits and one more does not (`fractions.Fraction` of each figure is exact).
+# **Exercise.** Write `max_batch_that_fits(cfg, gpu, context_len, dtype_bytes=2,
+# kv_dtype_bytes=None)`: the Python `int` above (0 when even the weights do not fit).
+# `context_len` is an int >= 1 (with no cache the batch has no memory limit here); the sizes
+# follow the notebook's rule; `gpu` needs `memory_bytes` and `usable_memory_fraction`. Compute
+# it exactly: a float division can land a hair under an integer and lose a whole sequence, so
+# the grader checks that your batch fits and one more does not (`fractions.Fraction` of each
+# figure is exact).
 
-# %% deletable=false nbgrader={"grade": false, "grade_id": "max_batch_that_fits", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "fd92c472b63a335b8dd3dddd1c8bfd83", "cell_type": "code"}
-def max_batch_that_fits(cfg, gpu, context_len, weight_bytes=2, kv_bytes=2):
-    """Largest batch (an int >= 0) whose KV caches of `context_len` tokens fit in
-    gpu["memory_bytes"] beside all num_params(cfg) weights; 0 when the weights alone do not.
+# %% deletable=false nbgrader={"grade": false, "grade_id": "max_batch_that_fits", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "3d938b16c737c3feecfcc28fe1861fc1", "cell_type": "code"}
+def max_batch_that_fits(cfg, gpu, context_len, dtype_bytes=2, kv_dtype_bytes=None):
+    """Largest batch (an int >= 0) whose KV caches of `context_len` tokens fit in the GPU's
+    budget, usable_memory_fraction * memory_bytes, beside all num_params(cfg) weights; 0 when
+    the weights alone do not.
 
-    weight_bytes and kv_bytes are bytes per number (positive ints or floats: 0.5 is 4-bit).
-    Raises TypeError or ValueError for invalid inputs (context_len must be an int >= 1).
+    dtype_bytes and kv_dtype_bytes are bytes per number (positive ints or floats: 0.5 is 4-bit;
+    kv_dtype_bytes=None means dtype_bytes). Raises TypeError or ValueError for invalid inputs
+    (context_len must be an int >= 1).
     """
     # YOUR CODE HERE
     raise NotImplementedError("max_batch_that_fits: implement this (see the docstring)")
 
 
-# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_serving", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "d4c195990b2e29c13925d588455c8405", "cell_type": "code"}
-_t4_like = {"name": "T4", "peak_flops": 65e12, "peak_bandwidth": 320e9, "memory_bytes": 16e9}
-_rate = decode_tokens_per_s_bound(COURSE_MODEL, _t4_like, 1, 0)
-self_check(type(_rate) is float, f"decode_tokens_per_s_bound must return a float, got {_rate!r}")
-self_check(
-    abs(_rate - 320e9 / (2 * matmul_params(COURSE_MODEL))) < 1e-6 * _rate,
-    f"batch 1, no cache: bandwidth / weight bytes = "
-    f"{320e9 / (2 * matmul_params(COURSE_MODEL)):.6g} tokens/s, got {_rate!r}",
-)
-_llama_rate = decode_tokens_per_s_bound(LLAMA3_8B, _t4_like, 1, 0)
-self_check(21 < _llama_rate < 21.5, f"Llama-3-8B on a T4: about 21.3 tokens/s, got {_llama_rate!r}")
-# Past the crossover the compute roof binds: without a cache, batch 1000 > ridge 203.
-_compute = decode_tokens_per_s_bound(COURSE_MODEL, _t4_like, 1000, 0)
-self_check(
-    abs(_compute - 65e12 / (2 * matmul_params(COURSE_MODEL))) < 1e-6 * _compute,
-    f"batch 1000, no cache: the compute roof, peak_flops / (2 * matmul params); got {_compute!r}",
-)
-self_check(
-    decode_tokens_per_s_bound(COURSE_MODEL, _t4_like, 8, CONTEXT_LEN)
-    > decode_tokens_per_s_bound(COURSE_MODEL, _t4_like, 1, CONTEXT_LEN),
-    "a bigger batch shares the weight reads: the ceiling rises",
-)
-self_check(
-    decode_tokens_per_s_bound(COURSE_MODEL, _t4_like, 8, CONTEXT_LEN, 2, 1)
-    > decode_tokens_per_s_bound(COURSE_MODEL, _t4_like, 8, CONTEXT_LEN),
-    "an 8-bit cache moves half the KV bytes: the ceiling rises",
-)
-self_check(kv_cache_fits(COURSE_MODEL, _t4_like, 32, CONTEXT_LEN) is True, "the course model fits")
-self_check(
-    kv_cache_fits(LLAMA3_8B, _t4_like, 1, CONTEXT_LEN) is False,
-    "Llama-3-8B's 16.06 GB of fp16 weights alone exceed a 16 GB T4",
-)
-_exact = {**_t4_like, "memory_bytes": 2 * num_params(COURSE_MODEL) + 512 * 1024}
-self_check(kv_cache_fits(COURSE_MODEL, _exact, 1, 512) is True, "exactly full still fits")
-self_check(kv_cache_fits(COURSE_MODEL, _exact, 1, 512, 2, 1) is True, "an 8-bit cache fits too")
-self_check(max_batch_that_fits(COURSE_MODEL, _exact, 512) == 1, "exactly one sequence fits")
-self_check(max_batch_that_fits(LLAMA3_8B, _t4_like, 512) == 0, "fp16 Llama-3-8B: no batch fits")
-_int4 = max_batch_that_fits(LLAMA3_8B, _t4_like, 512, weight_bytes=0.5, kv_bytes=1)
-self_check(300 < _int4 < 400, f"4-bit Llama-3-8B, 8-bit cache, 512 tokens: about 357, got {_int4}")
-for _call, _error in (
-    (lambda: decode_tokens_per_s_bound(COURSE_MODEL, {"peak_bandwidth": 0.0}, 1, 0), ValueError),
-    (lambda: decode_tokens_per_s_bound(COURSE_MODEL, _t4_like, 0, 0), ValueError),
-    (lambda: decode_tokens_per_s_bound(COURSE_MODEL, _t4_like, True, 0), TypeError),
-    (lambda: kv_cache_fits(COURSE_MODEL, {"name": "T4"}, 1, 0), ValueError),
-    (lambda: kv_cache_fits(COURSE_MODEL, _t4_like, 1, -1), ValueError),
-    (lambda: kv_cache_fits(COURSE_MODEL, "T4", 1, 0), TypeError),
-    (lambda: max_batch_that_fits(COURSE_MODEL, _t4_like, 0), ValueError),
-    (lambda: max_batch_that_fits(COURSE_MODEL, _t4_like, 512, weight_bytes="2"), TypeError),
-):
-    try:
-        _call()
-    except _error:
-        pass
-    else:
-        raise AssertionError(f"a bad gpu dict, batch or context_len must raise {_error.__name__}")
+# %% [markdown]
+# ### What "4-bit" really costs
+#
+# A 4-bit model is not half a byte a weight. Weight-only quantisation (GPTQ, AWQ and their
+# kin) stores each group of 128 weights of a linear layer with a 16-bit scale and a 16-bit zero
+# point: $4 + 32/128 = 4.25$ bits a weight. And it leaves the embedding, the output head and
+# the norms in 16 bits. For Llama-3-8B that is
+#
+# $$6.98 \times 10^9 \cdot \tfrac{4.25}{8} + 1.05 \times 10^9 \cdot 2 \approx 3.71 + 2.10
+# = 5.81\ \text{GB},$$
+#
+# not the $8.03 \times 10^9 / 2 = 4.0$ GB of "half a byte each": an average of 0.72 bytes a
+# weight for memory. A decode step reads less than that (the untied input table is a lookup):
+# 4.76 GB, 0.63 bytes for each multiplied weight. The helper below does this sum for any
+# config. On a T4 at 512 tokens with an 8-bit cache, the wall is then 258 sequences (306 with
+# the whole card; the naive 4.0 GB on a "16e9-byte" card said 357).
+
+# %%
+def quantized_weight_bytes(cfg, bits, group_size=128, group_bits=32):
+    """Bytes of `cfg`'s weights with every layer's linear weights (wq, wk, wv, wo, w1, w2, w3)
+    quantised to `bits` bits, plus `group_bits` bits (a 16-bit scale and zero point) per group
+    of `group_size` weights; the embedding, output head and norms stay 16-bit.
+
+    Returns {"resident": bytes of all weights, "read": bytes a decode step reads (less the
+    looked-up input table when untied)}. Divide by num_params (resident) or matmul_params (read)
+    for the average dtype_bytes to give the functions of this notebook.
+    """
+    every = num_params(cfg)  # validates cfg
+    width, groups = cfg["dim"], cfg["n_heads"] // cfg["n_kv_heads"]
+    per_layer = width * (2 * width + 2 * width // groups + 3 * cfg["ffn_hidden_dim"])
+    linear = cfg["n_layers"] * per_layer
+    per_weight = Fraction(bits, 8) + Fraction(group_bits, 8 * group_size)
+    resident = linear * per_weight + 2 * (every - linear)
+    lookup = 2 * cfg["vocab_size"] * width * (not cfg["tied_embeddings"])
+    return {"resident": float(resident), "read": float(resident - lookup)}
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_serving", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "7900c3d7e26f9338b4b737ff6d3df753", "cell_type": "code"}
+def _check_serving():
+    t4 = {
+        "name": "T4",
+        "peak_flops": 65e12,
+        "peak_bandwidth": 320e9,
+        "memory_bytes": 15360 * 2**20,
+        "usable_memory_fraction": 0.9,
+        "sm_count": 40,
+    }
+    rate = decode_tokens_per_s_bound(COURSE_MODEL, t4, 1, 0)
+    self_check(type(rate) is float, f"decode_tokens_per_s_bound must return a float, got {rate!r}")
+    want = 320e9 / (2 * matmul_params(COURSE_MODEL))
+    self_check(abs(rate - want) < 1e-6 * rate, f"batch 1, no cache: {want:.6g} tokens/s")
+    llama = decode_tokens_per_s_bound(LLAMA3_8B, t4, 1, 0)
+    self_check(21 < llama < 21.5, f"Llama-3-8B on a T4: about 21.3 tokens/s, got {llama!r}")
+    four_bit = decode_tokens_per_s_bound(LLAMA3_8B, t4, 1, 0, 0.5)
+    self_check(abs(four_bit - 4 * llama) < 1e-6 * four_bit, "4-bit weights: four times the rate")
+    # Past the crossover the compute roof binds: without a cache, batch 1000 > ridge 203.
+    compute = decode_tokens_per_s_bound(COURSE_MODEL, t4, 1000, 0)
+    want = 65e12 / (2 * matmul_params(COURSE_MODEL))
+    self_check(abs(compute - want) < 1e-6 * compute, "batch 1000, no cache: the compute roof")
+    self_check(
+        decode_tokens_per_s_bound(COURSE_MODEL, t4, 8, CONTEXT_LEN)
+        > decode_tokens_per_s_bound(COURSE_MODEL, t4, 1, CONTEXT_LEN),
+        "a bigger batch shares the weight reads: the ceiling rises",
+    )
+    self_check(
+        decode_tokens_per_s_bound(COURSE_MODEL, t4, 8, CONTEXT_LEN, 2, 1)
+        > decode_tokens_per_s_bound(COURSE_MODEL, t4, 8, CONTEXT_LEN),
+        "an 8-bit cache moves half the KV bytes: the ceiling rises",
+    )
+    self_check(kv_cache_fits(COURSE_MODEL, t4, 32, CONTEXT_LEN) is True, "the course model fits")
+    self_check(
+        kv_cache_fits(LLAMA3_8B, t4, 1, CONTEXT_LEN) is False,
+        "Llama-3-8B's 16.06 GB of fp16 weights exceed 90% of a T4's 16.11 GB",
+    )
+    self_check(
+        kv_cache_fits(LLAMA3_8B, {**t4, "usable_memory_fraction": 1.0}, 1, 0) is True,
+        "... and fit in the whole card, with nothing left for a cache",
+    )
+    exact = {
+        **t4,
+        "memory_bytes": 2 * num_params(COURSE_MODEL) + 512 * 1024,
+        "usable_memory_fraction": 1.0,
+    }
+    self_check(kv_cache_fits(COURSE_MODEL, exact, 1, 512) is True, "exactly full still fits")
+    self_check(kv_cache_fits(COURSE_MODEL, exact, 1, 512, 2, 1) is True, "an 8-bit cache fits too")
+    self_check(max_batch_that_fits(COURSE_MODEL, exact, 512) == 1, "exactly one sequence fits")
+    self_check(max_batch_that_fits(LLAMA3_8B, t4, 512) == 0, "fp16 Llama-3-8B: no batch fits")
+    h100 = {**t4, "memory_bytes": 81559 * 2**20}
+    wall = max_batch_that_fits(LLAMA3_8B, h100, 512)
+    self_check(wall == 907, f"Llama-3-8B on an H100, 512 tokens: 907 sequences, got {wall}")
+    q = quantized_weight_bytes(LLAMA3_8B, 4)
+    naive = max_batch_that_fits(LLAMA3_8B, t4, 512, 0.5, 1)
+    real = max_batch_that_fits(LLAMA3_8B, t4, 512, q["resident"] / num_params(LLAMA3_8B), 1)
+    self_check(
+        (naive, real) == (312, 258), f"4-bit on a T4: 312 naively, 258 really: {naive, real}"
+    )
+    for call, error in (
+        (
+            lambda: decode_tokens_per_s_bound(COURSE_MODEL, {"peak_bandwidth": 0.0}, 1, 0),
+            ValueError,
+        ),
+        (lambda: decode_tokens_per_s_bound(COURSE_MODEL, t4, 0, 0), ValueError),
+        (lambda: decode_tokens_per_s_bound(COURSE_MODEL, t4, True, 0), TypeError),
+        (
+            lambda: kv_cache_fits(COURSE_MODEL, {"name": "T4", "memory_bytes": 1e9}, 1, 0),
+            ValueError,
+        ),
+        (
+            lambda: kv_cache_fits(COURSE_MODEL, {**t4, "usable_memory_fraction": 1.5}, 1, 0),
+            ValueError,
+        ),
+        (lambda: kv_cache_fits(COURSE_MODEL, t4, 1, -1), ValueError),
+        (lambda: kv_cache_fits(COURSE_MODEL, "T4", 1, 0), TypeError),
+        (lambda: max_batch_that_fits(COURSE_MODEL, t4, 0), ValueError),
+        (lambda: max_batch_that_fits(COURSE_MODEL, t4, 512, dtype_bytes="2"), TypeError),
+        (lambda: max_batch_that_fits(COURSE_MODEL, t4, 512, 2, kv_dtype_bytes=0), ValueError),
+    ):
+        expect_error(error, call, "a bad gpu dict, batch, context_len or size")
+
+
+_check_serving()
+del _check_serving
 print("decode_tokens_per_s_bound, kv_cache_fits, max_batch_that_fits: self-checks passed")
 
 
@@ -1034,9 +1298,15 @@ print("decode_tokens_per_s_bound, kv_cache_fits, max_batch_that_fits: self-check
 #   is a `ValueError`;
 # * **be atomic**: write to a temporary file in the same folder, then `os.replace` it over the
 #   target, so a crash midway leaves either the old file or the new one, never half of one;
+# * **keep the file's permissions**: `tempfile.mkstemp` creates its file readable by you alone
+#   (mode `0o600`), and `os.replace` keeps that mode, so a `metrics.json` that others could read
+#   would silently become private. Before the replace, give the temporary file the old file's
+#   mode (`stat.S_IMODE(os.stat(path).st_mode)`), or for a new file the mode an ordinary
+#   `open(path, "w")` gives (`0o666` less the umask: `umask = os.umask(0); os.umask(umask)`
+#   reads it);
 # * write with sorted keys and an indent of 2, so diffs between commits stay readable.
 
-# %% deletable=false nbgrader={"grade": false, "grade_id": "save_metric", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "d43478343867bd556ee640b468aa51f3", "cell_type": "code"}
+# %% deletable=false nbgrader={"grade": false, "grade_id": "save_metric", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "1aea33a9e03a9ba40280be019735bae3", "cell_type": "code"}
 def save_metric(path, key, value):
     """Set metrics[key] = value in the JSON file at `path`, keeping every other key.
 
@@ -1044,54 +1314,72 @@ def save_metric(path, key, value):
     for a non-str, ValueError for ""); `value` must be plain JSON data (TypeError otherwise) with
     no NaN or infinity (ValueError). A missing or empty file counts as {}; a file that is not a
     JSON object raises ValueError naming it. The file is replaced atomically (temp file +
-    os.replace) and written with sorted keys and indent 2. Returns None.
+    os.replace), keeps its permissions (a new one gets open()'s: 0o666 less the umask) and is
+    written with sorted keys and indent 2. Returns None.
     """
     # YOUR CODE HERE
     raise NotImplementedError("save_metric: implement this (see the docstring)")
 
 
-# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_save_metric", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "67f183b1b79e9d19eacabe7731e0cce6", "cell_type": "code"}
-with tempfile.TemporaryDirectory() as _tmp:
-    _path = Path(_tmp) / "metrics.json"
-    save_metric(_path, "m1", {"loss": 2.5})
-    save_metric(_path, "m9_roofline", {"crossover_batch": None})
-    self_check(
-        json.loads(_path.read_text())
-        == {"m1": {"loss": 2.5}, "m9_roofline": {"crossover_batch": None}},
-        "the second save_metric must keep the first key",
-    )
-    save_metric(str(_path), "m1", 3)  # a str path works too; overwriting one key keeps the other
-    self_check(
-        json.loads(_path.read_text()) == {"m1": 3, "m9_roofline": {"crossover_batch": None}},
-        "save_metric(str path, 'm1', 3) must overwrite m1 and keep m9_roofline",
-    )
-    try:
-        save_metric(_path, "", 1)
-    except ValueError:
-        pass
-    else:
-        raise AssertionError("an empty key must raise ValueError")
-    for _bad, _error in ((float("nan"), ValueError), ({"x": float("inf")}, ValueError),
-                         (object(), TypeError), ({1, 2}, TypeError)):
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_save_metric", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "6a2e74edf062bce394291edaf312ea46", "cell_type": "code"}
+def _check_save_metric():
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "metrics.json"
+        save_metric(path, "m1", {"loss": 2.5})
+        save_metric(path, "m9_roofline", {"crossover_batch": None})
+        self_check(
+            json.loads(path.read_text())
+            == {"m1": {"loss": 2.5}, "m9_roofline": {"crossover_batch": None}},
+            "the second save_metric must keep the first key",
+        )
+        save_metric(str(path), "m1", 3)  # a str path works too; overwriting one key keeps the other
+        self_check(
+            json.loads(path.read_text()) == {"m1": 3, "m9_roofline": {"crossover_batch": None}},
+            "save_metric(str path, 'm1', 3) must overwrite m1 and keep m9_roofline",
+        )
+        if os.name == "posix":  # the file keeps its mode; mkstemp's 0o600 must not replace it
+            os.chmod(path, 0o640)
+            save_metric(path, "m1", 4)
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+            self_check(mode == 0o640, f"save_metric changed the file's mode to {oct(mode)}")
+            umask = os.umask(0)
+            os.umask(umask)
+            fresh = Path(tmp) / "fresh.json"
+            save_metric(fresh, "m1", 1)
+            mode = stat.S_IMODE(os.stat(fresh).st_mode)
+            self_check(
+                mode == 0o666 & ~umask,
+                f"a new file gets open()'s mode, {oct(0o666 & ~umask)}, not {oct(mode)}",
+            )
+            fresh.unlink()
+        expect_error(ValueError, lambda: save_metric(path, "", 1), "save_metric(path, '', 1)")
+        for bad, error in (
+            (float("nan"), ValueError),
+            ({"x": float("inf")}, ValueError),
+            (object(), TypeError),
+            ({1, 2}, TypeError),
+        ):
+            expect_error(error, lambda bad=bad: save_metric(path, "bad", bad), f"{bad!r}")
+        path.write_text("{not json")
         try:
-            save_metric(_path, "bad", _bad)
-        except _error:
-            pass
+            save_metric(path, "m9_roofline", 1)
+        except ValueError as exc:
+            self_check("metrics.json" in str(exc), f"the error must name the file: {exc}")
         else:
-            raise AssertionError(f"save_metric({_bad!r}) should raise {_error.__name__}")
-    _path.write_text("{not json")
-    try:
-        save_metric(_path, "m9_roofline", 1)
-    except ValueError as _exc:
-        self_check("metrics.json" in str(_exc), f"the error must name the file: {_exc}")
-    else:
-        raise AssertionError("a corrupt metrics.json must raise ValueError, not be overwritten")
-    self_check(_path.read_text() == "{not json", "a corrupt file must be left as it was")
-    self_check(
-        sorted(p.name for p in Path(_tmp).iterdir()) == ["metrics.json"], "temp file left behind"
-    )
+            raise AssertionError("a corrupt metrics.json must raise ValueError, not be overwritten")
+        self_check(path.read_text() == "{not json", "a corrupt file must be left as it was")
+        self_check(
+            sorted(p.name for p in Path(tmp).iterdir()) == ["metrics.json"], "temp file left behind"
+        )
+
+
+_check_save_metric()
+del _check_save_metric
 print("save_metric: self-checks passed")
 
+
+# %% [markdown]
+#
 
 # %% [markdown]
 # ## 10. One decode step, kernel by kernel
@@ -1102,17 +1390,17 @@ print("save_metric: self-checks passed")
 #
 # * **The weight matmuls** (wq, wk, wv, wo, w1, w2, w3, the output head): they read the $P$
 #   weights once for the whole batch and do $2 P$ FLOPs per sequence,
-#   $$I_\text{weights} = \frac{2 \cdot P \cdot \text{batch}}{P \cdot \text{weight\_bytes}}
-#   = \frac{2 \cdot \text{batch}}{\text{weight\_bytes}}.$$
+#   $$I_\text{weights} = \frac{2 \cdot P \cdot \text{batch}}{P \cdot \text{dtype\_bytes}}
+#   = \frac{2 \cdot \text{batch}}{\text{dtype\_bytes}}.$$
 #   Their intensity grows with the batch and turns compute-bound at
-#   $\text{batch} \ge \text{ridge} \cdot \text{weight\_bytes} / 2$: 204 sequences in fp16 on the
+#   $\text{batch} \ge \text{ridge} \cdot \text{dtype\_bytes} / 2$: 204 sequences in fp16 on the
 #   T4 (ridge 203.1), 296 on the H100 (ridge 295.2), whatever the model. Against the T4's
 #   practical ridge of about 100 (section 5), a real T4 gets there near batch 100.
 # * **Attention over the cache**: each sequence reads its own cache and does
-#   $4 \cdot n_\text{layers} \cdot \text{dim} \cdot \text{context}$ FLOPs with it (section 4), so
-#   $$I_\text{attention} = \frac{4 \cdot n_\text{layers} \cdot \text{dim} \cdot \text{context}}
-#   {\text{context} \cdot 2 \cdot n_\text{layers} \cdot n_\text{kv\_heads} \cdot \text{head\_dim}
-#   \cdot \text{kv\_bytes}} = \frac{2}{\text{kv\_bytes}} \cdot \frac{n_\text{heads}}
+#   $4 \cdot n_\text{layers} \cdot \text{dim} \cdot \text{context\_len}$ FLOPs with it (section 4), so
+#   $$I_\text{attention} = \frac{4 \cdot n_\text{layers} \cdot \text{dim} \cdot \text{context\_len}}
+#   {\text{context\_len} \cdot 2 \cdot n_\text{layers} \cdot n_\text{kv\_heads} \cdot \text{head\_dim}
+#   \cdot \text{kv\_dtype\_bytes}} = \frac{2}{\text{kv\_dtype\_bytes}} \cdot \frac{n_\text{heads}}
 #   {n_\text{kv\_heads}}.$$
 #   The batch and the context cancel: batching cannot help attention at all. Its intensity is
 #   the grouped-query ratio (2 for the course model, 4 for Llama-3-8B, in fp16), far left of any
@@ -1128,95 +1416,99 @@ print("save_metric: self-checks passed")
 # are compute-bound and attention is memory-bound, each pays for its own roof and neither hides
 # the other.
 #
-# **Exercise.** Write `decode_step_breakdown(cfg, batch, context, gpu, weight_bytes=2,
-# kv_bytes=2)`. It returns a dict with three keys: `"weights"` and `"attention"`, each a dict
+# **Exercise.** Write `decode_step_breakdown(cfg, batch, context_len, gpu, dtype_bytes=2,
+# kv_dtype_bytes=None)`. It returns a dict with three keys: `"weights"` and `"attention"`, each a dict
 # with the keys `flops`, `bytes`, `intensity` (FLOP/byte), `time_s` (seconds: the kernel's
 # roofline time) and `bound` (the string `"compute"` when its intensity is at or above the ridge
 # `peak_flops / peak_bandwidth`, else `"memory"`), and `"time_s"`, the sum of the two kernels'
-# times. Every number is a Python `float`. With $P$ = `matmul_params(cfg)` and
-# $E$ = `kv_bytes_per_token(cfg, 1)` (the cached numbers per token):
+# times. Every number is a Python `float`. With $P$ = `matmul_params(cfg)`, $E$ =
+# `kv_bytes_per_token(cfg, 1)` (the cached numbers per token), $w$ = `dtype_bytes` and $k$ =
+# `kv_dtype_bytes` (`None`: $w$):
 #
 # | kernel | FLOPs | bytes |
 # |---|---|---|
-# | weights | $2 \cdot P \cdot \text{batch}$ | $P \cdot \text{weight\_bytes}$ |
-# | attention | $4 \cdot n_\text{layers} \cdot \text{dim} \cdot \text{context} \cdot \text{batch}$ | $\text{batch} \cdot \text{context} \cdot E \cdot \text{kv\_bytes}$ |
+# | weights | $2 \cdot P \cdot \text{batch}$ | $P \cdot w$ |
+# | attention | $4 \cdot n_\text{layers} \cdot \text{dim} \cdot \text{context\_len} \cdot \text{batch}$ | $\text{batch} \cdot \text{context\_len} \cdot E \cdot k$ |
 #
-# `batch` and `context` (the tokens in each sequence's cache) are ints >= 1; `weight_bytes` and
-# `kv_bytes` are bytes per number, positive ints or floats (`check_bytes`); `gpu` needs
-# `peak_flops` and `peak_bandwidth`.
+# `batch` and `context_len` (the tokens in each sequence's cache) are ints >= 1; the sizes follow
+# the notebook's rule; `gpu` needs `peak_flops` and `peak_bandwidth`.
 
-# %% deletable=false nbgrader={"grade": false, "grade_id": "roofline_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "9fd7ee17155d17b967ff978a17e44231", "cell_type": "code"}
+# %% deletable=false nbgrader={"grade": false, "grade_id": "roofline_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "fbc3b94b7f723bf95f8395ac46f1f832", "cell_type": "code"}
 def roofline_kernel(flops, nbytes, gpu):
     """One kernel on the roofline: its FLOPs, bytes, intensity, time (s) and binding roof.
 
-    A helper for decode_step_breakdown and prefill_time (not graded on its own): `flops` and
-    `nbytes` are positive numbers, `gpu` a checked gpu dict.
+    A helper for decode_step_breakdown, prefill_time and the functions after them (not graded
+    on its own): `flops` and `nbytes` are positive numbers, `gpu` a checked gpu dict.
     """
     # YOUR CODE HERE
     raise NotImplementedError("roofline_kernel: implement this (see the docstring)")
 
 
-# %% deletable=false nbgrader={"grade": false, "grade_id": "decode_step_breakdown", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "f034e9a1eefc33503388bc3e51e5e8f5", "cell_type": "code"}
-def decode_step_breakdown(cfg, batch, context, gpu, weight_bytes=2, kv_bytes=2):
+# %% deletable=false nbgrader={"grade": false, "grade_id": "decode_step_breakdown", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "de40a61f84ab1d140e1559911232363f", "cell_type": "code"}
+def decode_step_breakdown(cfg, batch, context_len, gpu, dtype_bytes=2, kv_dtype_bytes=None):
     """One decode step split into its weight matmuls and its attention over the KV cache.
 
     Returns {"weights": kernel, "attention": kernel, "time_s": the two kernels' times summed},
     each kernel {"flops", "bytes", "intensity", "time_s", "bound"} (floats; bound "compute" or
-    "memory"). Raises TypeError or ValueError for invalid inputs.
+    "memory"). kv_dtype_bytes=None means dtype_bytes. Raises TypeError or ValueError for invalid
+    inputs.
     """
     # YOUR CODE HERE
     raise NotImplementedError("decode_step_breakdown: implement this (see the docstring)")
 
 
-# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_decode_step_breakdown", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "efadbce91a6a7cedada74065e8f5971c", "cell_type": "code"}
-_t4_like = {"name": "T4", "peak_flops": 65e12, "peak_bandwidth": 320e9, "memory_bytes": 16e9}
-_step = decode_step_breakdown(COURSE_MODEL, 1, CONTEXT_LEN, _t4_like)
-self_check(set(_step) == {"weights", "attention", "time_s"}, f"three keys, got {sorted(_step)}")
-self_check(
-    _step["weights"]["intensity"] == 1.0 and _step["weights"]["bound"] == "memory",
-    f"fp16 weights at batch 1: 1 FLOP/byte, memory-bound; got {_step['weights']}",
-)
-self_check(
-    _step["attention"]["intensity"] == 2.0,
-    f"attention: n_heads / n_kv_heads = 2 FLOP/byte in fp16; got {_step['attention']}",
-)
-self_check(
-    decode_step_breakdown(COURSE_MODEL, 256, CONTEXT_LEN, _t4_like)["attention"]["intensity"]
-    == 2.0,
-    "batching does not change attention's intensity",
-)
-_big = decode_step_breakdown(COURSE_MODEL, 204, CONTEXT_LEN, _t4_like)
-self_check(
-    _big["weights"]["bound"] == "compute" and _big["attention"]["bound"] == "memory",
-    "batch 204 > ridge 203.1: the weights turn compute-bound, attention never does",
-)
-self_check(
-    decode_step_breakdown(COURSE_MODEL, 203, CONTEXT_LEN, _t4_like)["weights"]["bound"]
-    == "memory",
-    "batch 203 is still just under the ridge",
-)
-self_check(
-    abs(_step["time_s"] - (_step["weights"]["time_s"] + _step["attention"]["time_s"])) < 1e-15,
-    "the step's time is the sum of its kernels' times",
-)
-_mixed = decode_step_breakdown(LLAMA3_8B, 1, CONTEXT_LEN, _t4_like, weight_bytes=0.5, kv_bytes=1)
-self_check(
-    _mixed["weights"]["bytes"] == 0.5 * matmul_params(LLAMA3_8B)
-    and _mixed["attention"]["bytes"] == CONTEXT_LEN * kv_bytes_per_token(LLAMA3_8B, 1),
-    "4-bit weights and an 8-bit cache: each term uses its own precision",
-)
-for _call, _error in (
-    (lambda: decode_step_breakdown(COURSE_MODEL, 1, 0, _t4_like), ValueError),
-    (lambda: decode_step_breakdown(COURSE_MODEL, 1, 16, _t4_like, kv_bytes=0), ValueError),
-    (lambda: decode_step_breakdown(COURSE_MODEL, 1, 16, _t4_like, weight_bytes=True), TypeError),
-    (lambda: decode_step_breakdown(COURSE_MODEL, 2.0, 16, _t4_like), TypeError),
-):
-    try:
-        _call()
-    except _error:
-        pass
-    else:
-        raise AssertionError(f"decode_step_breakdown must raise {_error.__name__} here")
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_decode_step_breakdown", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "09f4fec19e03db6cbd2aa363b74ae5a2", "cell_type": "code"}
+def _check_decode_step_breakdown():
+    t4 = {"name": "T4", "peak_flops": 65e12, "peak_bandwidth": 320e9}
+    step = decode_step_breakdown(COURSE_MODEL, 1, CONTEXT_LEN, t4)
+    self_check(set(step) == {"weights", "attention", "time_s"}, f"three keys, got {sorted(step)}")
+    self_check(
+        step["weights"]["intensity"] == 1.0 and step["weights"]["bound"] == "memory",
+        f"fp16 weights at batch 1: 1 FLOP/byte, memory-bound; got {step['weights']}",
+    )
+    self_check(
+        step["attention"]["intensity"] == 2.0,
+        f"attention: n_heads / n_kv_heads = 2 FLOP/byte in fp16; got {step['attention']}",
+    )
+    self_check(
+        decode_step_breakdown(COURSE_MODEL, 256, CONTEXT_LEN, t4)["attention"]["intensity"] == 2.0,
+        "batching does not change attention's intensity",
+    )
+    big = decode_step_breakdown(COURSE_MODEL, 204, CONTEXT_LEN, t4)
+    self_check(
+        big["weights"]["bound"] == "compute" and big["attention"]["bound"] == "memory",
+        "batch 204 > ridge 203.1: the weights turn compute-bound, attention never does",
+    )
+    self_check(
+        decode_step_breakdown(COURSE_MODEL, 203, CONTEXT_LEN, t4)["weights"]["bound"] == "memory",
+        "batch 203 is still just under the ridge",
+    )
+    self_check(
+        abs(step["time_s"] - (step["weights"]["time_s"] + step["attention"]["time_s"])) < 1e-15,
+        "the step's time is the sum of its kernels' times",
+    )
+    mixed = decode_step_breakdown(LLAMA3_8B, 1, CONTEXT_LEN, t4, dtype_bytes=0.5, kv_dtype_bytes=1)
+    self_check(
+        mixed["weights"]["bytes"] == 0.5 * matmul_params(LLAMA3_8B)
+        and mixed["attention"]["bytes"] == CONTEXT_LEN * kv_bytes_per_token(LLAMA3_8B, 1),
+        "4-bit weights and an 8-bit cache: each term uses its own precision",
+    )
+    same = decode_step_breakdown(LLAMA3_8B, 1, CONTEXT_LEN, t4, dtype_bytes=1)
+    self_check(
+        same["attention"]["bytes"] == CONTEXT_LEN * kv_bytes_per_token(LLAMA3_8B, 1),
+        "kv_dtype_bytes=None: the cache has the weights' size",
+    )
+    for call, error in (
+        (lambda: decode_step_breakdown(COURSE_MODEL, 1, 0, t4), ValueError),
+        (lambda: decode_step_breakdown(COURSE_MODEL, 1, 16, t4, kv_dtype_bytes=0), ValueError),
+        (lambda: decode_step_breakdown(COURSE_MODEL, 1, 16, t4, dtype_bytes=True), TypeError),
+        (lambda: decode_step_breakdown(COURSE_MODEL, 2.0, 16, t4), TypeError),
+    ):
+        expect_error(error, call, "decode_step_breakdown with a bad argument")
+
+
+_check_decode_step_breakdown()
+del _check_decode_step_breakdown
 print("decode_step_breakdown: self-checks passed")
 
 
@@ -1225,17 +1517,23 @@ print("decode_step_breakdown: self-checks passed")
 #
 # Before the first new token, the model reads the whole prompt: **prefill**. Every prompt token
 # goes through the weights in the same pass, so prefill is a fat matmul, not a skinny one. For a
-# batch of prompts of `prompt_len` tokens:
+# batch of prompts of $n$ = `prompt_len` tokens:
 #
-# * the weights are read once and do $2 \cdot P \cdot \text{batch} \cdot \text{prompt\_len}$
-#   FLOPs: intensity $2 \cdot \text{batch} \cdot \text{prompt\_len} / \text{weight\_bytes}$,
-#   compute-bound on a T4 in fp16 from a 204-token prompt on;
+# * the weights are read once, $P \cdot w$ bytes. Every prompt token goes through every layer,
+#   but **the output head scores the last position only**: sampling the first new token needs
+#   the logits of the last position alone, so serving engines compute nothing else there. With
+#   $H = \text{vocab\_size} \cdot \text{dim}$ the head's weights (the tied table, or the untied
+#   head: either way part of $P$), the weights do
+#   $$2 \cdot \text{batch} \cdot \left(n \cdot (P - H) + H\right)$$
+#   FLOPs, compute-bound on a T4 in fp16 from a prompt of a couple of hundred tokens on.
+#   Counting the head for every prompt token would overstate Llama-3-8B's prefill by 7.5% and
+#   the course model's, whose tied head is 40% of its weights, by two thirds;
 # * attention is causal: token $i$ (counting from 1) attends to the $i$ tokens up to and
 #   including itself, $4 \cdot n_\text{layers} \cdot \text{dim} \cdot i$ FLOPs, so a prompt costs
 #   $4 \cdot n_\text{layers} \cdot \text{dim} \cdot \sum_{i=1}^{n} i = 2 \cdot n_\text{layers}
 #   \cdot \text{dim} \cdot n (n + 1)$ FLOPs per sequence. Its bytes are the KV cache it **writes**
-#   for the decode steps that follow: $\text{batch} \cdot \text{prompt\_len} \cdot E \cdot
-#   \text{kv\_bytes}$. (A fused attention kernel keeps the prompt's own K and V on chip; we count
+#   for the decode steps that follow: $\text{batch} \cdot n \cdot E \cdot k$ (with $E$ and $k$ as
+#   in section 10). (A fused attention kernel keeps the prompt's own K and V on chip; we count
 #   only the cache written to DRAM, and no activations.)
 #
 # Prefill takes the two kernels' roofline times summed, like a decode step. Two numbers then
@@ -1245,21 +1543,23 @@ print("decode_step_breakdown: self-checks passed")
 # * **TPOT**, the time per output token, is the time of one decode step with the prompt in the
 #   cache (`decode_step_breakdown(cfg, batch, prompt_len, ...)["time_s"]`).
 #
-# For Llama-3-8B on an H100 with a 512-token prompt, prefill does about 512 times the FLOPs of a
-# decode step on the same bytes of weights, yet takes less than twice as long (about 7.8 ms
-# against 4.5 ms), because it is compute-bound while decode waits on memory. That asymmetry is why serving systems schedule
-# prefills and decodes differently (chunked prefill, and separate prefill and decode GPUs).
+# For Llama-3-8B on an H100 with a 512-token prompt, prefill does about 480 times the FLOPs of a
+# decode step on the same bytes of weights, yet takes well under twice as long (about 7.3 ms
+# against 4.5 ms), because it is compute-bound while decode waits on memory. That asymmetry is
+# why serving systems schedule prefills and decodes differently (section 14's chunked prefill,
+# and separate prefill and decode GPUs).
 #
-# **Exercise.** Write `prefill_time(cfg, batch, prompt_len, gpu, weight_bytes=2, kv_bytes=2)`,
-# the prefill's time in seconds (a Python `float`), and `ttft_and_tpot(cfg, batch, prompt_len,
-# gpu, weight_bytes=2, kv_bytes=2)`, which returns the tuple `(ttft_s, tpot_s)` of two Python
-# floats. `batch` and `prompt_len` are ints >= 1; the rest is checked as in
-# `decode_step_breakdown`.
+# **Exercise.** Write `prefill_time(cfg, batch, prompt_len, gpu, dtype_bytes=2,
+# kv_dtype_bytes=None)`, the prefill's time in seconds (a Python `float`), and
+# `ttft_and_tpot(cfg, batch, prompt_len, gpu, dtype_bytes=2, kv_dtype_bytes=None)`, which returns
+# the tuple `(ttft_s, tpot_s)` of two Python floats. `batch` and `prompt_len` are ints >= 1; the
+# rest is checked as in `decode_step_breakdown`.
 
-# %% deletable=false nbgrader={"grade": false, "grade_id": "prefill_time", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "fa50de8968a2115c465842430aa5b6ee", "cell_type": "code"}
-def prefill_time(cfg, batch, prompt_len, gpu, weight_bytes=2, kv_bytes=2):
+# %% deletable=false nbgrader={"grade": false, "grade_id": "prefill_time", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "1f1c263f0e0361748a0d3a95afb5e3ee", "cell_type": "code"}
+def prefill_time(cfg, batch, prompt_len, gpu, dtype_bytes=2, kv_dtype_bytes=None):
     """Seconds (a float) to prefill `batch` prompts of `prompt_len` tokens: the weight matmuls'
-    and the causal attention's roofline times summed (attention's bytes: the KV cache written).
+    (the output head for the last position only) and the causal attention's roofline times
+    summed (attention's bytes: the KV cache written). kv_dtype_bytes=None means dtype_bytes.
 
     Raises TypeError or ValueError for invalid inputs.
     """
@@ -1267,53 +1567,430 @@ def prefill_time(cfg, batch, prompt_len, gpu, weight_bytes=2, kv_bytes=2):
     raise NotImplementedError("prefill_time: implement this (see the docstring)")
 
 
-# %% deletable=false nbgrader={"grade": false, "grade_id": "ttft_and_tpot", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "195c65b6991b080466e91d14313165e0", "cell_type": "code"}
-def ttft_and_tpot(cfg, batch, prompt_len, gpu, weight_bytes=2, kv_bytes=2):
+# %% deletable=false nbgrader={"grade": false, "grade_id": "ttft_and_tpot", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "961378fcd868361f0b077b3340f8fdca", "cell_type": "code"}
+def ttft_and_tpot(cfg, batch, prompt_len, gpu, dtype_bytes=2, kv_dtype_bytes=None):
     """(time to first token, time per output token) in seconds, a tuple of two floats: the
     prefill of the prompts, then one decode step with the prompt_len tokens in the cache."""
     # YOUR CODE HERE
     raise NotImplementedError("ttft_and_tpot: implement this (see the docstring)")
 
 
-# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_prefill", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "03c0849a6a5561440a805ff8496a978d", "cell_type": "code"}
-_t4_like = {"name": "T4", "peak_flops": 65e12, "peak_bandwidth": 320e9, "memory_bytes": 16e9}
-# A one-token prompt is memory-bound: the weights' bytes plus the one token's cache entry.
-_one = prefill_time(COURSE_MODEL, 1, 1, _t4_like)
-_want = (2 * matmul_params(COURSE_MODEL) + kv_bytes_per_token(COURSE_MODEL)) / 320e9
-self_check(abs(_one - _want) < 1e-9 * _want, f"a 1-token prefill takes {_want:.4g} s, got {_one!r}")
-_ttft, _tpot = ttft_and_tpot(LLAMA3_8B, 1, CONTEXT_LEN, _t4_like)
-self_check(type(_ttft) is float and type(_tpot) is float, "ttft_and_tpot returns two floats")
-self_check(
-    _tpot == decode_step_breakdown(LLAMA3_8B, 1, CONTEXT_LEN, _t4_like)["time_s"],
-    "TPOT is one decode step with the prompt in the cache",
-)
-self_check(_ttft > _tpot, "prefilling 512 tokens takes longer than decoding one")
-self_check(
-    prefill_time(LLAMA3_8B, 1, CONTEXT_LEN, _t4_like)
-    < CONTEXT_LEN * decode_step_breakdown(LLAMA3_8B, 1, CONTEXT_LEN, _t4_like)["time_s"],
-    "one prefill of 512 tokens is far faster than 512 decode steps",
-)
-for _call, _error in (
-    (lambda: prefill_time(COURSE_MODEL, 1, 0, _t4_like), ValueError),
-    (lambda: prefill_time(COURSE_MODEL, 1, 8, {"peak_flops": 1e12}), ValueError),
-    (lambda: ttft_and_tpot(COURSE_MODEL, 1, "512", _t4_like), TypeError),
-):
-    try:
-        _call()
-    except _error:
-        pass
-    else:
-        raise AssertionError(f"prefill_time / ttft_and_tpot must raise {_error.__name__} here")
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_prefill", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "040901a188893f2f03bf09e1c7ca49e1", "cell_type": "code"}
+def _check_prefill():
+    t4 = {"name": "T4", "peak_flops": 65e12, "peak_bandwidth": 320e9}
+    # A one-token prompt is memory-bound: the weights' bytes plus the one token's cache entry.
+    one = prefill_time(COURSE_MODEL, 1, 1, t4)
+    want = (2 * matmul_params(COURSE_MODEL) + kv_bytes_per_token(COURSE_MODEL)) / 320e9
+    self_check(abs(one - want) < 1e-9 * want, f"a 1-token prefill takes {want:.4g} s, got {one!r}")
+    # A long prompt is compute-bound; the head scores its last position only.
+    h100 = {"name": "H100", "peak_flops": 989e12, "peak_bandwidth": 3350e9}
+    p, head, n = matmul_params(LLAMA3_8B), 128256 * 4096, 4096
+    flops = 2 * (n * (p - head) + head), 2 * 32 * 4096 * n * (n + 1)
+    want = sum(f / 989e12 for f in flops)
+    got = prefill_time(LLAMA3_8B, 1, n, h100)
+    self_check(abs(got - want) < 1e-9 * want, f"4,096 tokens on an H100: {want:.6g} s, got {got!r}")
+    ttft, tpot = ttft_and_tpot(LLAMA3_8B, 1, CONTEXT_LEN, t4)
+    self_check(type(ttft) is float and type(tpot) is float, "ttft_and_tpot returns two floats")
+    self_check(
+        tpot == decode_step_breakdown(LLAMA3_8B, 1, CONTEXT_LEN, t4)["time_s"],
+        "TPOT is one decode step with the prompt in the cache",
+    )
+    self_check(ttft > tpot, "prefilling 512 tokens takes longer than decoding one")
+    self_check(
+        prefill_time(LLAMA3_8B, 1, CONTEXT_LEN, t4)
+        < CONTEXT_LEN * decode_step_breakdown(LLAMA3_8B, 1, CONTEXT_LEN, t4)["time_s"],
+        "one prefill of 512 tokens is far faster than 512 decode steps",
+    )
+    for call, error in (
+        (lambda: prefill_time(COURSE_MODEL, 1, 0, t4), ValueError),
+        (lambda: prefill_time(COURSE_MODEL, 1, 8, {"peak_flops": 1e12}), ValueError),
+        (lambda: ttft_and_tpot(COURSE_MODEL, 1, "512", t4), TypeError),
+    ):
+        expect_error(error, call, "prefill_time / ttft_and_tpot with a bad argument")
+
+
+_check_prefill()
+del _check_prefill
 print("prefill_time, ttft_and_tpot: self-checks passed")
 
+
 # %% [markdown]
-# ## 12. Look at the numbers
+# ## 12. How good is a measured decode? MBU and MFU
+#
+# The roofline says how fast a step *could* go. A benchmark gives you how fast it *did* go: its
+# time per output token, TPOT. Two ratios compare the two, each against one roof:
+#
+# $$\text{MBU} = \frac{\text{bytes the step must move}}{\text{TPOT} \cdot
+# \text{peak\_bandwidth}}, \qquad \text{MFU} = \frac{\text{FLOPs the step must do}}{\text{TPOT}
+# \cdot \text{peak\_flops}},$$
+#
+# model bandwidth utilisation and model FLOP utilisation. "Must" means counted from the model,
+# not measured from the kernels: the bytes and FLOPs of section 10's two kernels,
+#
+# $$\text{bytes} = P \cdot w + \text{batch} \cdot \text{context\_len} \cdot E \cdot k, \qquad
+# \text{FLOPs} = 2 \cdot P \cdot \text{batch} + 4 \cdot n_\text{layers} \cdot \text{dim} \cdot
+# \text{context\_len} \cdot \text{batch}.$$
+#
+# A memory-bound decode is judged by its **MBU**: 100% is the roofline, and a well-tuned engine
+# gets a small batch's decode to well over half of it. Its MFU is small by nature, and how small
+# depends on the batch. Take Llama-3-8B on an H100 at 2,048 tokens of context, running exactly at
+# the roofline (MBU 100%): its MFU is 0.36% at batch 1, 4.5% at batch 16 and 10.8% at batch 64.
+# The often-quoted "decode tops out at 5 to 10% MFU" describes moderate batches like these; a
+# single sequence sits far below it, whatever the kernel. (Training's MFU of 40 to 60% is the
+# same ratio for a compute-bound workload.)
+#
+# **Exercise.** Write `decode_utilization(cfg, batch, context_len, gpu, tpot_s, dtype_bytes=2,
+# kv_dtype_bytes=None)`: the dict `{"mbu": ..., "mfu": ...}` of two Python `float`s (fractions,
+# not percentages) for a decode step of `batch` sequences with `context_len` tokens each in the
+# cache that took `tpot_s` seconds. `tpot_s` is a positive, finite number of seconds (`TypeError`
+# when it is not a number, `ValueError` when it is not positive or not finite); `gpu` needs
+# `peak_flops` and `peak_bandwidth`; the rest is checked as in `decode_step_breakdown`. A TPOT
+# faster than the roofline gives a ratio above 1: return it as computed (the bytes came from a
+# cache, or the measurement is wrong; either way the ratio says so).
+
+# %% deletable=false nbgrader={"grade": false, "grade_id": "decode_utilization", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "a48b158c24d0bda01351832fae975696", "cell_type": "code"}
+def decode_utilization(cfg, batch, context_len, gpu, tpot_s, dtype_bytes=2, kv_dtype_bytes=None):
+    """{"mbu": float, "mfu": float} of a decode step that took `tpot_s` seconds: the bytes and
+    FLOPs of decode_step_breakdown's two kernels, over tpot_s * peak_bandwidth and tpot_s *
+    peak_flops. Raises TypeError or ValueError for invalid inputs."""
+    # YOUR CODE HERE
+    raise NotImplementedError("decode_utilization: implement this (see the docstring)")
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_decode_utilization", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "aa68e3b5e8e9d3d71402c400bc61208b", "cell_type": "code"}
+def _check_decode_utilization():
+    h100 = {"name": "H100", "peak_flops": 989e12, "peak_bandwidth": 3350e9}
+    for batch, mfu in ((1, 0.0036), (16, 0.045), (64, 0.108)):
+        roof = decode_step_breakdown(LLAMA3_8B, batch, 2048, h100)["time_s"]
+        got = decode_utilization(LLAMA3_8B, batch, 2048, h100, roof)
+        self_check(set(got) == {"mbu", "mfu"}, f"two keys, mbu and mfu: {sorted(got)}")
+        self_check(
+            abs(got["mbu"] - 1) < 1e-9 and abs(got["mfu"] - mfu) < 0.0005,
+            f"at the roofline, batch {batch}: MBU 1.0, MFU about {mfu}; got {got}",
+        )
+    slow = decode_utilization(COURSE_MODEL, 1, 512, h100, 1e-3)
+    want = (2 * matmul_params(COURSE_MODEL) + 512 * 1024) / (1e-3 * 3350e9)
+    self_check(type(slow["mbu"]) is float and abs(slow["mbu"] - want) < 1e-12, f"MBU {want:.4g}")
+    eight = decode_utilization(LLAMA3_8B, 8, 512, h100, 0.01, 2, 1)
+    want = (2 * matmul_params(LLAMA3_8B) + 8 * 512 * kv_bytes_per_token(LLAMA3_8B, 1)) / 3.35e10
+    self_check(abs(eight["mbu"] - want) < 1e-9 * want, "an 8-bit cache: the KV bytes use 1 byte")
+    for tpot, error in ((0, ValueError), (-1e-3, ValueError), ("1ms", TypeError)):
+        expect_error(
+            error,
+            lambda tpot=tpot: decode_utilization(COURSE_MODEL, 1, 512, h100, tpot),
+            f"decode_utilization(..., tpot_s={tpot!r})",
+        )
+
+
+_check_decode_utilization()
+del _check_decode_utilization
+print("decode_utilization: self-checks passed")
+
+
+# %% [markdown]
+# ## 13. Continuous batching: sequences of every length, one step
+#
+# So far every sequence of a batch had the same context. A server's batch never does: requests
+# arrive at different times with prompts of different lengths, and each ends when it emits its
+# end token. *Static* batching waits for a whole batch and pads every sequence to the longest,
+# so each step reads as much cache as if all of them were that long. *Continuous* (in-flight)
+# batching (Orca, Yu et al. 2022; vLLM, TGI, TensorRT-LLM) schedules at every step: a finished
+# sequence leaves, a waiting one joins at once, and with a paged KV cache each sequence reads
+# its own tokens only. A step of a batch with contexts $c_1, \dots, c_B$ then has
+#
+# | kernel | FLOPs | bytes |
+# |---|---|---|
+# | weights | $2 \cdot P \cdot B$ | $P \cdot w$ |
+# | attention | $4 \cdot n_\text{layers} \cdot \text{dim} \cdot \sum_i c_i$ | $\sum_i c_i \cdot E \cdot k$ |
+#
+# Only the *sum* of the contexts matters. Four sequences of 100, 500, 2,000 and 8,000 tokens
+# decode on an H100 (Llama-3-8B, fp16) in 4.9 ms a step; padded to 8,000 each, in 5.7 ms.
+#
+# **Exercise.** Write `ragged_decode_step(cfg, context_lens, gpu, dtype_bytes=2,
+# kv_dtype_bytes=None)`: the step's time in seconds, a Python `float`, the two kernels' roofline
+# times summed as in `decode_step_breakdown` (which it equals when every context is the same).
+# `context_lens` is a non-empty list or tuple of ints >= 1, one per sequence (`TypeError` for
+# anything else or for an entry that is not an int, `ValueError` when it is empty or an entry is
+# below 1); the rest is checked as in `decode_step_breakdown`.
+
+# %% deletable=false nbgrader={"grade": false, "grade_id": "ragged_decode_step", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "330400b6d5af83f8211383f50515cede", "cell_type": "code"}
+def ragged_decode_step(cfg, context_lens, gpu, dtype_bytes=2, kv_dtype_bytes=None):
+    """Seconds (a float) of one decode step of len(context_lens) sequences, sequence i with
+    context_lens[i] tokens in its cache: the weights' and attention's roofline times summed, with
+    attention over the sum of the contexts. Raises TypeError or ValueError for invalid inputs."""
+    # YOUR CODE HERE
+    raise NotImplementedError("ragged_decode_step: implement this (see the docstring)")
+
+
+# %% [markdown]
+# **Choosing the batch under a latency target.** A serving engineer is asked for throughput at a
+# latency: "as many tokens per second as you can, with every user seeing at least 50 tokens a
+# second", a TPOT of at most 20 ms. Each step's time grows with the batch (attention's bytes in
+# proportion, the weights' FLOPs once past the ridge), so the answer is the largest batch whose
+# step still meets the target, and which fits in memory. For Llama-3-8B on an H100 at 2,048
+# tokens: 68 sequences at 10 ms, 193 at 20 ms, and from 30 ms on the memory wall's 226,
+# about 10,000 tokens/s.
+#
+# **Exercise.** Write `max_batch_under_tpot(cfg, gpu, context_len, tpot_s, dtype_bytes=2,
+# kv_dtype_bytes=None)`: the largest batch `b` (a Python `int`) with
+# `decode_step_breakdown(cfg, b, context_len, gpu, ...)["time_s"] <= tpot_s` and
+# `b <= max_batch_that_fits(cfg, gpu, context_len, ...)`, or 0 when batch 1 already misses
+# either. The answer agrees with `decode_step_breakdown`: `b` meets the target and, unless the
+# memory wall stopped it, `b + 1` does not. `gpu` needs `peak_flops`, `peak_bandwidth`,
+# `memory_bytes` and `usable_memory_fraction`; `context_len` is an int >= 1 and `tpot_s` a
+# positive, finite number of seconds. The wall can be millions of sequences for a small model:
+# search by halving the interval, or solve the inequality, rather than trying every batch.
+
+# %% deletable=false nbgrader={"grade": false, "grade_id": "max_batch_under_tpot", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "b782cef27048f773271e77cbee77a5f9", "cell_type": "code"}
+def max_batch_under_tpot(cfg, gpu, context_len, tpot_s, dtype_bytes=2, kv_dtype_bytes=None):
+    """Largest batch (an int >= 0) whose decode step at `context_len` takes at most `tpot_s`
+    seconds (decode_step_breakdown's time_s) and that fits (max_batch_that_fits); 0 when batch 1
+    misses either. Raises TypeError or ValueError for invalid inputs."""
+    # YOUR CODE HERE
+    raise NotImplementedError("max_batch_under_tpot: implement this (see the docstring)")
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_continuous_batching", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "3561446e26fb816ceeceafe7db6cfc8f", "cell_type": "code"}
+def _check_continuous_batching():
+    h100 = {
+        "name": "H100",
+        "peak_flops": 989e12,
+        "peak_bandwidth": 3350e9,
+        "memory_bytes": 81559 * 2**20,
+        "usable_memory_fraction": 0.9,
+        "sm_count": 132,
+    }
+    same = ragged_decode_step(LLAMA3_8B, [512] * 8, h100)
+    want = decode_step_breakdown(LLAMA3_8B, 8, 512, h100)["time_s"]
+    self_check(type(same) is float and abs(same - want) < 1e-12 * want, "equal contexts: as before")
+    mixed = ragged_decode_step(LLAMA3_8B, (100, 500, 2000, 8000), h100)
+    padded = ragged_decode_step(LLAMA3_8B, [8000] * 4, h100)
+    self_check(abs(mixed - 4.895e-3) < 1e-6 and padded > mixed, f"4.9 ms, not {mixed!r}")
+    self_check(
+        abs(ragged_decode_step(LLAMA3_8B, [2650] * 4, h100) - mixed) < 1e-12 * mixed,
+        "only the sum of the contexts matters",
+    )
+    for target, want in ((0.010, 68), (0.020, 193), (0.050, 226), (1e-4, 0)):
+        got = max_batch_under_tpot(LLAMA3_8B, h100, 2048, target)
+        self_check(got == want and type(got) is int, f"TPOT {target} s: batch {want}, got {got!r}")
+    small = max_batch_under_tpot(COURSE_MODEL, h100, 512, 1.0)
+    self_check(
+        small == max_batch_that_fits(COURSE_MODEL, h100, 512),
+        f"a loose target: the memory wall, {max_batch_that_fits(COURSE_MODEL, h100, 512):,}",
+    )
+    for call, error in (
+        (lambda: ragged_decode_step(COURSE_MODEL, [], h100), ValueError),
+        (lambda: ragged_decode_step(COURSE_MODEL, [16, 0], h100), ValueError),
+        (lambda: ragged_decode_step(COURSE_MODEL, 16, h100), TypeError),
+        (lambda: ragged_decode_step(COURSE_MODEL, [16, 2.0], h100), TypeError),
+        (lambda: max_batch_under_tpot(COURSE_MODEL, h100, 512, 0.0), ValueError),
+        (lambda: max_batch_under_tpot(COURSE_MODEL, h100, 0, 0.01), ValueError),
+        (lambda: max_batch_under_tpot(COURSE_MODEL, {"peak_flops": 1e12}, 512, 0.01), ValueError),
+    ):
+        expect_error(error, call, "ragged_decode_step / max_batch_under_tpot with a bad argument")
+
+
+_check_continuous_batching()
+del _check_continuous_batching
+print("ragged_decode_step, max_batch_under_tpot: self-checks passed")
+
+
+# %% [markdown]
+# ## 14. Chunked prefill: prompt tokens that ride along for free
+#
+# A long prompt's prefill is compute-bound and a decode step memory-bound (section 11). Run them
+# one after the other and a 4,096-token prefill stalls every decoding sequence for its whole
+# duration, while the decode steps around it leave the tensor cores idle. **Chunked prefill**
+# (Sarathi-Serve, Agrawal et al. 2024; vLLM's `enable_chunked_prefill`, bounded by
+# `max_num_batched_tokens`) cuts the prompt into chunks and adds one chunk to each decode step.
+#
+# The roofline says why that is nearly free. A step that carries `batch` decode tokens and a
+# chunk of $c$ prompt tokens pushes $T = \text{batch} + c$ tokens through the same weights:
+# $2 \cdot P \cdot T$ FLOPs on $P \cdot w$ bytes, an intensity of $2T / w$. While that is below
+# the ridge, the weight GEMMs are memory-bound: they take the weight bytes over the bandwidth,
+# whatever $T$ is. So a step's tokens are free up to
+#
+# $$T < \frac{\text{ridge} \cdot w}{2}:$$
+#
+# 203 tokens on a T4 and 295 on an H100 in 16-bit. The precision moves it: with W4A16 the
+# weight bytes shrink but the fp16 roof stays, so an H100 has only 73 free tokens a step; with
+# W8A8 (FP8) both change and it is 295 again ($591 \cdot 1 / 2$). This is the simplified
+# roofline picture: the chunk's own attention and KV writes cost extra, and a real GEMM runs
+# below its roof near the ridge. Engines often set `max_num_batched_tokens` past it, to a few
+# thousand tokens, trading some TPOT for a shorter TTFT: past the ridge each extra token costs
+# compute time, but the prompt finishes sooner.
+#
+# **Exercise.** Write `chunked_prefill_budget(gpu, batch, dtype_bytes=2)`: the number of prompt
+# tokens (a Python `int`) a decode step of `batch` sequences can carry while its weight GEMMs stay
+# memory-bound, the largest $c \ge 0$ with $2 (\text{batch} + c) / w$ strictly below the ridge
+# `peak_flops / peak_bandwidth` (at the ridge a kernel is compute-bound), or 0 when there is no
+# such $c$ (the decode batch alone is at or past the ridge). Compute it exactly
+# (`fractions.Fraction`): where `ridge * w / 2` is a whole number of tokens, that many tokens
+# are already at the ridge. `gpu` needs `peak_flops` and `peak_bandwidth`; `batch` is an
+# int >= 1 and `dtype_bytes` follows the notebook's rule.
+
+# %% deletable=false nbgrader={"grade": false, "grade_id": "chunked_prefill_budget", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "b34d78a5e92cac50128a3ba456ad7760", "cell_type": "code"}
+def chunked_prefill_budget(gpu, batch, dtype_bytes=2):
+    """Prompt tokens (an int >= 0) a decode step of `batch` sequences can add while the weight
+    GEMMs stay memory-bound: the largest c with 2 * (batch + c) / dtype_bytes < peak_flops /
+    peak_bandwidth, or 0 when none. Raises TypeError or ValueError for invalid inputs."""
+    # YOUR CODE HERE
+    raise NotImplementedError("chunked_prefill_budget: implement this (see the docstring)")
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_chunked_prefill_budget", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "0f47e371e94c24dc501d6c100bb306dd", "cell_type": "code"}
+def _check_chunked_prefill_budget():
+    t4 = {"name": "T4", "peak_flops": 65e12, "peak_bandwidth": 320e9}
+    h100 = {"name": "H100", "peak_flops": 989e12, "peak_bandwidth": 3350e9}
+    h100_fp8 = {**h100, "peak_flops": 1979e12}
+    for gpu, batch, w, want, why in (
+        (t4, 1, 2, 202, "T4, fp16: 203 tokens a step, one of them the decode token"),
+        (h100, 32, 2, 263, "H100, fp16, 32 decoding sequences: 295 - 32"),
+        (h100, 1, 0.5, 72, "H100, W4A16: the fp16 roof with a quarter of the bytes: 73 - 1"),
+        (h100_fp8, 1, 1, 294, "H100, W8A8 on FP8: 295 - 1"),
+        (t4, 300, 2, 0, "300 decoding sequences are past the T4's ridge already"),
+        (
+            {"name": "x", "peak_flops": 400e12, "peak_bandwidth": 2e12},
+            1,
+            2,
+            198,
+            "ridge exactly 200: 200 tokens sit on it (compute-bound), 199 are below",
+        ),
+    ):
+        got = chunked_prefill_budget(gpu, batch, w)
+        self_check(got == want and type(got) is int, f"{why}: {want}, got {got!r}")
+    for call, error in (
+        (lambda: chunked_prefill_budget(t4, 0), ValueError),
+        (lambda: chunked_prefill_budget(t4, 1, 0), ValueError),
+        (lambda: chunked_prefill_budget(t4, 1.0), TypeError),
+        (lambda: chunked_prefill_budget({"peak_flops": 65e12}, 1), ValueError),
+    ):
+        expect_error(error, call, "chunked_prefill_budget with a bad argument")
+
+
+_check_chunked_prefill_budget()
+del _check_chunked_prefill_budget
+print("chunked_prefill_budget: self-checks passed")
+
+
+# %% [markdown]
+# ## 15. Decode attention: grouped queries, speculative tokens, and too few blocks
+#
+# Section 10 found decode attention's intensity to be
+# $\frac{2}{k} \cdot \frac{n_\text{heads}}{n_\text{kv\_heads}}$ FLOP/byte, whatever the batch and
+# the context: each sequence reads its own cache, so batching adds bytes as fast as FLOPs. The
+# formula leaves two levers, and serving systems pull both.
+#
+# * **Share the keys and values among more queries.** Multi-head attention (as many K/V heads as
+#   query heads) sits at 1 FLOP/byte in fp16; Llama-3-8B's grouped-query attention, four query
+#   heads to a K/V head, at 4; multi-query attention (one K/V head for all) at `n_heads`.
+# * **Verify several tokens per read: speculative decoding.** A small draft model proposes $s$
+#   tokens, and the target model checks all of them in one step: the $s$ new queries of a
+#   sequence read its cache once, so attention does $s$ times the FLOPs on the same bytes and
+#   its intensity is multiplied by $s$ (ignoring the $s$ tokens' attention to each other). The
+#   weight matmuls gain the same factor, $2 \cdot \text{batch} \cdot s / w$. Speculation pays
+#   exactly where decode is memory-bound, and stops paying once the step turns compute-bound.
+#
+# **Exercise.** Write `decode_attention_intensity(cfg, spec_tokens=1, kv_dtype_bytes=2)`: decode
+# attention's FLOPs over its bytes for one step that verifies `spec_tokens` tokens per sequence
+# (an int >= 1; 1 is ordinary decoding), with the cache at `kv_dtype_bytes` bytes per number: a
+# Python `float`. Count it from the kernel, for any batch and context: FLOPs $4 \cdot
+# n_\text{layers} \cdot \text{dim} \cdot \text{context\_len} \cdot s$ per sequence, bytes
+# $\text{context\_len} \cdot \text{kv\_bytes\_per\_token(cfg, kv\_dtype\_bytes)}$.
+
+# %% deletable=false nbgrader={"grade": false, "grade_id": "decode_attention_intensity", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "b07426cade5561d624b9cb9904a416a0", "cell_type": "code"}
+def decode_attention_intensity(cfg, spec_tokens=1, kv_dtype_bytes=2):
+    """FLOP/byte (a float) of decode attention verifying `spec_tokens` tokens per sequence:
+    4 * n_layers * dim * spec_tokens over kv_bytes_per_token(cfg, kv_dtype_bytes), the same for
+    every batch and context. Raises TypeError or ValueError for invalid inputs."""
+    # YOUR CODE HERE
+    raise NotImplementedError("decode_attention_intensity: implement this (see the docstring)")
+
+
+# %% [markdown]
+# **Too few blocks: split-KV.** Bytes are not batch-1 attention's only problem; parallelism is.
+# A decode attention kernel that gives each (sequence, K/V head) pair one thread block (the
+# query heads of a group share their K/V head's block, which reads that head's cache once)
+# launches $\text{batch} \cdot n_\text{kv\_heads}$ blocks per layer. For Llama-3-8B at batch 1
+# that is 8 blocks, on a T4 with 40 SMs or an H100 with 132: 8 SMs stream the cache while the
+# rest idle, and the kernel gets a small fraction of the bandwidth the roofline assumed.
+# **Split-KV** (flash-decoding, Dao et al. 2023) cuts each sequence's cache into `splits` chunks,
+# one block each; a small second kernel combines the partial results (each chunk keeps its
+# running maximum and sum, FlashAttention's online softmax, so the combination is exact). Split
+# enough to cover the SMs, but keep every chunk long enough to be worth a block:
+#
+# $$\text{splits} = \min\left(\left\lceil \frac{\text{sm\_count}}{\text{blocks}} \right\rceil,\;
+# \max\left(1, \left\lfloor \frac{\text{context\_len}}{\text{min\_chunk}} \right\rfloor\right)
+# \right), \qquad \text{blocks} = \text{batch} \cdot n_\text{kv\_heads}.$$
+#
+# (A batch that already launches `sm_count` blocks or more gets 1: no split.) Llama-3-8B at
+# batch 1 and 2,048 tokens on an H100: 8 blocks, 8 splits of 256 tokens, 64 blocks; at 8,192
+# tokens, 17 splits of 482 tokens, 136 blocks, every SM busy.
+#
+# **Exercise.** Write `split_kv_plan(cfg, batch, context_len, gpu, min_chunk=256)`: a dict of
+# four Python `int`s, `"blocks"` (before splitting), `"splits"`, `"split_blocks"` (blocks x
+# splits) and `"chunk_len"`, the tokens of the longest chunk, `ceil(context_len / splits)`.
+# `batch`, `context_len` and `min_chunk` are ints >= 1; `gpu` needs `sm_count` (an int >= 1:
+# `check_gpu` checks it).
+
+# %% deletable=false nbgrader={"grade": false, "grade_id": "split_kv_plan", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "87886f3327bb193f4fad21cfd4f40f4c", "cell_type": "code"}
+def split_kv_plan(cfg, batch, context_len, gpu, min_chunk=256):
+    """How a decode attention kernel splits each sequence's KV cache to cover the GPU's SMs:
+    {"blocks": batch * n_kv_heads, "splits": min(ceil(sm_count / blocks), max(1, context_len //
+    min_chunk)), "split_blocks": blocks * splits, "chunk_len": ceil(context_len / splits)}, all
+    ints. Raises TypeError or ValueError for invalid inputs."""
+    # YOUR CODE HERE
+    raise NotImplementedError("split_kv_plan: implement this (see the docstring)")
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_decode_attention", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "4bc3a8e968d60f6db7451f5f2058530b", "cell_type": "code"}
+def _check_decode_attention():
+    self_check(decode_attention_intensity(LLAMA3_8B) == 4.0, "Llama-3-8B, fp16: 32 / 8 x 1 = 4")
+    self_check(decode_attention_intensity(COURSE_MODEL) == 2.0, "the course model: 4 / 2 = 2")
+    mha = {**LLAMA3_8B, "n_kv_heads": 32}
+    mqa = {**LLAMA3_8B, "n_kv_heads": 1}
+    self_check(decode_attention_intensity(mha) == 1.0, "multi-head attention: 1 FLOP/byte")
+    self_check(decode_attention_intensity(mqa) == 32.0, "multi-query attention: n_heads")
+    self_check(decode_attention_intensity(LLAMA3_8B, 4) == 16.0, "4 speculative tokens: x 4")
+    self_check(decode_attention_intensity(LLAMA3_8B, 1, 1) == 8.0, "an 8-bit cache: x 2")
+    got = decode_attention_intensity(LLAMA3_8B, 1, 0.5)
+    self_check(type(got) is float and got == 16.0, f"a 4-bit cache: 16.0, got {got!r}")
+    h100 = {"name": "H100", "sm_count": 132}
+    t4 = {"name": "T4", "sm_count": 40}
+    for gpu, batch, ctx, want in (
+        (h100, 1, 2048, {"blocks": 8, "splits": 8, "split_blocks": 64, "chunk_len": 256}),
+        (h100, 1, 8192, {"blocks": 8, "splits": 17, "split_blocks": 136, "chunk_len": 482}),
+        (t4, 1, 8192, {"blocks": 8, "splits": 5, "split_blocks": 40, "chunk_len": 1639}),
+        (h100, 32, 8192, {"blocks": 256, "splits": 1, "split_blocks": 256, "chunk_len": 8192}),
+        (h100, 1, 100, {"blocks": 8, "splits": 1, "split_blocks": 8, "chunk_len": 100}),
+    ):
+        got = split_kv_plan(LLAMA3_8B, batch, ctx, gpu)
+        self_check(got == want, f"batch {batch}, {ctx} tokens, {gpu['name']}: {want}, got {got}")
+    for call, error in (
+        (lambda: decode_attention_intensity(LLAMA3_8B, 0), ValueError),
+        (lambda: decode_attention_intensity(LLAMA3_8B, 2.0), TypeError),
+        (lambda: decode_attention_intensity(LLAMA3_8B, 1, 0), ValueError),
+        (lambda: split_kv_plan(LLAMA3_8B, 1, 2048, {"sm_count": 13.2}), TypeError),
+        (lambda: split_kv_plan(LLAMA3_8B, 1, 2048, {"name": "H100"}), ValueError),
+        (lambda: split_kv_plan(LLAMA3_8B, 1, 2048, h100, min_chunk=0), ValueError),
+        (lambda: split_kv_plan(LLAMA3_8B, 0, 2048, h100), ValueError),
+    ):
+        expect_error(error, call, "decode_attention_intensity / split_kv_plan with a bad argument")
+
+
+_check_decode_attention()
+del _check_decode_attention
+print("decode_attention_intensity, split_kv_plan: self-checks passed")
+
+# %% [markdown]
+# ## 16. Look at the numbers
 #
 # Everything below is a demonstration: it is not graded and the autograder does not run it. Each
 # cell reads what it needs from `course.toml` (or its copy in the first cell) itself, so any one
 # of them can be rerun on its own.
 # First, both models side by side, at the milestone's context of 512 tokens and at a long
-# 8192-token one, with the tokens/s ceiling at batch 32 and whether that batch fits on the T4.
+# 8192-token one, with the tokens/s ceiling at batch 32 and whether that batch fits in the T4's
+# budget (90% of its 15,360 MiB).
 
 # %% tags=["demo"]
 GPU = load_hardware()[COURSE_GPU]
@@ -1357,8 +2034,8 @@ for cfg in (COURSE_MODEL, LLAMA3_8B):
 # 512 tokens its ceiling is $2 \cdot 7.50 \times 10^9 / (512 \cdot 131{,}072) \approx 224$
 # FLOP/byte, just above the T4's ridge, so a crossover exists, but only at a batch of 2,212
 # sequences, and such a batch would not fit anywhere: 16.06 GB of weights (every parameter
-# counts for memory) plus 2,212 x 512 tokens x 128 KB of cache is about 165 GB, more than an
-# 80 GB H100 or a 141 GB H200 holds (`kv_cache_fits` says so). Past about 564 tokens of context,
+# counts for memory) plus 2,212 x 512 tokens x 128 KB of cache is about 165 GB, more than the
+# 77 GB an H100's budget holds, or an H200's 136 GB (`kv_cache_fits` says so). Past about 564 tokens of context,
 # $2P / (\text{ridge} \cdot \text{KV})$, the ceiling drops under the ridge and the crossover
 # disappears for Llama-3-8B too; on the H100, whose ridge is 295, it is gone past 388. Section 10
 # says why: the aggregate hides a weight kernel that turns compute-bound at batch 204 and an
@@ -1384,7 +2061,7 @@ for ctx in (0, 8, 12, 13, 16, 128, 256, 512, 563, 564, 700, 1024, 8192):
 #
 # Each model on a GPU that can hold it: the course model on the T4 (the roof built from
 # `course.toml`), and Llama-3-8B on the H100, since its 16.06 GB of fp16 weights do not fit in a
-# T4's 16 GB. Each panel marks the three decode points at 512 tokens of context (batch 1, 8 and
+# T4's budget. Each panel marks the three decode points at 512 tokens of context (batch 1, 8 and
 # 32, each labelled), the ridge, where the roof turns flat, and the model's batch-to-infinity
 # ceiling, $2P / (\text{context\_len} \cdot \text{KV bytes per token})$, the intensity no batch
 # can pass. The course model's ceiling sits far left of the T4's ridge, which is the picture of
@@ -1410,36 +2087,63 @@ SUSTAINED_FLOPS = None if _sustained is None else _sustained * 1e12
 
 def draw_roof(ax, gpu, label):
     ai = np.logspace(-1, 3.5, 400)
-    ax.loglog(ai, np.minimum(ai * gpu["peak_bandwidth"], gpu["peak_flops"]) / 1e12, "k-", lw=2,
-              label=f"{label} roof")
+    ax.loglog(
+        ai,
+        np.minimum(ai * gpu["peak_bandwidth"], gpu["peak_flops"]) / 1e12,
+        "k-",
+        lw=2,
+        label=f"{label} roof",
+    )
     ridge = gpu["peak_flops"] / gpu["peak_bandwidth"]
     ax.axvline(ridge, color="gray", linestyle=":", linewidth=1.5)
-    ax.annotate(f"ridge {ridge:.0f}", (ridge, 0.02), xytext=(-4, 0), textcoords="offset points",
-                rotation=90, ha="right", va="bottom", color="gray", fontsize=8)
+    ax.annotate(
+        f"ridge {ridge:.0f}",
+        (ridge, 0.02),
+        xytext=(-4, 0),
+        textcoords="offset points",
+        rotation=90,
+        ha="right",
+        va="bottom",
+        color="gray",
+        fontsize=8,
+    )
     return ridge
 
 
 fig, axes = plt.subplots(1, 2, figsize=(13, 5.2))
 for ax, (cfg, gpu_name, color) in zip(
-    axes, ((COURSE_MODEL, COURSE_GPU, "tab:blue"), (LLAMA3_8B, "H100_SXM", "tab:orange")),
+    axes,
+    ((COURSE_MODEL, COURSE_GPU, "tab:blue"), (LLAMA3_8B, "H100_SXM", "tab:orange")),
     strict=True,
 ):
     gpu = HW[gpu_name]
     draw_roof(ax, gpu, gpu_name)
     if gpu_name == COURSE_GPU and SUSTAINED_FLOPS is not None:
-        ax.axhline(SUSTAINED_FLOPS / 1e12, color="tab:red", linestyle="-.", linewidth=1,
-                   label=f"practical roof, ~{SUSTAINED_FLOPS / 1e12:.0f} TFLOP/s sustained")
+        ax.axhline(
+            SUSTAINED_FLOPS / 1e12,
+            color="tab:red",
+            linestyle="-.",
+            linewidth=1,
+            label=f"practical roof, ~{SUSTAINED_FLOPS / 1e12:.0f} TFLOP/s sustained",
+        )
     batches = (1, 8, 32)
     xs = np.array([decode_intensity(cfg, b, CONTEXT_LEN) for b in batches])
     ys = np.minimum(xs * gpu["peak_bandwidth"], gpu["peak_flops"]) / 1e12
-    ax.scatter(xs, ys, s=60, zorder=3, color=color,
-               label=f"{cfg['name']} decode, context {CONTEXT_LEN}")
+    ax.scatter(
+        xs, ys, s=60, zorder=3, color=color, label=f"{cfg['name']} decode, context {CONTEXT_LEN}"
+    )
     for b, x, y in zip(batches, xs, ys, strict=True):
-        ax.annotate(f"b={b}", (x, y), xytext=(-8, 8), textcoords="offset points", fontsize=8,
-                    ha="right")
+        ax.annotate(
+            f"b={b}", (x, y), xytext=(-8, 8), textcoords="offset points", fontsize=8, ha="right"
+        )
     ceiling = 2 * matmul_params(cfg) / (CONTEXT_LEN * kv_bytes_per_token(cfg))
-    ax.axvline(ceiling, color=color, linestyle="--", linewidth=1,
-               label=f"batch-to-infinity ceiling {ceiling:.3g} FLOP/byte")
+    ax.axvline(
+        ceiling,
+        color=color,
+        linestyle="--",
+        linewidth=1,
+        label=f"batch-to-infinity ceiling {ceiling:.3g} FLOP/byte",
+    )
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("attainable performance (TFLOP/s)")
     ax.set_title(f"{cfg['name']} on the {gpu_name} (fp16 weights and KV cache)")
@@ -1450,44 +2154,85 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# ### The two kernels on the roofline
+# ### The two kernels on the roofline, and the 8-bit roof
 #
 # The same roofs, now with the two kernels of section 10 plotted separately, for Llama-3-8B at
-# 512 tokens (on the T4 with 4-bit weights and an 8-bit cache, the precisions that let it fit
-# there; on the H100 in fp16). The weight matmuls (circles) slide right with the batch and climb
-# onto the flat roof; attention (crosses) does not move at all, whatever the batch.
+# 512 tokens: on the T4 with 4-bit weights (4.25 bits with their group scales, 16-bit embedding
+# and head: 0.63 bytes for each multiplied weight, section 8) and an 8-bit cache, the precisions
+# that let it fit there; on the H100 in fp16. The weight matmuls (circles) slide right with the
+# batch and climb onto the flat roof; attention (crosses) does not move at all, whatever the
+# batch. The dashed roof is the 8-bit tensor cores' (INT8 on the T4, FP8 on the H100): W8A8
+# kernels would run under it, twice as high, while the 4-bit weights of W4A16 only move the
+# points right, under the fp16 roof.
 
 # %% tags=["demo"]
 import matplotlib.pyplot as plt
 import numpy as np
 
-HW = load_hardware()
-SETUPS = ((COURSE_GPU, 0.5, 1), ("H100_SXM", 2, 2))  # (gpu, weight_bytes, kv_bytes)
+HW, TABLES = load_hardware(), hardware_tables()[0]
+W4_READ = quantized_weight_bytes(LLAMA3_8B, 4)["read"] / matmul_params(LLAMA3_8B)
+SETUPS = ((COURSE_GPU, W4_READ, 1), ("H100_SXM", 2, 2))  # (gpu, dtype_bytes, kv_dtype_bytes)
 fig, axes = plt.subplots(1, 2, figsize=(13, 5.2))
 for ax, (gpu_name, wbytes, kbytes) in zip(axes, SETUPS, strict=True):
     gpu = HW[gpu_name]
     ai = np.logspace(-1, 3.5, 400)
-    ax.loglog(ai, np.minimum(ai * gpu["peak_bandwidth"], gpu["peak_flops"]) / 1e12, "k-", lw=2,
-              label=f"{gpu_name} roof")
+    ax.loglog(
+        ai,
+        np.minimum(ai * gpu["peak_bandwidth"], gpu["peak_flops"]) / 1e12,
+        "k-",
+        lw=2,
+        label=f"{gpu_name} fp16 tensor roof",
+    )
+    table = TABLES[gpu_name]
+    eight = table.get("fp8_tensor_tflops", table.get("int8_tensor_tops"))
+    if eight is not None:
+        kind = "FP8" if "fp8_tensor_tflops" in table else "INT8"
+        ax.loglog(
+            ai,
+            np.minimum(ai * gpu["peak_bandwidth"], eight * 1e12) / 1e12,
+            "k--",
+            lw=1,
+            label=f"{kind} tensor roof (W8A8), ridge {eight * 1e12 / gpu['peak_bandwidth']:.0f}",
+        )
     ridge = gpu["peak_flops"] / gpu["peak_bandwidth"]
-    ax.axvline(ridge, color="gray", linestyle=":", linewidth=1.5, label=f"ridge {ridge:.0f}")
+    ax.axvline(ridge, color="gray", linestyle=":", linewidth=1.5, label=f"fp16 ridge {ridge:.0f}")
     for b in (1, 16, 64, 256):
         step = decode_step_breakdown(LLAMA3_8B, b, CONTEXT_LEN, gpu, wbytes, kbytes)
         for kernel, marker, color in (("weights", "o", "tab:blue"), ("attention", "X", "tab:red")):
             k = step[kernel]
             y = min(k["intensity"] * gpu["peak_bandwidth"], gpu["peak_flops"]) / 1e12
             first = b == 1
-            ax.scatter(k["intensity"], y, marker=marker, s=70, color=color, zorder=3,
-                       label=(f"{kernel} matmuls" if kernel == "weights" else
-                              "attention (the same point at every batch)") if first else None)
+            ax.scatter(
+                k["intensity"],
+                y,
+                marker=marker,
+                s=70,
+                color=color,
+                zorder=3,
+                label=(
+                    f"{kernel} matmuls"
+                    if kernel == "weights"
+                    else "attention (the same point at every batch)"
+                )
+                if first
+                else None,
+            )
             if kernel == "weights":
-                ax.annotate(f"b={b}", (k["intensity"], y), xytext=(-8, 8),
-                            textcoords="offset points", fontsize=8, ha="right")
+                ax.annotate(
+                    f"b={b}",
+                    (k["intensity"], y),
+                    xytext=(-8, 8),
+                    textcoords="offset points",
+                    fontsize=8,
+                    ha="right",
+                )
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("attainable performance (TFLOP/s)")
-    ax.set_title(f"Llama-3-8B decode kernels on the {gpu_name}\n"
-                 f"{wbytes:g} B per weight, {kbytes:g} B per cached number, context {CONTEXT_LEN}")
-    ax.set_ylim(0.1, gpu["peak_flops"] / 1e12 * 3)
+    ax.set_title(
+        f"Llama-3-8B decode kernels on the {gpu_name}\n"
+        f"{wbytes:.2g} B per weight, {kbytes:g} B per cached number, context {CONTEXT_LEN}"
+    )
+    ax.set_ylim(0.1, (eight or gpu["peak_flops"] / 1e12) * 3)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
 fig.tight_layout()
@@ -1499,42 +2244,59 @@ plt.show()
 # Now the serving engineer's plot: for Llama-3-8B at 512 tokens of context, the batch's tokens/s
 # ($\text{batch} / \text{TPOT}$) and the time per output token, against the batch, from
 # `decode_step_breakdown`. Two vertical lines bound what batching can buy: where the weight
-# matmuls turn compute-bound ($\text{ridge} \cdot \text{weight\_bytes} / 2$: past it, a bigger
-# batch costs time in proportion), and the memory-capacity wall (`max_batch_that_fits`: past it,
-# the caches do not fit). On the T4 the 4-bit weights turn compute-bound at batch 51, well inside
-# its wall of 357; on the H100 in fp16, at 296 against a wall of 952 (past a wall the curves
-# fade: those batches do not fit). Past the first line tokens/s stops rising: both kernels' times
-# now grow in proportion to the batch (the weights on the compute roof, attention on the
-# bandwidth roof), so a bigger batch only makes every token wait longer. The batch worth running
-# is near the line where the weights turn compute-bound, provided it is left of the wall.
+# matmuls turn compute-bound ($\text{ridge} \cdot w / 2$: past it, a bigger batch costs time in
+# proportion), and the memory-capacity wall (`max_batch_that_fits`, within the 90% budget: past
+# it, the caches do not fit). On the T4 the 4-bit weights turn compute-bound at batch 65, well
+# inside its wall of 258; on the H100 in fp16, at 296 against a wall of 907 (past a wall the
+# curves fade: those batches do not fit). Past the first line tokens/s stops rising: both
+# kernels' times now grow in proportion to the batch (the weights on the compute roof, attention
+# on the bandwidth roof), so a bigger batch only makes every token wait longer. The batch worth
+# running is near the line where the weights turn compute-bound, provided it is left of the wall.
 
 # %% tags=["demo"]
 import matplotlib.pyplot as plt
 import numpy as np
 
 HW = load_hardware()
-SETUPS = ((COURSE_GPU, 0.5, 1, "tab:blue"), ("H100_SXM", 2, 2, "tab:orange"))
+Q4 = quantized_weight_bytes(LLAMA3_8B, 4)
+W4_READ, W4_RESIDENT = Q4["read"] / matmul_params(LLAMA3_8B), Q4["resident"] / num_params(LLAMA3_8B)
+# (gpu, bytes per multiplied weight, per resident weight, per cached number, colour)
+SETUPS = ((COURSE_GPU, W4_READ, W4_RESIDENT, 1, "tab:blue"), ("H100_SXM", 2, 2, 2, "tab:orange"))
 fig, (ax_rate, ax_time) = plt.subplots(1, 2, figsize=(13, 5))
 batches = np.unique(np.logspace(0, 12, 200, base=2).astype(int))
-for gpu_name, wbytes, kbytes, color in SETUPS:
+for gpu_name, w_read, w_resident, kbytes, color in SETUPS:
     gpu = HW[gpu_name]
-    tpot = np.array([
-        decode_step_breakdown(LLAMA3_8B, int(b), CONTEXT_LEN, gpu, wbytes, kbytes)["time_s"]
-        for b in batches
-    ])
-    label = f"{gpu_name}, {wbytes:g} B weights, {kbytes:g} B cache"
-    wall = max_batch_that_fits(LLAMA3_8B, gpu, CONTEXT_LEN, wbytes, kbytes)
+    tpot = np.array(
+        [
+            decode_step_breakdown(LLAMA3_8B, int(b), CONTEXT_LEN, gpu, w_read, kbytes)["time_s"]
+            for b in batches
+        ]
+    )
+    label = f"{gpu_name}, {w_read:.2g} B weights, {kbytes:g} B cache"
+    wall = max_batch_that_fits(LLAMA3_8B, gpu, CONTEXT_LEN, w_resident, kbytes)
     fits = batches <= wall
     ax_rate.loglog(batches[fits], (batches / tpot)[fits], color=color, label=label)
     ax_time.loglog(batches[fits], (tpot * 1e3)[fits], color=color, label=label)
     for ax, ys in ((ax_rate, batches / tpot), (ax_time, tpot * 1e3)):  # past the wall: faint
         ax.loglog(batches[~fits], ys[~fits], color=color, alpha=0.25, linestyle="--")
-    turn = math.ceil(gpu["peak_flops"] / gpu["peak_bandwidth"] * wbytes / 2)
+    turn = math.ceil(gpu["peak_flops"] / gpu["peak_bandwidth"] * w_read / 2)
+    print(f"{gpu_name}: weights compute-bound from batch {turn}, memory wall {wall}")
     for ax in (ax_rate, ax_time):
-        ax.axvline(wall, color=color, linestyle="-", alpha=0.5, linewidth=3,
-                   label=f"{gpu_name} memory wall: batch {wall}")
-        ax.axvline(turn, color=color, linestyle=":", linewidth=1.5,
-                   label=f"{gpu_name} weights compute-bound from batch {turn}")
+        ax.axvline(
+            wall,
+            color=color,
+            linestyle="-",
+            alpha=0.5,
+            linewidth=3,
+            label=f"{gpu_name} memory wall: batch {wall}",
+        )
+        ax.axvline(
+            turn,
+            color=color,
+            linestyle=":",
+            linewidth=1.5,
+            label=f"{gpu_name} weights compute-bound from batch {turn}",
+        )
 ax_rate.set_ylabel("decode tokens/s, whole batch (roofline bound)")
 ax_time.set_ylabel("time per output token (ms)")
 for ax in (ax_rate, ax_time):
@@ -1547,21 +2309,54 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
+# ### Throughput at a latency target
+#
+# Continuous batching's question, asked for every TPOT target at once: the largest batch that
+# meets it (`max_batch_under_tpot`) and the tokens/s that batch delivers, for Llama-3-8B on the
+# H100 at three contexts. Each curve climbs while a looser target buys a bigger batch, then goes
+# flat at the memory wall; the longer the context, the lower the wall and the sooner it does.
+
+# %% tags=["demo"]
+import matplotlib.pyplot as plt
+import numpy as np
+
+HW = load_hardware()
+gpu = HW["H100_SXM"]
+targets = np.logspace(np.log10(5e-3), np.log10(0.1), 60)
+fig, ax = plt.subplots(figsize=(8, 5))
+for ctx in (512, 2048, 8192):
+    rates = []
+    for target in targets:
+        b = max_batch_under_tpot(LLAMA3_8B, gpu, ctx, float(target))
+        step = decode_step_breakdown(LLAMA3_8B, b, ctx, gpu)["time_s"] if b else math.inf
+        rates.append(b / step)
+    ax.plot(targets * 1e3, rates, label=f"context {ctx}")
+ax.set_xscale("log")
+ax.set_xlabel("TPOT target (ms): every user sees at least 1 / TPOT tokens/s")
+ax.set_ylabel("tokens/s of the whole batch (roofline bound)")
+ax.set_title("Llama-3-8B on the H100, fp16: throughput bought with latency")
+ax.grid(True, which="both", alpha=0.3)
+ax.legend()
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
 # ### Prefill against decode, and the regime below the roofline
 #
 # TTFT and TPOT for a 512-token prompt at batch 1, from `ttft_and_tpot`:
 
 # %% tags=["demo"]
 HW = load_hardware()
+W4_READ = quantized_weight_bytes(LLAMA3_8B, 4)["read"] / matmul_params(LLAMA3_8B)
 for cfg, gpu_name, wbytes, kbytes in (
     (COURSE_MODEL, COURSE_GPU, 2, 2),
     (COURSE_MODEL, "H100_SXM", 2, 2),
-    (LLAMA3_8B, COURSE_GPU, 0.5, 1),
+    (LLAMA3_8B, COURSE_GPU, W4_READ, 1),
     (LLAMA3_8B, "H100_SXM", 2, 2),
 ):
     ttft, tpot = ttft_and_tpot(cfg, 1, CONTEXT_LEN, HW[gpu_name], wbytes, kbytes)
     print(
-        f"{cfg['name']:<13} {gpu_name:<9} weights {wbytes:g} B, cache {kbytes:g} B: "
+        f"{cfg['name']:<13} {gpu_name:<9} weights {wbytes:.2g} B, cache {kbytes:g} B: "
         f"TTFT {ttft * 1e3:8.4f} ms   TPOT {tpot * 1e3:8.4f} ms"
     )
 
@@ -1570,19 +2365,21 @@ for cfg, gpu_name, wbytes, kbytes in (
 # about 10 µs by the roofline, but a step is not one kernel: each layer launches a dozen or so
 # (two RMSNorms, the q/k/v projections, RoPE, attention, the output projection, the three MLP
 # matmuls and their SiLU-multiply, two residual adds), plus the embedding, the final norm and the
-# head. Each launch costs a few microseconds of CPU and driver time whatever the kernel does
-# (you measured it in S5.1). With $k$ kernels per step and $t_\text{launch}$ per launch,
+# head. Each launch costs CPU and driver time whatever the kernel does: about 3 to 5 µs when
+# C++ or PyTorch launches it. (S5.1's demo timed Numba launching from Python, which adds its own
+# dispatch and costs tens of microseconds: an upper figure, not what a serving engine pays.)
+# With $k$ kernels per step and $t_\text{launch}$ per launch,
 #
 # $$t_\text{step} \ge \max\left(k \cdot t_\text{launch},\; \text{the roofline time}\right),$$
 #
 # and for the course model the first term wins by an order of magnitude: decode is
 # **overhead-bound**, a regime the roofline cannot show. The cure is to launch less (CUDA graphs,
-# fused kernels), not to move fewer bytes. The cell below puts numbers on it with an assumed
-# 5 µs per launch: replace it with your own S5.1 measurement.
+# which replay a whole step as one launch, and fused kernels), not to move fewer bytes. The cell
+# below puts numbers on it with 4 µs per launch, the middle of the C++ range.
 
 # %% tags=["demo"]
 HW = load_hardware()
-LAUNCH_S = 5e-6  # an assumption: measure yours in S5.1
+LAUNCH_S = 4e-6  # a C++ or PyTorch launch: 3 to 5 us (Numba from Python: tens of us)
 for cfg in (COURSE_MODEL, LLAMA3_8B):
     kernels = 12 * cfg["n_layers"] + 3
     gpu = HW["H100_SXM"] if cfg is LLAMA3_8B else HW[COURSE_GPU]
@@ -1594,7 +2391,30 @@ for cfg in (COURSE_MODEL, LLAMA3_8B):
     )
 
 # %% [markdown]
-# ## 13. Record the milestone
+# ### Split-KV across the course GPUs
+#
+# How many blocks a batch-1 decode attention launches per layer, and how `split_kv_plan` spreads
+# them, for Llama-3-8B on each GPU of `course.toml`: without the split, at most 8 SMs read the
+# cache.
+
+# %% tags=["demo"]
+HW = load_hardware()
+print(
+    f"{'gpu':<10}{'SMs':>5}{'context':>9}{'blocks':>8}{'splits':>8}{'blocks now':>12}"
+    f"{'chunk':>7}{'SMs busy before -> after':>27}"
+)
+for name, gpu in HW.items():
+    for ctx in (512, 2048, 8192, 32768):
+        plan = split_kv_plan(LLAMA3_8B, 1, ctx, gpu)
+        before = min(plan["blocks"], gpu["sm_count"]) / gpu["sm_count"]
+        after = min(plan["split_blocks"], gpu["sm_count"]) / gpu["sm_count"]
+        print(
+            f"{name:<10}{gpu['sm_count']:>5}{ctx:>9}{plan['blocks']:>8}{plan['splits']:>8}"
+            f"{plan['split_blocks']:>12}{plan['chunk_len']:>7}{before:>17.0%} -> {after:.0%}"
+        )
+
+# %% [markdown]
+# ## 17. Record the milestone
 #
 # The last cell computes the record for `COURSE_MODEL` (or your own model, if you changed it) at
 # `CONTEXT_LEN` on the course GPU and stores it as `metrics.json["m9_roofline"]` at the repository

@@ -6,6 +6,7 @@ on a student's machine that compiler may be missing. The policy, written once he
 
 * a student's own check (`grader check`, the in-process backend) grades every kernel in the
   simulator and defers the PTX check, saying once `DEFERRED`: neither a pass nor a failure;
+  where the compiler works it runs the check and says so (`ran_note`), passed or not;
 * authoritative grading requires the compiler and refuses (`PtxCompilerMissing`, an
   infrastructure error) where it is missing: it never grades a kernel without its PTX check.
 
@@ -41,6 +42,19 @@ FIX = (
 
 class PtxCompilerMissing(InfrastructureError):
     """Authoritative grading needs the PTX check, and this machine cannot compile PTX."""
+
+
+def ran_note(compiled: int, failed: list[str], cc: tuple[int, int]) -> str:
+    """What `grader check` says when this machine's compiler ran the PTX check: that it ran, and
+    whether every kernel it compiled passed (a failure's own test says why)."""
+    where = f"the compile check for the course GPU (compute capability {cc[0]}.{cc[1]}) ran here"
+    if not failed:
+        return f"{where} and passed: {compiled} kernel compilation(s), none failed"
+    names = ", ".join(sorted(set(failed)))
+    return (
+        f"{where}: {compiled - len(failed)} of {compiled} kernel compilation(s) passed; "
+        f"{names} did not compile (its test says why)"
+    )
 
 
 def probe_source() -> KernelSource:

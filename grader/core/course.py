@@ -58,24 +58,31 @@ class SMLimits:
 
 @dataclass(frozen=True)
 class Hardware:
+    """One [hardware.KEY] table: a GPU's peak rates (the vendor's decimal units), its memory in
+    real bytes (`memory_mib`, nvidia-smi's total) and the share of it a serving engine budgets,
+    its SM count and per-SM limits."""
+
     key: str
     name: str
     fp16_tensor_tflops: float
+    int8_tensor_tops: float  # the 8-bit tensor-core roof (W8A8 kernels)
     fp32_tflops: float
     bandwidth_gbs: float
     compute_capability: tuple[int, int]
-    memory_gb: float
+    memory_mib: int  # as `nvidia-smi --query-gpu=memory.total` reports it (2^20 bytes)
+    usable_memory_fraction: float  # what a serving engine budgets for weights and KV cache
     sm_count: int
     pcie_gbs: float  # the host link, one direction
     sm: SMLimits
     # What the card holds on long fp16 GEMMs under its power cap, where the course quotes one
     # (a practical roof); optional, so a GPU without a measured figure leaves it out.
     sustained_fp16_tflops: float | None = None
+    fp8_tensor_tflops: float | None = None  # only where the card has FP8 tensor cores (Hopper)
 
     @property
-    def memory_bytes(self) -> float:
-        """Device memory in bytes (the vendor's GB, 1e9 bytes each)."""
-        return self.memory_gb * 1e9
+    def memory_bytes(self) -> int:
+        """Device memory in bytes: nvidia-smi's MiB, 2^20 bytes each."""
+        return self.memory_mib * 2**20
 
     @property
     def peak_flops(self) -> float:
@@ -90,6 +97,18 @@ class Hardware:
     @property
     def ridge(self) -> float:
         return self.peak_flops / self.peak_bandwidth
+
+    def as_gpu_dict(self) -> dict[str, Any]:
+        """The gpu dict the M9 notebook's `load_hardware()` makes of this table: what its
+        functions (and the reference's metrics record) take."""
+        return {
+            "name": self.key,
+            "peak_flops": self.peak_flops,
+            "peak_bandwidth": self.peak_bandwidth,
+            "memory_bytes": self.memory_bytes,
+            "usable_memory_fraction": self.usable_memory_fraction,
+            "sm_count": self.sm_count,
+        }
 
 
 FEEDBACK_POLICIES = ("full", "hidden-after-due", "score-only")
@@ -116,8 +135,9 @@ class MetricsRecord:
     assignment's id. Its suites grade it; the reference computes it for every report's roofline
     by calling `function(*arguments)` of `solutions/<assignment>/<assignment>.py`, each argument a
     module-level name of that solution, except `COURSE_GPU_ARGUMENT`, which is the course GPU as
-    a dict (`name`, `peak_flops`, `peak_bandwidth`). `roofline` maps the record's keys drawn on
-    the roofline (arithmetic intensities, FLOP/byte) to their labels, in the order drawn."""
+    the dict the notebook's `load_hardware` makes (`Hardware.as_gpu_dict`). `roofline` maps the
+    record's keys drawn on the roofline (arithmetic intensities, FLOP/byte) to their labels, in
+    the order drawn."""
 
     assignment: str
     function: str
@@ -289,10 +309,25 @@ def _check_head(p: Path, head: Any) -> None:
 
 def _check_hardware(p: Path, hw: Hardware) -> None:
     """One [hardware.*] entry is physically consistent (positive rates, SM limits that fit)."""
-    positive = ("fp16_tensor_tflops", "fp32_tflops", "bandwidth_gbs", "memory_gb", "sm_count")
-    for name in (*positive, "pcie_gbs"):
+    positive = (
+        "fp16_tensor_tflops",
+        "int8_tensor_tops",
+        "fp32_tflops",
+        "bandwidth_gbs",
+        "memory_mib",
+        "sm_count",
+        "pcie_gbs",
+    )
+    for name in positive:
         if getattr(hw, name) <= 0:
             raise CourseError(f"{p}: hardware.{hw.key}.{name} must be positive")
+    if not 0 < hw.usable_memory_fraction <= 1:
+        raise CourseError(
+            f"{p}: hardware.{hw.key}.usable_memory_fraction must be a fraction in (0, 1] "
+            "(the share of memory_mib a serving engine budgets)"
+        )
+    if hw.fp8_tensor_tflops is not None and hw.fp8_tensor_tflops <= 0:
+        raise CourseError(f"{p}: hardware.{hw.key}.fp8_tensor_tflops must be positive")
     if hw.sustained_fp16_tflops is not None and not (
         0 < hw.sustained_fp16_tflops <= hw.fp16_tensor_tflops
     ):

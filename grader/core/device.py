@@ -25,6 +25,8 @@ SMI_TIMEOUT_S = 20
 # The install profile (pyproject.toml extras) for each CUDA major version a driver can speak. A
 # driver runs every CUDA major up to its own, so a newer one takes the newest profile.
 CUDA_PROFILES = {12: "gpu-cu12", 13: "gpu-cu13"}
+# The profile of a machine no GPU profile fits: kernels run in Numba's CUDA simulator.
+STUDENT_PROFILE = "student"
 _SMI_FIELD = re.compile(r"^\s*(Product Name|Driver Version|CUDA Version)\s*:\s*(.+?)\s*$", re.M)
 
 
@@ -143,7 +145,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     driver, why_not = read_driver()
     chosen, why = profile_for(driver)
-    print(f"{why_not or why}", file=sys.stderr)
+    said = why_not or why
+    if chosen is None and args.default is None:
+        said += (
+            f'; no GPU profile fits this machine. Install the "{STUDENT_PROFILE}" profile '
+            f'(pip install -e ".[{STUDENT_PROFILE}]"): it runs every kernel in Numba\'s CUDA '
+            "simulator, which is all `grader check` and the notebooks need"
+        )
+    print(said, file=sys.stderr)
     if chosen is None and args.default is None:
         return ExitCode.FAILED
     print(chosen or args.default)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.core import compiler
-from grader.core.course import load_course
+from grader.core.course import Course, load_course
 from grader.core.results import AssignmentResult
 from grader.grading.grade import GradingBackend
 from grader.grading.intake import pair, release_for
@@ -28,7 +28,8 @@ from grader.suites.student import InProcessBackend, Student
 class Checked:
     """One assignment checked: its result, the notebook chosen as the student names it
     (`exercises/<id>/<id>.py`, or "nothing"), the intake's warnings and the check's notes
-    (the PTX check deferred to grading where this machine has no CUDA compiler)."""
+    (the PTX check deferred to grading where this machine has no CUDA compiler, or that it ran
+    here and whether every kernel passed)."""
 
     result: AssignmentResult
     notebook: str
@@ -57,6 +58,7 @@ def check(
     checked = []
     try:
         for a in ids:
+            before = (inner.compiled, len(inner.compile_failed))
             r = run_assignment(
                 root,
                 a,
@@ -80,11 +82,24 @@ def check(
                     cc=course.gpu.compute_capability,
                 )
                 memory = profile_kernels(student, shapes(root, a), brief=True)
-            notes = [compiler.DEFERRED] if inner.compiler_missing else []
+            notes = compile_notes(inner, course, before)
             checked.append(Checked(r, shown, list(c.warnings), notes, memory))
     finally:
         backend.close()
     return checked
+
+
+def compile_notes(inner: InProcessBackend, course: Course, before: tuple[int, int]) -> list[str]:
+    """The PTX check's note for the assignment just checked: deferred (no compiler here), or that
+    it ran and how it went; nothing when the assignment compiled no kernel. `before` is the
+    backend's (compilations, failures) before the assignment ran."""
+    if inner.compiler_missing:
+        return [compiler.DEFERRED]
+    compiled = inner.compiled - before[0]
+    if compiled:
+        failed = inner.compile_failed[before[1] :]
+        return [compiler.ran_note(compiled, failed, course.gpu.compute_capability)]
+    return []
 
 
 def _shown_path(path: Path, submission: Path) -> str:

@@ -26,12 +26,7 @@ def compute_reference_record(course: Course) -> dict | None:
     if not solution.is_file():  # no solutions/: a student's clone
         return None
     module = load_module(solution, f"reference_record_{spec.assignment}")
-    gpu = course.gpu
-    course_gpu = {
-        "name": gpu.key,
-        "peak_flops": gpu.peak_flops,
-        "peak_bandwidth": gpu.peak_bandwidth,
-    }
+    course_gpu = course.gpu.as_gpu_dict()
 
     def named(name: str) -> Any:
         if name == COURSE_GPU_ARGUMENT:

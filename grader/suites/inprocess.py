@@ -15,7 +15,8 @@ on. Without it (fast unit tests) they run in this process and the limits are not
 Where this machine has no CUDA compiler (the student profile), the first compile is a probe
 (`grader.core.compiler`): every later compile request is answered `PTX_DEFERRED`, kernels are
 still graded in the simulator, and `compiler_missing` says why for the one note `grader check`
-prints.
+prints. Where the compiler works, `compiled` and `compile_failed` count what the check did, for
+the note that says it ran.
 """
 
 from __future__ import annotations
@@ -138,6 +139,9 @@ class InProcessBackend:
         self.compiler = ChildWorker(["--kernels"], compiler_env())
         self.compiler_missing: str | None = None
         self._probed = False
+        # The PTX check where the compiler works: compilations asked, and the kernels that failed.
+        self.compiled = 0
+        self.compile_failed: list[str] = []
         self.children = children
         self._notebook_worker: ChildWorker | None = None
         self._run_worker: ChildWorker | None = None
@@ -206,7 +210,11 @@ class InProcessBackend:
             self.compiler_missing = compiler.missing_reason(answer)
         if self.compiler_missing is not None:
             return trusted_error(PTX_DEFERRED, compiler.DEFERRED)
-        return self.compiler.ask(req, timeout, f"compiling {req.get('name')}")
+        reply = self.compiler.ask(req, timeout, f"compiling {req.get('name')}")
+        self.compiled += 1
+        if compiler.missing_reason(reply) is not None:  # not PTX: this kernel did not compile
+            self.compile_failed.append(str(req.get("name")))
+        return reply
 
     def graded_source(self, assignment: str) -> str:
         return graded_text(self.notebooks[assignment])

@@ -95,10 +95,10 @@ PREFILL_NO_KV = '''
 check_gpu(gpu, ("peak_flops", "peak_bandwidth"))
 batch = check_int(batch, "batch", 1)
 n = check_int(prompt_len, "prompt_len", 1)
-weight_bytes = check_bytes(weight_bytes, "weight_bytes")
-kv_bytes = check_bytes(kv_bytes, "kv_bytes")
+dtype_bytes = check_bytes(dtype_bytes, "dtype_bytes")
 params = matmul_params(cfg)
-weights = roofline_kernel(2 * params * batch * n, params * weight_bytes, gpu)
+head = cfg["vocab_size"] * cfg["dim"]
+weights = roofline_kernel(2 * batch * (n * (params - head) + head), params * dtype_bytes, gpu)
 attention_s = batch * 2 * cfg["n_layers"] * cfg["dim"] * n * (n + 1) / gpu["peak_flops"]
 return float(weights["time_s"] + attention_s)
 '''
@@ -107,14 +107,13 @@ return float(weights["time_s"] + attention_s)
 BREAKDOWN_MIXED = '''
 check_gpu(gpu, ("peak_flops", "peak_bandwidth"))
 batch = check_int(batch, "batch", 1)
-context = check_int(context, "context", 1)
-weight_bytes = check_bytes(weight_bytes, "weight_bytes")
-kv_bytes = check_bytes(kv_bytes, "kv_bytes")
+context_len = check_int(context_len, "context_len", 1)
+dtype_bytes = check_bytes(dtype_bytes, "dtype_bytes")
 params = matmul_params(cfg)
-weights = roofline_kernel(2 * params * batch, params * weight_bytes, gpu)
+weights = roofline_kernel(2 * params * batch, params * dtype_bytes, gpu)
 attention = roofline_kernel(
-    4 * cfg["n_layers"] * cfg["dim"] * context * batch,
-    batch * context * kv_bytes_per_token(cfg, 1) * weight_bytes,
+    4 * cfg["n_layers"] * cfg["dim"] * context_len * batch,
+    batch * context_len * kv_bytes_per_token(cfg, 1) * dtype_bytes,
     gpu,
 )
 return {"weights": weights, "attention": attention,
@@ -126,7 +125,7 @@ TOKENS_BANDWIDTH_ONLY = '''
 check_gpu(gpu, ("peak_flops", "peak_bandwidth"))
 batch = check_int(batch, "batch", 1)
 context_len = check_int(context_len, "context_len", 0)
-dtype_bytes = check_int(dtype_bytes, "dtype_bytes", 1)
+dtype_bytes = check_bytes(dtype_bytes, "dtype_bytes")
 kv = kv_bytes_per_token(cfg, dtype_bytes if kv_dtype_bytes is None else kv_dtype_bytes)
 step_bytes = matmul_params(cfg) * dtype_bytes + batch * context_len * kv
 return float(batch * gpu["peak_bandwidth"] / step_bytes)
@@ -139,22 +138,23 @@ return num_params(cfg)
 
 # The cache's precision ignored in the memory check.
 FITS_ONE_PRECISION = '''
-check_gpu(gpu, ("memory_bytes",))
+check_gpu(gpu, ("memory_bytes", "usable_memory_fraction"))
 batch = check_int(batch, "batch", 1)
 context_len = check_int(context_len, "context_len", 0)
-dtype_bytes = check_int(dtype_bytes, "dtype_bytes", 1)
+dtype_bytes = check_bytes(dtype_bytes, "dtype_bytes")
 needed = num_params(cfg) * dtype_bytes + batch * context_len * kv_bytes_per_token(cfg, dtype_bytes)
-return bool(needed <= gpu["memory_bytes"])
+return bool(needed <= Fraction(gpu["usable_memory_fraction"]) * Fraction(gpu["memory_bytes"]))
 '''
 
 # Memory counted from the multiplied weights only: the looked-up input table left out.
 MAX_BATCH_MATMUL_ONLY = '''
-check_gpu(gpu, ("memory_bytes",))
+check_gpu(gpu, ("memory_bytes", "usable_memory_fraction"))
 context_len = check_int(context_len, "context_len", 1)
-weight_bytes = check_bytes(weight_bytes, "weight_bytes")
-kv_bytes = check_bytes(kv_bytes, "kv_bytes")
-per_sequence = context_len * kv_bytes_per_token(cfg, 1) * Fraction(kv_bytes)
-room = Fraction(gpu["memory_bytes"]) - matmul_params(cfg) * Fraction(weight_bytes)
+dtype_bytes = check_bytes(dtype_bytes, "dtype_bytes")
+kv = dtype_bytes if kv_dtype_bytes is None else kv_dtype_bytes
+per_sequence = context_len * Fraction(kv_bytes_per_token(cfg, kv))
+budget = Fraction(gpu["usable_memory_fraction"]) * Fraction(gpu["memory_bytes"])
+room = budget - matmul_params(cfg) * Fraction(dtype_bytes)
 return 0 if room < 0 else int(room // per_sequence)
 '''
 
@@ -168,8 +168,11 @@ CASES: list[Case] = [
          Expect(M9, [Rule(r"hidden/test_metrics_", BROKEN, ("right in general",)),
                      Rule(r"public/test_metrics_", BROKEN, ("another GPU and context",)),
                      Rule(r"test_save_metric|\[save_metric\(|test_config_with_unknown|"
-                          r"\[(m9_record|kv_cache_fits)\(|test_serving_invalid", MAYBE, (),
-                          required=False),
+                          r"\[(m9_record|kv_cache_fits)\(|test_serving_invalid|"
+                          # no stubbed arithmetic in these: chunked_prefill_budget takes no
+                          # config, split_kv_plan only validates it
+                          r"test_chunked_prefill_budget|test_split_kv_plan|"
+                          r"test_batching_invalid", MAYBE, (), required=False),
                      Rule(EVERY_M9_STUDENT_TEST, BROKEN, ())])),
     Case("metrics_big_model_small_vocab", "a record of the student's own model: four times the "
          "course model's weights, half its vocabulary (every function correct)",
@@ -187,7 +190,10 @@ CASES: list[Case] = [
          "weights' bytes per number",
          mutant("decode_step_breakdown", BREAKDOWN_MIXED),
          Expect(M9, [Rule(r"test_decode_step_breakdown_random", BROKEN, ("kv_bytes",)),
-                     Rule(r"test_ttft_and_tpot_random", MAYBE, (), required=False)])),
+                     # what calls decode_step_breakdown, and its dropped kv_dtype_bytes check
+                     Rule(r"test_ttft_and_tpot_random|test_decode_utilization|"
+                          r"test_max_batch_under_tpot|test_serving_invalid", MAYBE, (),
+                          required=False)])),
     Case("mutant_tokens_per_s_ignores_compute", "decode_tokens_per_s_bound is the bandwidth "
          "ceiling alone", mutant("decode_tokens_per_s_bound", TOKENS_BANDWIDTH_ONLY),
          Expect(M9, [Rule(r"tokens_per_s_bound", BROKEN, ("compute roof", "peak_flops"))])),
@@ -196,12 +202,16 @@ CASES: list[Case] = [
          Expect(M9, [Rule(r"test_matmul_params|test_untied_input_table", BROKEN,
                           ("lookup", "looked up")),
                      Rule(r"test_(decode_intensity|crossover_batch|m9_record|metrics_|"
-                          r"decode_tokens|decode_step|prefill|ttft)", MAYBE, (),
-                          required=False)])),
+                          r"decode_tokens|decode_step|prefill|ttft|decode_utilization|"
+                          r"ragged_decode_step|max_batch_under_tpot|continuous_batching)", MAYBE,
+                          (), required=False)])),
     Case("mutant_fits_one_precision", "kv_cache_fits ignores kv_dtype_bytes",
          mutant("kv_cache_fits", FITS_ONE_PRECISION),
          Expect(M9, [Rule(r"test_kv_cache_fits_random", BROKEN, ("kv_dtype_bytes",))])),
     Case("mutant_max_batch_forgets_input_table", "max_batch_that_fits counts only the multiplied "
          "weights as resident", mutant("max_batch_that_fits", MAX_BATCH_MATMUL_ONLY),
-         Expect(M9, [Rule(r"test_max_batch_that_fits_random", BROKEN, ("num_params",))])),
+         Expect(M9, [Rule(r"test_max_batch_that_fits_random", BROKEN, ("num_params",)),
+                     # Llama-3-8B's wall (untied) in the public example, and what uses the wall
+                     Rule(r"test_max_batch_that_fits_examples|test_max_batch_under_tpot|"
+                          r"test_continuous_batching", MAYBE, (), required=False)])),
 ]

@@ -361,7 +361,8 @@ def test_timed_run_counts_a_command():
 def test_part_gpu_helpers_need_no_gpu():
     hardware = load_course(ROOT).hardware.values()
     assert part_gpu.match_hardware(hardware, "Tesla T4").key == "T4"
-    assert part_gpu.match_hardware(hardware, "NVIDIA A100 80GB PCIe").key == "A100_80GB"
+    assert part_gpu.match_hardware(hardware, "NVIDIA A100-SXM4-80GB").key == "A100_SXM"
+    assert part_gpu.match_hardware(hardware, "NVIDIA A100 80GB PCIe") is None  # 1,935 GB/s
     assert part_gpu.match_hardware(hardware, "NVIDIA H200").key == "H200"
     assert part_gpu.match_hardware(hardware, "NVIDIA GeForce RTX 4090") is None
     assert part_gpu.gbs(12 * 2**24, 1.0) == 201.3

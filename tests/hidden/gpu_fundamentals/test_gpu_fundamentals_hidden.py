@@ -18,8 +18,8 @@ word for word in the released notebook):
   the same shape, computed without a Python loop"
 - test_is_memory_bound_random: "Exactly at the ridge both limits are equal; call that
   compute-bound. Return a plain Python `bool` (not `numpy.bool_`)."
-- test_invalid_input_raises_value_error: "A value of the right type but out of range (zero,
-  negative, NaN, too large) raises `ValueError`."
+- test_invalid_input_raises_value_error: "A value of the right type that is out of range raises
+  `ValueError`: zero, negative, NaN, infinite, too large"
 - test_launch_config_random: "The grader checks `n` up to `2**62`, where a float `math.ceil(n /
   tpb)` is off by one"
 - test_effective_bandwidth_random: "result in **GB/s with 1 GB = 10⁹ bytes** (the unit GPU

@@ -17,15 +17,15 @@ word for word in the released notebook):
 - test_matmul_params_random_configs: "Number of weights (an int) a decode step reads and
   multiplies: num_params(cfg), less the input embedding table (vocab_size * dim) when
   tied_embeddings is False."
-- test_kv_bytes_per_token_random_configs: "Bytes (an int) of K and V cached for one token, summed
-  over all layers and K/V heads."
+- test_kv_bytes_per_token_random_configs: "Computed as written, the result is an `int` when
+  `dtype_bytes` is an int and a `float` when it is a float"
 - test_decode_intensity_random: "Arithmetic intensity (FLOP/byte, a float) of one decode step."
 - test_crossover_batch_random: "The result agrees with decode_intensity: intensity(b) >= ridge
   and, for b > 1, intensity(b - 1) < ridge."
 - test_crossover_batch_none_at_long_context: "Returns None when the intensity's limit
   2*matmul_params / (context_len * KV bytes per token) is <= ridge."
-- test_invalid_arguments_raise: "a value of the wrong type raises `TypeError`, a value of the
-  right type that is out of range raises `ValueError`"
+- test_invalid_arguments_raise: "A value of the right type that is out of range raises
+  `ValueError`: zero, negative, NaN, infinite, too large"
 - test_m9_record_random: "Returns the keys intensity_b1, intensity_b8, intensity_b32 (FLOP/byte,
   floats), crossover_batch (int or None, against the ridge peak_flops / peak_bandwidth)"
 - test_metrics_records_course_gpu_and_valid_inputs: "its `gpu` must be the course GPU as
@@ -88,7 +88,8 @@ def configs(draw):
     return cfg
 
 
-dtype_bytes = st.sampled_from([1, 2, 2, 4])
+# bytes per number: ints, and the fractional sizes of 4-bit formats and measured averages
+dtype_bytes = st.sampled_from([1, 2, 2, 4, 0.5, 0.72])
 ridges = st.floats(min_value=0.5, max_value=2000.0)
 
 
@@ -173,9 +174,12 @@ def test_matmul_params_random_configs(student, reference, cfg):
 def test_kv_bytes_per_token_random_configs(student, reference, cfg, nbytes):
     got = student.kv_bytes_per_token(cfg, nbytes)
     want = reference.kv_bytes_per_token(cfg, nbytes)
-    # grader: public
-    assert type(got) is int, f"kv_bytes_per_token must return a Python int, got {got!r}"
-    assert got == want, (
+    kind = type(want).__name__
+    assert type(got) is type(want), (
+        f"kv_bytes_per_token(cfg, dtype_bytes={nbytes!r}) must return a Python {kind} (an int "
+        f"for an int size, a float for a float size), got {got!r}"
+    )
+    assert got == pytest.approx(want, rel=1e-12), (
         f"kv_bytes_per_token({show(cfg)}, dtype_bytes={nbytes}) returned {got}; expected {want} "
         "= 2 (K and V) x n_layers x n_kv_heads x head_dim x dtype_bytes (KV heads, not query "
         "heads: grouped-query attention caches only n_kv_heads)"
@@ -220,6 +224,8 @@ def test_decode_intensity_random(student, reference, cfg, batch, context_len, nb
 # And one just under the intensity's limit (about 5 FLOP/byte at context 512), where the answer
 # (492) moves with every parameter: a count off by one RMSNorm (128) gives 497.
 @example(cfg=None, ridge=4.954, context_len=512, nbytes=2)
+# 4-bit weights and cache: the crossover is a quarter of the fp16 one without a cache.
+@example(cfg=None, ridge=100.0, context_len=0, nbytes=0.5)
 def test_crossover_batch_random(student, reference, course_model, cfg, ridge, context_len, nbytes):
     cfg = resolve(cfg, reference, course_model)
     got = student.crossover_batch(cfg, ridge, context_len, nbytes)
@@ -307,10 +313,16 @@ INVALID = [
         "dtype_bytes must be a positive int",
     ),
     (
-        "kv_bytes_per_token(cfg, dtype_bytes=2.0)",
+        "kv_bytes_per_token(cfg, dtype_bytes='2')",
         TypeError,
-        lambda s, m: s.kv_bytes_per_token(m, 2.0),
-        "dtype_bytes must be an int: a float is a TypeError",
+        lambda s, m: s.kv_bytes_per_token(m, "2"),
+        "dtype_bytes must be a number: a str is a TypeError",
+    ),
+    (
+        "kv_bytes_per_token(cfg, dtype_bytes=nan)",
+        ValueError,
+        lambda s, m: s.kv_bytes_per_token(m, float("nan")),
+        "dtype_bytes must be a positive, finite number",
     ),
     (
         "decode_intensity(cfg, batch=0, 16)",
@@ -405,7 +417,7 @@ INVALID = [
 ]
 
 
-@pytest.mark.points(4)  # 28 cases, each worth at least 1/8 point (grader.core.points)
+@pytest.mark.points(4)  # 29 cases, each worth at least 1/8 point (grader.core.points)
 @pytest.mark.parametrize("what,error,call,hint", INVALID, ids=[case[0] for case in INVALID])
 def test_invalid_arguments_raise(
     student, course_model, what, error, call, hint, tmp_path, monkeypatch
@@ -568,9 +580,9 @@ def recorded_inputs(record: dict, reference, course) -> tuple[dict, int, int, fl
             f"metrics.json['{RECORD}']['context_len'] must be an int >= 0, got {context_len!r}",
             pytrace=False,
         )
-    if type(nbytes) is not int or nbytes < 1:
+    if type(nbytes) not in (int, float) or not (math.isfinite(nbytes) and nbytes > 0):
         pytest.fail(
-            f"metrics.json['{RECORD}']['dtype_bytes'] must be a positive int, got {nbytes!r}",
+            f"metrics.json['{RECORD}']['dtype_bytes'] must be a positive number, got {nbytes!r}",
             pytrace=False,
         )
     hw = course.hardware[course.course_gpu]

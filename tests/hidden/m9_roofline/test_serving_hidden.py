@@ -4,7 +4,8 @@ kernels, prefill, TTFT and TPOT.
 Configs, GPUs, batches, contexts and precisions are drawn at grading time and compared with the
 reference solution; fixed examples hold the known wrong answers (the compute roof ignored, the
 untied input table multiplied or left out of memory, the weights' precision used for the cache,
-the KV cache forgotten in prefill) on every draw.
+the whole card counted instead of its usable budget, the KV cache forgotten in prefill, the
+output head computed for every prompt token) on every draw.
 
 Stated rules (grader verify checks that every test here is listed, with a sentence that appears
 word for word in the released notebook):
@@ -20,8 +21,7 @@ word for word in the released notebook):
   does not"
 - test_decode_step_breakdown_random: "each a dict with the keys `flops`, `bytes`, `intensity`
   (FLOP/byte), `time_s` (seconds: the kernel's roofline time) and `bound`"
-- test_prefill_time_random: "Its bytes are the KV cache it **writes** for the decode steps that
-  follow"
+- test_prefill_time_random: "**the output head scores the last position only**"
 - test_ttft_and_tpot_random: "which returns the tuple `(ttft_s, tpot_s)` of two Python floats."
 
 PYTEST_DONT_REWRITE: pytest leaves these asserts alone, because their messages are what the
@@ -40,9 +40,19 @@ from hypothesis import strategies as st
 from grader.suites.testing import expect_raises
 
 FAST = settings.get_profile("grader-hidden")  # tests/hidden/conftest.py
-# grader: public
-T4_LIKE = {"name": "T4", "peak_flops": 65e12, "peak_bandwidth": 320e9, "memory_bytes": 16e9}
-H100_LIKE = {"name": "H100", "peak_flops": 989e12, "peak_bandwidth": 3350e9, "memory_bytes": 80e9}
+
+
+GPU_KEYS = ("name", "peak_flops", "peak_bandwidth", "memory_bytes", "usable_memory_fraction")
+
+
+def gpu_like(name: str, tflops: float, gbs: float, mib: int, sms: int) -> dict:
+    """A gpu dict as load_hardware makes one, from course.toml's units."""
+    figures = (name, tflops * 1e12, gbs * 1e9, mib * 2**20, 0.9)
+    return {**dict(zip(GPU_KEYS, figures, strict=True)), "sm_count": sms}
+
+
+T4_LIKE = gpu_like("T4", 65.0, 320.0, 15360, 40)
+H100_LIKE = gpu_like("H100", 989.0, 3350.0, 81559, 132)
 
 
 @st.composite
@@ -62,15 +72,18 @@ def configs(draw):
 
 
 gpus = st.builds(
-    lambda flops, bw, mem: {
+    lambda flops, bw, mib, fraction: {
         "name": "testgpu",
         "peak_flops": flops,
         "peak_bandwidth": bw,
-        "memory_bytes": mem,
+        "memory_bytes": mib * 2**20,
+        "usable_memory_fraction": fraction,
+        "sm_count": 40,  # grader: public
     },
     st.floats(min_value=1e12, max_value=2e15),
     st.floats(min_value=1e10, max_value=1e13),
-    st.floats(min_value=1e9, max_value=2e11),
+    st.integers(min_value=1024, max_value=200_000),
+    st.sampled_from([0.8, 0.9, 0.95, 1.0]),
 )
 # bytes per number: ints and the fractional sizes of 4-bit formats
 precisions = st.sampled_from([0.5, 1, 2, 4, 1.5])
@@ -96,8 +109,8 @@ def resolve(cfg, reference, course_model=None):
     gpu=gpus,
     batch=st.integers(min_value=1, max_value=4096),
     context_len=st.integers(min_value=0, max_value=32768),
-    nbytes=st.sampled_from([1, 2, 4]),
-    kv_nbytes=st.sampled_from([None, 1, 2, 4]),
+    nbytes=precisions,
+    kv_nbytes=st.sampled_from([None, 1, 2, 4, 0.5]),
 )
 # Past the crossover only the compute roof binds: a bandwidth-only ceiling is wrong here.
 @example(cfg=None, gpu=T4_LIKE, batch=1000, context_len=0, nbytes=2, kv_nbytes=None)
@@ -126,42 +139,105 @@ def test_decode_tokens_per_s_bound_random(
     cfg=configs(),
     batch=st.integers(min_value=1, max_value=256),
     context_len=st.integers(min_value=0, max_value=16384),
-    nbytes=st.sampled_from([1, 2, 4]),
-    kv_nbytes=st.sampled_from([None, 1, 2, 4]),
+    nbytes=precisions,
+    kv_nbytes=st.sampled_from([None, 1, 2, 4, 0.5]),
     slack=st.sampled_from([-1, 0, 1, None]),
-    memory=st.floats(min_value=1e9, max_value=2e11),
+    memory=st.integers(min_value=10**9, max_value=2 * 10**11),
+    fraction=st.sampled_from([0.8, 0.9, 1.0]),
 )
 # Always one case one byte short of weights plus KV cache: random draws may all fall where the
 # answer does not depend on the cache, and then a cache left out would go unseen. cfg=None
 # stands for the course model (an example is fixed at import time, the fixture is not).
-@example(cfg=None, batch=1, context_len=512, nbytes=2, kv_nbytes=None, slack=-1, memory=1e9)
+@example(
+    cfg=None,
+    batch=1,
+    context_len=512,
+    nbytes=2,
+    kv_nbytes=None,
+    slack=-1,
+    memory=10**9,
+    fraction=1.0,
+)
 # Untied, one byte short: memory counts every parameter, the looked-up input table included.
-@example(cfg=LLAMA_LIKE, batch=1, context_len=512, nbytes=2, kv_nbytes=1, slack=-1, memory=1e9)
+@example(
+    cfg=LLAMA_LIKE,
+    batch=1,
+    context_len=512,
+    nbytes=2,
+    kv_nbytes=1,
+    slack=-1,
+    memory=10**9,
+    fraction=1.0,
+)
 # An 8-bit cache, memory exactly full: sized with the weights' 2 bytes it would not fit.
-@example(cfg=None, batch=4, context_len=512, nbytes=2, kv_nbytes=1, slack=0, memory=1e9)
+@example(
+    cfg=None, batch=4, context_len=512, nbytes=2, kv_nbytes=1, slack=0, memory=10**9, fraction=1.0
+)
 # And one exactly full: equal fits, so a `<` where `<=` belongs fails on every seed.
-@example(cfg=None, batch=3, context_len=777, nbytes=2, kv_nbytes=None, slack=0, memory=1e9)
+@example(
+    cfg=None,
+    batch=3,
+    context_len=777,
+    nbytes=2,
+    kv_nbytes=None,
+    slack=0,
+    memory=10**9,
+    fraction=1.0,
+)
+# The budget, not the card: the whole card would hold this batch, 90% of it does not.
+@example(
+    cfg=LLAMA_LIKE,
+    batch=1,
+    context_len=0,
+    nbytes=2,
+    kv_nbytes=None,
+    slack=None,
+    memory=15360 * 2**20,
+    fraction=0.9,
+)
+# 4-bit weights beside a 4-bit cache, one byte over: fractional sizes all the way.
+@example(
+    cfg=None,
+    batch=2,
+    context_len=100,
+    nbytes=0.5,
+    kv_nbytes=None,
+    slack=1,
+    memory=10**9,
+    fraction=1.0,
+)
 def test_kv_cache_fits_random(
-    student, reference, course_model, cfg, batch, context_len, nbytes, kv_nbytes, slack, memory
+    student,
+    reference,
+    course_model,
+    cfg,
+    batch,
+    context_len,
+    nbytes,
+    kv_nbytes,
+    slack,
+    memory,
+    fraction,
 ):
     cfg = resolve(cfg, reference, course_model)
-    if slack is not None:  # a memory exactly at, one byte under or one byte over the need
+    if slack is not None:  # a budget exactly at, one byte under or one byte over the need
         need = reference.num_params(cfg) * nbytes
         kv = reference.kv_bytes_per_token(cfg, nbytes if kv_nbytes is None else kv_nbytes)
         need += batch * context_len * kv
-        memory = float(need + slack)
+        memory, fraction = need + slack, 1.0
         if memory <= 0:
             return
-    gpu = {**T4_LIKE, "memory_bytes": memory}
+    gpu = dict(T4_LIKE, memory_bytes=memory, usable_memory_fraction=fraction)
     got = student.kv_cache_fits(cfg, gpu, batch, context_len, nbytes, kv_nbytes)
     want = reference.kv_cache_fits(cfg, gpu, batch, context_len, nbytes, kv_nbytes)
     assert type(got) is bool, f"kv_cache_fits must return a Python bool, got {got!r}"
     assert got is want, (
-        f"kv_cache_fits({json.dumps(cfg)}, memory_bytes={memory:.12g}, batch={batch}, "
-        f"context_len={context_len}, dtype_bytes={nbytes}, kv_dtype_bytes={kv_nbytes}) returned "
-        f"{got}; expected {want}: num_params * dtype_bytes (every weight, the input table "
-        "included) + batch * context_len * kv_bytes_per_token(cfg, kv_dtype_bytes or "
-        "dtype_bytes) <= memory_bytes (equal fits)"
+        f"kv_cache_fits({json.dumps(cfg)}, memory_bytes={memory!r}, usable_memory_fraction="
+        f"{fraction}, batch={batch}, context_len={context_len}, dtype_bytes={nbytes}, "
+        f"kv_dtype_bytes={kv_nbytes}) returned {got}; expected {want}: num_params * dtype_bytes "
+        "(every weight, the input table included) + batch * context_len * "
+        "kv_bytes_per_token(cfg, kv_dtype_bytes or dtype_bytes) <= usable_memory_fraction * "
+        "memory_bytes (equal fits; the budget, not the whole card)"
     )
 
 
@@ -171,29 +247,60 @@ def test_kv_cache_fits_random(
     cfg=configs(),
     context_len=st.integers(min_value=1, max_value=32768),
     wbytes=precisions,
-    kbytes=precisions,
-    memory=st.floats(min_value=1e8, max_value=2e11),
+    kbytes=st.sampled_from([None, 0.5, 1, 2, 4, 1.5]),
+    memory=st.integers(min_value=10**8, max_value=2 * 10**11),
+    fraction=st.sampled_from([0.8, 0.9, 0.95, 1.0]),
     exact=st.booleans(),
 )
-@example(cfg=LLAMA_LIKE, context_len=512, wbytes=0.5, kbytes=1, memory=16e9, exact=False)
-@example(cfg=LLAMA_LIKE, context_len=512, wbytes=2, kbytes=2, memory=16e9, exact=False)
-@example(cfg=LLAMA_LIKE, context_len=512, wbytes=2, kbytes=1, memory=80e9, exact=True)
+# Llama-3-8B on the H100's real 81,559 MiB, within 90%: 907 (80e9 bytes would say 952).
+@example(
+    cfg=LLAMA_LIKE,
+    context_len=512,
+    wbytes=2,
+    kbytes=None,
+    memory=81559 * 2**20,
+    fraction=0.9,
+    exact=False,
+)
+@example(
+    cfg=LLAMA_LIKE,
+    context_len=512,
+    wbytes=0.5,
+    kbytes=1,
+    memory=15360 * 2**20,
+    fraction=0.9,
+    exact=False,
+)
+@example(
+    cfg=LLAMA_LIKE, context_len=512, wbytes=2, kbytes=1, memory=80 * 10**9, fraction=1.0, exact=True
+)
+# kv_dtype_bytes=None: the cache has the weights' size (an 8-bit model, an 8-bit cache).
+@example(
+    cfg=LLAMA_LIKE,
+    context_len=512,
+    wbytes=1,
+    kbytes=None,
+    memory=81559 * 2**20,
+    fraction=0.9,
+    exact=False,
+)
 def test_max_batch_that_fits_random(
-    student, reference, cfg, context_len, wbytes, kbytes, memory, exact
+    student, reference, cfg, context_len, wbytes, kbytes, memory, fraction, exact
 ):
     cfg = resolve(cfg, reference)
-    if exact:  # memory holding exactly some batch: floor must not lose it
-        per_seq = context_len * reference.kv_bytes_per_token(cfg, 1) * kbytes
-        memory = float(reference.num_params(cfg) * wbytes + 7 * per_seq)
-    gpu = {**T4_LIKE, "memory_bytes": memory}
+    if exact:  # a budget holding exactly some batch: floor must not lose it
+        per_seq = context_len * reference.kv_bytes_per_token(cfg, 1) * (kbytes or wbytes)
+        memory, fraction = reference.num_params(cfg) * wbytes + 7 * per_seq, 1.0
+    gpu = dict(T4_LIKE, memory_bytes=memory, usable_memory_fraction=fraction)
     got = student.max_batch_that_fits(cfg, gpu, context_len, wbytes, kbytes)
     want = reference.max_batch_that_fits(cfg, gpu, context_len, wbytes, kbytes)
     assert type(got) is int, f"max_batch_that_fits must return a Python int, got {got!r}"
     assert got == want, (
-        f"max_batch_that_fits({json.dumps(cfg)}, memory_bytes={memory:.12g}, "
-        f"context_len={context_len}, weight_bytes={wbytes}, kv_bytes={kbytes}) returned {got}; "
-        f"expected {want}: floor((memory_bytes - num_params * weight_bytes) / (context_len * "
-        "kv_bytes_per_token(cfg, 1) * kv_bytes)), or 0 when the weights alone do not fit"
+        f"max_batch_that_fits({json.dumps(cfg)}, memory_bytes={memory!r}, "
+        f"usable_memory_fraction={fraction}, context_len={context_len}, dtype_bytes={wbytes}, "
+        f"kv_dtype_bytes={kbytes}) returned {got}; expected {want}: floor((usable_memory_fraction "
+        "* memory_bytes - num_params * dtype_bytes) / (context_len * kv_bytes_per_token(cfg, "
+        "kv_dtype_bytes or dtype_bytes))), computed exactly, or 0 when the weights alone do not fit"
     )
 
 
@@ -217,24 +324,26 @@ def assert_kernel(got: dict, want: dict, ridge: float, where: str) -> None:
     cfg=configs(),
     gpu=gpus,
     batch=st.integers(min_value=1, max_value=2048),
-    context=st.integers(min_value=1, max_value=32768),
+    context_len=st.integers(min_value=1, max_value=32768),
     wbytes=precisions,
-    kbytes=precisions,
+    kbytes=st.sampled_from([None, 0.5, 1, 2, 4, 1.5]),
 )
 # 4-bit weights beside an 8-bit cache: each term must use its own precision.
-@example(cfg=LLAMA_LIKE, gpu=T4_LIKE, batch=64, context=512, wbytes=0.5, kbytes=1)
+@example(cfg=LLAMA_LIKE, gpu=T4_LIKE, batch=64, context_len=512, wbytes=0.5, kbytes=1)
 # The weights just past the T4's ridge (batch 204), attention stuck below it.
-@example(cfg=None, gpu=T4_LIKE, batch=204, context=512, wbytes=2, kbytes=2)
+@example(cfg=None, gpu=T4_LIKE, batch=204, context_len=512, wbytes=2, kbytes=2)
+# kv_dtype_bytes=None: the cache takes the weights' size.
+@example(cfg=LLAMA_LIKE, gpu=T4_LIKE, batch=8, context_len=512, wbytes=1, kbytes=None)
 def test_decode_step_breakdown_random(
-    student, reference, course_model, cfg, gpu, batch, context, wbytes, kbytes
+    student, reference, course_model, cfg, gpu, batch, context_len, wbytes, kbytes
 ):
     cfg = resolve(cfg, reference, course_model)
-    got = student.decode_step_breakdown(cfg, batch, context, gpu, wbytes, kbytes)
-    want = reference.decode_step_breakdown(cfg, batch, context, gpu, wbytes, kbytes)
+    got = student.decode_step_breakdown(cfg, batch, context_len, gpu, wbytes, kbytes)
+    want = reference.decode_step_breakdown(cfg, batch, context_len, gpu, wbytes, kbytes)
     where = (
-        f"decode_step_breakdown({json.dumps(cfg)}, batch={batch}, context={context}, "
+        f"decode_step_breakdown({json.dumps(cfg)}, batch={batch}, context_len={context_len}, "
         f"peak_flops={gpu['peak_flops']:.4g}, peak_bandwidth={gpu['peak_bandwidth']:.4g}, "
-        f"weight_bytes={wbytes}, kv_bytes={kbytes})"
+        f"dtype_bytes={wbytes}, kv_dtype_bytes={kbytes})"
     )
     assert isinstance(got, dict) and set(got) == {"weights", "attention", "time_s"}, (
         f"{where} must return a dict with exactly the keys 'weights', 'attention' and 'time_s'; "
@@ -242,9 +351,9 @@ def test_decode_step_breakdown_random(
     )
     ridge = gpu["peak_flops"] / gpu["peak_bandwidth"]  # grader: public
     hints = {
-        "weights": "FLOPs 2 * P * batch, bytes P * weight_bytes (P = matmul_params)",
-        "attention": "FLOPs 4 * n_layers * dim * context * batch, bytes batch * context * "
-        "kv_bytes_per_token(cfg, 1) * kv_bytes",
+        "weights": "FLOPs 2 * P * batch, bytes P * dtype_bytes (P = matmul_params)",
+        "attention": "FLOPs 4 * n_layers * dim * context_len * batch, bytes batch * context_len "
+        "* kv_bytes_per_token(cfg, 1) * (kv_dtype_bytes, or dtype_bytes when it is None)",
     }
     for kernel in ("weights", "attention"):
         assert_kernel(got[kernel], want[kernel], ridge, f"{where}['{kernel}'] ({hints[kernel]})")
@@ -264,13 +373,16 @@ def test_decode_step_breakdown_random(
     batch=st.integers(min_value=1, max_value=64),
     prompt_len=st.integers(min_value=1, max_value=8192),
     wbytes=precisions,
-    kbytes=precisions,
+    kbytes=st.sampled_from([None, 0.5, 1, 2, 4, 1.5]),
 )
 # A one-token prompt of a tiny model is memory-bound: the KV cache it writes is part of its bytes.
 @example(cfg=None, gpu=T4_LIKE, batch=1, prompt_len=1, wbytes=2, kbytes=2)
 @example(cfg=None, gpu=T4_LIKE, batch=4, prompt_len=3, wbytes=0.5, kbytes=4)
 # A long prompt: causal attention's n (n + 1) FLOPs, compute-bound.
 @example(cfg=LLAMA_LIKE, gpu=H100_LIKE, batch=1, prompt_len=4096, wbytes=2, kbytes=2)
+# The course model's tied head is 40% of its weights: scored for every prompt token, the
+# compute-bound prefill would take two thirds longer.
+@example(cfg=None, gpu=T4_LIKE, batch=64, prompt_len=2048, wbytes=2, kbytes=None)
 def test_prefill_time_random(
     student, reference, course_model, cfg, gpu, batch, prompt_len, wbytes, kbytes
 ):
@@ -281,10 +393,11 @@ def test_prefill_time_random(
     assert got == pytest.approx(want, rel=1e-9), (
         f"prefill_time({json.dumps(cfg)}, batch={batch}, prompt_len={prompt_len}, "
         f"peak_flops={gpu['peak_flops']:.4g}, peak_bandwidth={gpu['peak_bandwidth']:.4g}, "
-        f"weight_bytes={wbytes}, kv_bytes={kbytes}) returned {got!r}; expected {want!r} s: the "
-        "weights' roofline time (FLOPs 2 * P * batch * prompt_len, bytes P * weight_bytes) plus "
-        "causal attention's (FLOPs batch * 2 * n_layers * dim * n * (n + 1), bytes the KV cache "
-        "written, batch * n * kv_bytes_per_token(cfg, 1) * kv_bytes)"
+        f"dtype_bytes={wbytes}, kv_dtype_bytes={kbytes}) returned {got!r}; expected {want!r} s: "
+        "the weights' roofline time (FLOPs 2 * batch * (n * (P - H) + H) with H = vocab_size * "
+        "dim: the output head scores the last position only; bytes P * dtype_bytes) plus causal "
+        "attention's (FLOPs batch * 2 * n_layers * dim * n * (n + 1), bytes the KV cache "
+        "written, batch * n * kv_bytes_per_token(cfg, 1) * (kv_dtype_bytes or dtype_bytes))"
     )
 
 
@@ -306,7 +419,7 @@ def test_ttft_and_tpot_random(student, reference, cfg, gpu, batch, prompt_len, w
     where = (
         f"ttft_and_tpot({json.dumps(cfg)}, batch={batch}, prompt_len={prompt_len}, "
         f"peak_flops={gpu['peak_flops']:.4g}, peak_bandwidth={gpu['peak_bandwidth']:.4g}, "
-        f"weight_bytes={wbytes}, kv_bytes={kbytes})"
+        f"dtype_bytes={wbytes}, kv_dtype_bytes={kbytes})"
     )
     assert type(got) is tuple and len(got) == 2 and all(type(v) is float for v in got), (
         f"{where} must return a tuple of two Python floats, got {got!r}"
@@ -356,19 +469,36 @@ def serving_cases(m):
             lambda s: s.decode_tokens_per_s_bound(m, T4_LIKE, 0, 0),
         ),
         (
-            "decode_tokens_per_s_bound(cfg, gpu, 1, 0, kv_dtype_bytes=1.5)",
+            "decode_tokens_per_s_bound(cfg, gpu, 1, 0, kv_dtype_bytes='1')",
             TypeError,
-            lambda s: s.decode_tokens_per_s_bound(m, T4_LIKE, 1, 0, 2, 1.5),
+            lambda s: s.decode_tokens_per_s_bound(m, T4_LIKE, 1, 0, 2, "1"),
+        ),
+        (
+            "decode_tokens_per_s_bound(cfg, gpu, 1, 0, dtype_bytes=-0.5)",
+            ValueError,
+            lambda s: s.decode_tokens_per_s_bound(m, T4_LIKE, 1, 0, -0.5),
         ),
         (
             "kv_cache_fits(cfg, gpu without memory_bytes, 1, 0)",
             ValueError,
-            lambda s: s.kv_cache_fits(m, {"name": "T4", "peak_bandwidth": 1e9}, 1, 0),
+            lambda s: s.kv_cache_fits(
+                m, {"name": "T4", "peak_bandwidth": 1e9, "usable_memory_fraction": 0.9}, 1, 0
+            ),
         ),
         (
             "kv_cache_fits(cfg, memory_bytes=-1, 1, 0)",
             ValueError,
             lambda s: s.kv_cache_fits(m, {**T4_LIKE, "memory_bytes": -1.0}, 1, 0),
+        ),
+        (
+            "kv_cache_fits(cfg, usable_memory_fraction=1.5, 1, 0)",
+            ValueError,
+            lambda s: s.kv_cache_fits(m, {**T4_LIKE, "usable_memory_fraction": 1.5}, 1, 0),
+        ),
+        (
+            "kv_cache_fits(cfg, gpu without usable_memory_fraction, 1, 0)",
+            ValueError,
+            lambda s: s.kv_cache_fits(m, {"name": "T4", "memory_bytes": 10**9}, 1, 0),
         ),
         (
             "kv_cache_fits(cfg, gpu, 1, context_len=-1)",
@@ -391,17 +521,17 @@ def serving_cases(m):
             lambda s: s.max_batch_that_fits(m, T4_LIKE, 0),
         ),
         (
-            "max_batch_that_fits(cfg, gpu, 512, weight_bytes=0)",
+            "max_batch_that_fits(cfg, gpu, 512, dtype_bytes=0)",
             ValueError,
             lambda s: s.max_batch_that_fits(m, T4_LIKE, 512, 0),
         ),
         (
-            "max_batch_that_fits(cfg, gpu, 512, kv_bytes=True)",
+            "max_batch_that_fits(cfg, gpu, 512, kv_dtype_bytes=True)",
             TypeError,
             lambda s: s.max_batch_that_fits(m, T4_LIKE, 512, 2, True),
         ),
         (
-            "decode_step_breakdown(cfg, 1, context=0, gpu)",
+            "decode_step_breakdown(cfg, 1, context_len=0, gpu)",
             ValueError,
             lambda s: s.decode_step_breakdown(m, 1, 0, T4_LIKE),
         ),
@@ -411,12 +541,12 @@ def serving_cases(m):
             lambda s: s.decode_step_breakdown(m, "1", 16, T4_LIKE),
         ),
         (
-            "decode_step_breakdown(cfg, 1, 16, gpu, weight_bytes=-0.5)",
+            "decode_step_breakdown(cfg, 1, 16, gpu, dtype_bytes=-0.5)",
             ValueError,
             lambda s: s.decode_step_breakdown(m, 1, 16, T4_LIKE, -0.5),
         ),
         (
-            "decode_step_breakdown(cfg, 1, 16, gpu, kv_bytes=float('inf'))",
+            "decode_step_breakdown(cfg, 1, 16, gpu, kv_dtype_bytes=float('inf'))",
             ValueError,
             lambda s: s.decode_step_breakdown(m, 1, 16, T4_LIKE, 2, float("inf")),
         ),
@@ -426,7 +556,7 @@ def serving_cases(m):
             lambda s: s.prefill_time(m, 1, 0, T4_LIKE),
         ),
         (
-            "prefill_time(cfg, 1, 16, gpu, weight_bytes='2')",
+            "prefill_time(cfg, 1, 16, gpu, dtype_bytes='2')",
             TypeError,
             lambda s: s.prefill_time(m, 1, 16, T4_LIKE, "2"),
         ),

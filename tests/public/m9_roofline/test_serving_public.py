@@ -1,4 +1,6 @@
-"""Public tests for M9's serving numbers: the tokens/s ceiling and whether the batch fits.
+"""Public tests for M9's serving numbers: the tokens/s ceiling, whether the batch fits, the
+decode step's kernels, prefill, and the serving-engine sections (MBU, continuous batching,
+chunked prefill, decode attention).
 
 Run them with the rest of the public suite: `pytest tests/public/m9_roofline` from the root of
 your repository. The grader's hidden tests draw their own configs, GPUs and batches.
@@ -12,7 +14,32 @@ from __future__ import annotations
 import pytest
 
 COURSE_PARAMS = 1_311_872
-T4_LIKE = {"name": "T4", "peak_flops": 65e12, "peak_bandwidth": 320e9, "memory_bytes": 16e9}
+T4_LIKE = {
+    "name": "T4",
+    "peak_flops": 65e12,
+    "peak_bandwidth": 320e9,
+    "memory_bytes": 15360 * 2**20,  # nvidia-smi's 15,360 MiB
+    "usable_memory_fraction": 0.9,
+    "sm_count": 40,
+}
+H100_LIKE = {
+    **T4_LIKE,
+    "name": "H100",
+    "peak_flops": 989e12,
+    "peak_bandwidth": 3350e9,
+    "memory_bytes": 81559 * 2**20,
+    "sm_count": 132,
+}
+LLAMA3_8B = {
+    "name": "llama-3-8b",
+    "dim": 4096,
+    "n_layers": 32,
+    "n_heads": 32,
+    "n_kv_heads": 8,
+    "vocab_size": 128256,
+    "ffn_hidden_dim": 14336,
+    "tied_embeddings": False,
+}
 
 
 @pytest.mark.points(1)
@@ -40,31 +67,46 @@ def test_tokens_per_s_bound_course_model(student, course_model):
 @pytest.mark.points(1)
 def test_kv_cache_fits_examples(student, course_model):
     need = 2 * COURSE_PARAMS + 4 * 512 * 1024  # batch 4 at 512 tokens
-    for memory, want in ((need, True), (need - 1, False), (16e9, True)):
-        got = student.kv_cache_fits(
-            course_model, {**T4_LIKE, "memory_bytes": float(memory)}, 4, 512
-        )
+    for memory, fraction, want in (
+        (need, 1.0, True),
+        (need - 1, 1.0, False),
+        (need, 0.9, False),  # the budget is 90% of the card, not all of it
+        (T4_LIKE["memory_bytes"], 0.9, True),
+    ):
+        gpu = {**T4_LIKE, "memory_bytes": memory, "usable_memory_fraction": fraction}
+        got = student.kv_cache_fits(course_model, gpu, 4, 512)
         assert got is want, (
-            f"kv_cache_fits(course model, memory_bytes={memory:.12g}, batch=4, 512) returned "
-            f"{got!r}; the batch needs {need:,} bytes, so the answer is {want}"
+            f"kv_cache_fits(course model, memory_bytes={memory}, usable_memory_fraction="
+            f"{fraction}, batch=4, 512) returned {got!r}; the batch needs {need:,} bytes of the "
+            f"{fraction} x {memory:,} budget, so the answer is {want}"
         )
 
 
 @pytest.mark.points(1)
 def test_max_batch_that_fits_examples(student, course_model):
     per_seq = 512 * 1024  # 512 tokens x 1,024 bytes of fp16 K and V
-    gpu = {**T4_LIKE, "memory_bytes": float(2 * COURSE_PARAMS + 3 * per_seq)}
+    gpu = {
+        **T4_LIKE,
+        "memory_bytes": 2 * COURSE_PARAMS + 3 * per_seq,
+        "usable_memory_fraction": 1.0,
+    }
     got = student.max_batch_that_fits(course_model, gpu, 512)
     assert type(got) is int and got == 3, (
         f"max_batch_that_fits(course model, memory for the weights + 3 caches, 512) returned "
         f"{got!r}; expected the int 3 (exactly full still fits)"
     )
-    small = {**T4_LIKE, "memory_bytes": float(2 * COURSE_PARAMS - 1)}
+    small = {**gpu, "memory_bytes": 2 * COURSE_PARAMS - 1}
     got0 = student.max_batch_that_fits(course_model, small, 512)
     assert got0 == 0, f"when the weights alone do not fit the answer is 0, got {got0!r}"
-    half = student.max_batch_that_fits(course_model, gpu, 512, weight_bytes=2, kv_bytes=1)
+    half = student.max_batch_that_fits(course_model, gpu, 512, dtype_bytes=2, kv_dtype_bytes=1)
     assert half == 6, (
-        f"with an 8-bit cache (kv_bytes=1) twice as many sequences fit: expected 6, got {half!r}"
+        f"with an 8-bit cache (kv_dtype_bytes=1) twice as many sequences fit: expected 6, got "
+        f"{half!r}"
+    )
+    h100 = student.max_batch_that_fits(LLAMA3_8B, H100_LIKE, 512)
+    assert h100 == 907, (
+        f"max_batch_that_fits(Llama-3-8B, H100, 512) returned {h100!r}; expected 907: 90% of "
+        "81,559 MiB (x 2**20 bytes) less 16.06 GB of fp16 weights, over 512 x 128 KiB per sequence"
     )
 
 
@@ -104,4 +146,61 @@ def test_prefill_and_ttft_course_model(student, course_model):
     assert tpot == pytest.approx(step, rel=1e-12) and ttft > tpot, (
         f"ttft_and_tpot(course model, 1, 512, T4) returned {(ttft, tpot)!r}: TPOT is one decode "
         f"step at context 512 ({step!r} s), and TTFT, the prefill, is longer"
+    )
+
+
+@pytest.mark.points(1)
+def test_decode_utilization_llama_on_h100(student):
+    # Llama-3-8B, batch 16, 2,048 tokens on the H100, memory-bound: the roofline time of the step
+    kv_bytes = 16 * 2048 * 131_072
+    roof = (2 * 7_504_924_672 + kv_bytes) / 3350e9
+    got = student.decode_utilization(LLAMA3_8B, 16, 2048, H100_LIKE, 2 * roof)
+    assert isinstance(got, dict) and set(got) == {"mbu", "mfu"}, (
+        f"decode_utilization must return a dict with the keys mbu and mfu, got {got!r}"
+    )
+    assert got["mbu"] == pytest.approx(0.5, rel=1e-9) and got["mfu"] == pytest.approx(
+        0.02258, rel=1e-3
+    ), (
+        f"decode_utilization(Llama-3-8B, 16, 2048, H100, tpot_s = twice the roofline time) "
+        f"returned {got!r}; expected MBU 0.5 (half the roofline's bandwidth) and MFU about "
+        "0.0226 (attention's FLOPs included: 4.5% at the roofline, halved)"
+    )
+
+
+@pytest.mark.points(1)
+def test_continuous_batching_examples(student):
+    mixed = student.ragged_decode_step(LLAMA3_8B, [100, 500, 2000, 8000], H100_LIKE)
+    assert type(mixed) is float and mixed == pytest.approx(4.8953e-3, rel=1e-4), (
+        f"ragged_decode_step(Llama-3-8B, [100, 500, 2000, 8000], H100) returned {mixed!r}; "
+        "expected about 4.895 ms: the weights once, attention over the 10,600 tokens in all "
+        "(padded to 8,000 each it would be 5.73 ms)"
+    )
+    for tpot, want in ((0.010, 68), (0.050, 226), (1e-4, 0)):
+        got = student.max_batch_under_tpot(LLAMA3_8B, H100_LIKE, 2048, tpot)
+        assert type(got) is int and got == want, (
+            f"max_batch_under_tpot(Llama-3-8B, H100, 2048, tpot_s={tpot}) returned {got!r}; "
+            f"expected {want} (the largest batch whose step meets the target and that fits)"
+        )
+
+
+@pytest.mark.points(1)
+def test_chunked_prefill_and_decode_attention_examples(student, course_model):
+    for gpu, batch, size, want in ((T4_LIKE, 1, 2, 202), (H100_LIKE, 1, 0.5, 72)):
+        got = student.chunked_prefill_budget(gpu, batch, size)
+        assert type(got) is int and got == want, (
+            f"chunked_prefill_budget({gpu['name']}, batch={batch}, dtype_bytes={size}) returned "
+            f"{got!r}; expected {want}: the tokens T with 2 T / dtype_bytes below the ridge, "
+            "less the batch's own"
+        )
+    for args, want in (((LLAMA3_8B,), 4.0), ((LLAMA3_8B, 4), 16.0), ((course_model, 1, 1), 4.0)):
+        got = student.decode_attention_intensity(*args)
+        assert type(got) is float and got == want, (
+            f"decode_attention_intensity{args[1:]} of {args[0]['name']} returned {got!r}; "
+            f"expected {want} = 2 x spec_tokens x (n_heads / n_kv_heads) / kv_dtype_bytes"
+        )
+    plan = student.split_kv_plan(LLAMA3_8B, 1, 8192, H100_LIKE)
+    want = {"blocks": 8, "splits": 17, "split_blocks": 136, "chunk_len": 482}
+    assert plan == want, (
+        f"split_kv_plan(Llama-3-8B, batch 1, 8192 tokens, H100) returned {plan!r}; expected "
+        f"{want}: 8 K/V heads, ceil(132 / 8) = 17 splits of ceil(8192 / 17) tokens"
     )

@@ -23,8 +23,13 @@ def test_real_manifest_loads_with_the_design_figures():
     assert c.assignment("m9_roofline").due.tzinfo == UTC
     assert c.limits.call_timeout_s > 0
     t4, h100 = c.gpu, c.hardware["H100_SXM"]
-    assert (t4.memory_gb, t4.sm_count, h100.memory_gb, h100.sm_count) == (16, 40, 80, 132)
-    assert t4.memory_bytes == 16e9
+    assert (t4.memory_mib, t4.sm_count, h100.memory_mib, h100.sm_count) == (15360, 40, 81559, 132)
+    # Real bytes, as nvidia-smi counts them: a "16 GB" T4 with ECC on is 15 GiB, not 16e9 bytes.
+    assert t4.memory_bytes == 15 * 2**30 and type(t4.memory_bytes) is int
+    assert {h.usable_memory_fraction for h in c.hardware.values()} == {0.9}
+    assert (t4.int8_tensor_tops, t4.fp8_tensor_tflops) == (130, None)
+    assert h100.fp8_tensor_tflops == 1979
+    assert round(h100.fp8_tensor_tflops * 1e12 / h100.peak_bandwidth) == 591  # the FP8 ridge
     assert t4.sm.as_dict() == {
         "max_threads": 1024,
         "max_blocks": 16,
@@ -43,7 +48,9 @@ def test_real_manifest_loads_with_the_design_figures():
     assert h100.sm.reserved_shared_memory_per_block == 1024
     assert h100.sm.max_shared_memory_per_block == 227 * 1024
     assert h100.sm.shared_memory_bytes == 228 * 1024 and h100.sm.max_warps == 64
-    assert c.hardware["A100_80GB"].sm.shared_memory_kib == 164
+    a100 = c.hardware["A100_SXM"]  # the SXM module (2,039 GB/s), not the PCIe card (1,935)
+    assert (a100.sm.shared_memory_kib, a100.bandwidth_gbs, a100.memory_mib) == (164, 2039, 81920)
+    assert "SXM" in a100.name
 
 
 def test_sustained_rate_is_optional(tmp_path):
@@ -82,7 +89,20 @@ def _write(tmp_path: Path, old: str, new: str) -> Path:
         ("compute_capability = [7, 5]", "compute_capability = 7.5", "compute_capability"),
         ("penalty_per_day = 0.1", "penalty_per_day = 3", "late_policy"),
         ("[limits]", "[limit]", "limit"),
-        ("memory_gb = 16.0", "", "[hardware.T4] missing key 'memory_gb'"),
+        ("memory_mib = 15360", "", "[hardware.T4] missing key 'memory_mib'"),
+        ("memory_mib = 15360", "memory_mib = 15.0", "hardware.T4.memory_mib: expected int"),
+        ("memory_mib = 15360", "memory_gb = 16.0", "[hardware.T4] unknown key 'memory_gb'"),
+        (
+            "usable_memory_fraction = 0.9",
+            "usable_memory_fraction = 1.5",
+            "hardware.T4.usable_memory_fraction must be a fraction in",
+        ),
+        ("int8_tensor_tops = 130.0", "int8_tensor_tops = 0", "int8_tensor_tops must be positive"),
+        (
+            "fp8_tensor_tflops = 1979.0",
+            "fp8_tensor_tflops = -1.0",
+            "hardware.H100_SXM.fp8_tensor_tflops must be positive",
+        ),
         ("sm_count = 40", "sm_count = 0", "hardware.T4.sm_count must be positive"),
         ("max_blocks = 16", "max_blocks = 16\nmax_blok = 3", "hardware.T4.sm.*max_blok"),
         ("max_warps = 32", "max_warps = 31", "hardware.T4.sm: max_threads"),

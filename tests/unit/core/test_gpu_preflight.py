@@ -49,6 +49,15 @@ def test_profile_follows_the_cuda_version_the_driver_reports(
     assert chosen == profile, reason
     if profile is None:
         assert "update the NVIDIA driver" in reason
+        out = subprocess.run(
+            [sys.executable, "-m", "grader.core.device", "profile"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PATH": str(tmp_path / "bin")},
+            cwd=ROOT,
+            check=False,
+        )
+        assert out.returncode == 1 and '".[student]"' in out.stderr, out.stderr
 
 
 def test_profile_command_without_a_driver(tmp_path):
@@ -57,6 +66,8 @@ def test_profile_command_without_a_driver(tmp_path):
     bare = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, check=False)
     assert bare.returncode == 1 and bare.stdout == ""
     assert "nvidia-smi is not on PATH" in bare.stderr
+    # ... and names the profile that does fit: the student one, for the simulator.
+    assert 'pip install -e ".[student]"' in bare.stderr and "simulator" in bare.stderr
     fallback = subprocess.run(
         [*cmd, "--default", "gpu-cu13"], capture_output=True, text=True, env=env, cwd=ROOT
     )

@@ -15,7 +15,8 @@ from factories import ROOT
 
 from grader.core import compiler
 from grader.core.course import load_course
-from grader.grading.check import check
+from grader.core.results import AssignmentResult
+from grader.grading.check import Checked, check, compile_notes
 from grader.grading.grade import GradingBackend
 from grader.reports.terminal import check_report
 from grader.sandbox import backend as sandbox_backend
@@ -219,3 +220,26 @@ def test_a_failed_compile_probe_refuses_the_grading_and_runs_no_graded_kernel(
     result = grade.grade_submission(sub, root=root, assignments=[AID], student="s")
     assert (result.score, result.max_score) == (1.0, 1.0)
     assert graded_kernels and "kernel_compile" in graded_kernels
+
+
+def test_the_check_says_when_the_compile_check_ran_and_passed(tmp_path):
+    """With the compiler installed, `grader check` says the PTX check ran and passed, instead of
+    saying nothing; a kernel that does not compile is named."""
+    course = load_course(ROOT)
+    backend = InProcessBackend({AID: ROOT / "solutions" / AID / f"{AID}.py"})
+    try:
+        s = Student(backend, AID, kernel_timeout=120)
+        before = (backend.compiled, len(backend.compile_failed))
+        s.vector_add.ptx("void(float32[:], float32[:], float32[:])")
+        [note] = compile_notes(backend, course, before)
+        assert "compute capability 7.5) ran here and passed: 1 kernel" in note, note
+        backend.compile_failed.append("strided_copy")  # as a kernel that failed to compile
+        backend.compiled += 1
+        [note] = compile_notes(backend, course, before)
+        assert "1 of 2 kernel compilation(s) passed; strided_copy did not compile" in note
+        assert compile_notes(backend, course, (backend.compiled, 1)) == []  # nothing compiled
+    finally:
+        backend.close()
+    note = compiler.ran_note(3, [], (7, 5))
+    shown = check_report([Checked(AssignmentResult(AID, 0.0, 0.0), "nothing", [], [note])], False)
+    assert f"note: {note}" in shown  # printed under the tables, as the deferred note is

@@ -18,7 +18,7 @@ def test_the_reference_record_is_the_solutions_own(course):
     gpu = course.gpu
     expected = solution.m9_record(
         solution.COURSE_MODEL,
-        {"name": gpu.key, "peak_flops": gpu.peak_flops, "peak_bandwidth": gpu.peak_bandwidth},
+        gpu.as_gpu_dict(),
         solution.CONTEXT_LEN,
     )
     assert compute_reference_record(course) == expected

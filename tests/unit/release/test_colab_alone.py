@@ -15,6 +15,7 @@ from pathlib import Path
 import jupytext
 import pytest
 
+from grader.core.course import load_course
 from grader.release.embed import MARKER, embed_course
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -136,8 +137,11 @@ def test_m9_self_checks_run_from_the_notebook_alone(tmp_path):
         "name": "T4",
         "peak_flops": t4["fp16_tensor_tflops"] * 1e12,
         "peak_bandwidth": t4["bandwidth_gbs"] * 1e9,
-        "memory_bytes": t4["memory_gb"] * 1e9,
+        "memory_bytes": t4["memory_mib"] * 2**20,  # nvidia-smi's MiB, in bytes
+        "usable_memory_fraction": t4["usable_memory_fraction"],
+        "sm_count": t4["sm_count"],
     }
+    assert gpus["T4"] == load_course(ROOT).hardware["T4"].as_gpu_dict()
     assert sorted(gpus) == sorted(_hardware())
 
 

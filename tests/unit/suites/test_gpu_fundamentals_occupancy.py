@@ -20,7 +20,7 @@ from factories import GF_SOLUTION, ROOT, Facade, hidden_suite, solution_function
 from grader.core.notebook import read_notebook
 
 SOLUTION = GF_SOLUTION
-GPUS = ("T4", "A100_80GB", "H100_SXM", "H200")
+GPUS = ("T4", "A100_SXM", "H100_SXM", "H200")
 
 
 @pytest.fixture(scope="module")

@@ -48,11 +48,7 @@ def write_metrics(path: Path) -> Path:
     """metrics.json as the M9 notebook's last cell writes it, from the reference solution."""
     course = load_course(ROOT)
     m9 = load_module(ROOT / "solutions" / "m9_roofline" / "m9_roofline.py", "unit_reference_m9")
-    gpu = {
-        "name": course.course_gpu,
-        "peak_flops": course.gpu.peak_flops,
-        "peak_bandwidth": course.gpu.peak_bandwidth,
-    }
+    gpu = course.gpu.as_gpu_dict()  # what the notebook's load_hardware() gives
     m9.save_metric(path, "m9_roofline", m9.m9_record(m9.COURSE_MODEL, gpu, m9.CONTEXT_LEN))
     return path
 
