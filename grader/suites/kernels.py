@@ -15,7 +15,7 @@ import numpy as np
 
 from grader.core import kernel_source
 from grader.sandbox.protocol import KERNEL_REFUSED
-from grader.suites.errors import grader_error, make_error, malformed
+from grader.suites.errors import grader_error, malformed
 
 if TYPE_CHECKING:
     from grader.suites.student import Function
@@ -100,7 +100,7 @@ class Launch:
             left = s._kernel_timeout - (time.monotonic() - started)
             reply = s._backend.kernel(req, max(1.0, left), "run")
             if "error" in reply:
-                raise make_error(reply["error"], name)
+                raise s._error(reply["error"], name, "kernel_timeout_s")
             return reply
 
         ask(s._kernel_req("kernel_stage", name, grid=grid, block=block, args=list(args)))

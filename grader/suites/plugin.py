@@ -8,6 +8,7 @@ by `grader.suites.runner`, never by a test.
 
 from __future__ import annotations
 
+import functools
 import random
 from collections import defaultdict
 from collections.abc import Generator
@@ -282,13 +283,13 @@ def student(request: pytest.FixtureRequest, course: Course) -> Student:
     """The submission's notebook for this test file's assignment."""
 
     s = session(request.config)
-    limits = course.limits
+    assignment = assignment_of(request.path)
     return Student(
         s.get_backend(course),
-        assignment_of(request.path),
-        call_timeout=limits.call_timeout_s,
-        kernel_timeout=limits.kernel_timeout_s,
+        assignment,
         cc=course.gpu.compute_capability,
+        limits=course.limits_for(assignment),
+        limit_source=functools.partial(course.limit_source, assignment),
     )
 
 
