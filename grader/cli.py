@@ -144,7 +144,7 @@ def cmd_release(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     from grader.release import verify  # lazy: instructor-only, not in the student repo
 
-    report = verify(_root(args))
+    report = verify(_root(args), args.assignment or None)
     print(report.table())
     return ExitCode.OK if report.ok else ExitCode.FAILED
 
@@ -305,6 +305,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(func=cmd_release)
 
     v = sub.add_parser("verify", help="instructor's one-stop check of the whole course")
+    v.add_argument(
+        "assignment",
+        nargs="*",
+        help="verify only these assignments (the release and the export are checked whole)",
+    )
     v.set_defaults(func=cmd_verify)
 
     n = sub.add_parser(

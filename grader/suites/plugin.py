@@ -55,6 +55,18 @@ class GraderSession:
     seeds: dict[str, str] = field(default_factory=dict)
     _reference_modules: dict[str, Any] = field(default_factory=dict)
 
+    def public_seed(self, assignment_id: str) -> str:
+        """The seed of the public suites' draws: the public suites and the assignment alone, no
+        student. A student's own check cannot know the identity or the hidden suites a grading
+        keys its seed on, and the public tests must draw in it what the grading of their pull
+        request draws; a seed of the notebook's text would let an edit re-roll them."""
+        key = f"public/{assignment_id}"
+        if key not in self.seeds:
+            public = self.root / "tests" / "public" / assignment_id
+            digest = seeds.suite_digest(self.root, [public] if public.is_dir() else [])
+            self.seeds[key] = seeds.assignment_seed(assignment_id, "public", digest)
+        return self.seeds[key]
+
     def seed(self, assignment_id: str) -> str:
         if assignment_id not in self.seeds:
             dirs = [self.root / "tests" / s / assignment_id for s in ("public", "hidden")]
@@ -194,9 +206,10 @@ def _test_seed(item: pytest.Item) -> int | None:
     """This test's seed, or None outside a grading session (the unit tests' own runs)."""
     if SESSION_KEY not in item.config.stash:
         return None
-    assignment = assignment_of(item.path)
-    seed = item.config.stash[SESSION_KEY].seed(assignment)
-    key = f"{suite_of(item.path)}/{assignment}/{item.path.name}::{item.name}"
+    assignment, suite = assignment_of(item.path), suite_of(item.path)
+    session = item.config.stash[SESSION_KEY]
+    seed = session.public_seed(assignment) if suite == "public" else session.seed(assignment)
+    key = f"{suite}/{assignment}/{item.path.name}::{item.name}"
     return seeds.test_seed(seed, key)
 
 

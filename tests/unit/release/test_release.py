@@ -26,7 +26,7 @@ from grader.release import (
     verify,
 )
 
-IDS = ("gpu_fundamentals", "m9_roofline")
+IDS = tuple(load_course(ROOT).assignment_ids)  # a scratch course has every real assignment
 
 SOURCE = '''\
 # ---
@@ -642,32 +642,32 @@ def test_{name}(student):
 
 @pytest.mark.slow
 def test_verify_reports_a_vacuous_test_by_name(course: Path) -> None:
-    """Synthetic course: all checks pass except one hidden test that passes on the stub."""
+    """Synthetic course: all checks pass (the sandbox pass and the export included) except one
+    hidden test that passes on the stub."""
+    course_tree(course, copy=("grader", "pyproject.toml", "STUDENT_README.md"))
     start = SOURCE.index('# %% nbgrader={"grade": false, "grade_id": "quad_cell"')
     end = SOURCE.index('# %% nbgrader={"grade": true')
     for a in IDS:  # a whole-function region leaves a module-level raise: nothing would import
         src(course, a).write_text(SOURCE[:start] + SOURCE[end:])
     total = {a.id: a.points for a in load_course(course).assignments}
-    for a, points, name, body in (  # the rest of course.toml's points, after 15 public + 2 hidden
-        (
-            "gpu_fundamentals",
-            total["gpu_fundamentals"] - 17,
-            "triple_none",
-            "with pytest.raises(ValueError):\n        student.triple(None)",
-        ),
-        ("m9_roofline", total["m9_roofline"] - 17, "vacuous", 'assert student.has("double")'),
-    ):
+    vacuous = IDS[-1]
+    for a in IDS:  # the rest of course.toml's points, after 15 public + 2 hidden
+        name, body = (
+            ("vacuous", 'assert student.has("double")')
+            if a == vacuous
+            else ("triple_none", "with pytest.raises(ValueError):\n        student.triple(None)")
+        )
         (course / "tests" / "public" / a).mkdir(parents=True)
         (course / "tests" / "public" / a / f"test_{a}_public.py").write_text(PUBLIC_TEST)
         (course / "tests" / "hidden" / a / f"test_{a}_more.py").write_text(
-            EXTRA_HIDDEN.format(points=points, name=name, body=body)
+            EXTRA_HIDDEN.format(points=total[a] - 17, name=name, body=body)
         )
     assert release(course).ok
     report = verify(course)
-    vacuous = total["m9_roofline"] - 17
+    left = total[vacuous] - 17
     assert report.findings == [
-        f"stubs score zero [m9_roofline]: vacuous test hidden/test_vacuous: scores "
-        f"{vacuous:g} / {vacuous:g} on the stub"
+        f"stubs score zero [{vacuous}]: vacuous test hidden/test_vacuous: scores "
+        f"{left:g} / {left:g} on the stub"
     ], report.table()
     table = report.table()
     for check in (
@@ -677,6 +677,9 @@ def test_verify_reports_a_vacuous_test_by_name(course: Path) -> None:
         "solution scores full marks",
         "points match course.toml",
         "stubs score zero",
+        "solution graded the same in the sandbox",
+        "stub graded the same in the sandbox",
+        "export leak-free",
     ):
         assert check in table
     assert not (course / "metrics.json").exists(), "verify must not write into the course"
