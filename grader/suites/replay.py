@@ -164,7 +164,7 @@ class Replay:
             given = [g for g in (relation.expected(w) for w in written) if _is_number(g)]
             if not given:
                 return f"it returned {value!r}, and no array the kernels wrote gives a number"
-            return f"it returned {value!r}; what the kernels wrote gives {given[0]!r}"
+            return f"it returned {value!r}; what the kernels wrote gives {float(given[0])!r}"
         for state in written:
             if state.size == value.size:
                 want = state.reshape(-1).astype(value.dtype, copy=False)
