@@ -312,6 +312,7 @@ def grade_submission(
     not depend on what it was graded with. The groups' results are merged in course order.
     See `_grade_group` for one group.
     """
+    parse_lock.install()  # this grading's threads parse Python at once (CPython 3.11's race)
     course = course or load_course(root)
     ids = list(assignments or course.assignment_ids)
     for a in ids:
@@ -383,7 +384,6 @@ def _grade_group(
     """
     started = time.perf_counter()
     limits = course.limits_for(ids[0])
-    parse_lock.install()  # this grading's threads parse Python at once (CPython 3.11's race)
     # decided once for the grading and handed to every worker it starts; the probe runs while
     # this process loads the course and reads the submission (no student code runs meanwhile)
     deciding = (

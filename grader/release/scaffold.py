@@ -37,6 +37,11 @@ from grader.release import shared_cells
 from grader.release.validate import cell_ranges
 
 ID_RE = re.compile(r"[a-z][a-z0-9_]*")
+# The threads per block of the scaffold's reduction (`TPB` in its notebook and suites). 256 is
+# the intended norm (the textbook reduction's shape); 32 until Numba's CUDA simulator runs a
+# block of any legal shape (up to 1,024 threads with barriers) under the default `[limits]
+# processes = 64`: today a simulated block needs a process slot per thread at a barrier.
+SCAFFOLD_TPB = 32
 SETUP_PLACEHOLDER = "__SHARED_SETUP_CELLS__"
 _POINTS_RE = re.compile(r"^@pytest\.mark\.points\((\d+)\)", re.MULTILINE)
 
@@ -59,7 +64,8 @@ def _template(name: str) -> str:
 
 
 def _fill(text: str, assignment_id: str, title: str) -> str:
-    return text.replace("__ASSIGNMENT__", assignment_id).replace("__TITLE__", title)
+    filled = text.replace("__ASSIGNMENT__", assignment_id).replace("__TITLE__", title)
+    return filled.replace("__TPB__", str(SCAFFOLD_TPB))
 
 
 def template_points() -> int:

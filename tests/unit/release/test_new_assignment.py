@@ -18,6 +18,7 @@ from factories import ROOT, course_tree
 from grader.core.course import load_course
 from grader.release import release
 from grader.release.scaffold import (
+    SCAFFOLD_TPB,
     ScaffoldError,
     _with_entry,
     new_assignment,
@@ -124,7 +125,9 @@ def test_the_scaffold_holds_the_shared_setup_cells_and_no_placeholder(tmp_path):
     assert [i for i in ids if i in shared] == shared and stale(nb) == []
     for suite in ("public", "hidden"):
         tests = (root / "tests" / suite / NEW / f"test_{NEW}_{suite}.py").read_text()
-        assert "__" + "TITLE__" not in tests and "@pytest.mark.points(" in tests
+        assert "__" + "TITLE__" not in tests and "__" + "TPB__" not in tests
+        assert f"TPB = {SCAFFOLD_TPB}  #" in tests and "@pytest.mark.points(" in tests
+    assert f"\nTPB = {SCAFFOLD_TPB}  #" in text
 
 
 def test_a_stale_shared_cell_stops_the_release_until_sync_setup_copies_it_in(tmp_path):
@@ -232,3 +235,29 @@ def test_a_third_assignment_from_the_scaffold_goes_through_every_command(tmp_pat
     assert (dest / "exercises" / NEW / f"{NEW}.ipynb").is_file()
     assert (dest / "tests" / "public" / NEW / f"test_{NEW}_public.py").is_file()
     assert not (dest / "tests" / "hidden").exists() and not (dest / "solutions").exists()
+
+
+@pytest.mark.slow
+def test_a_reduction_of_256_thread_blocks_grades_in_the_sandbox_or_names_the_limit(
+    tmp_path, monkeypatch
+):
+    """256-thread blocks with barriers, the scaffold's intended shape: the reference grades at
+    full marks in the sandbox under the default limits once the simulator runs any legal block;
+    until then each test it loses says it hit `processes` and where that is set."""
+    from grader.grading import grade_submission
+    from grader.release import scaffold
+
+    monkeypatch.setattr(scaffold, "SCAFFOLD_TPB", 256)
+    root = course_tree(tmp_path / "course", copy=("course.toml", "tests/hidden/conftest.py"))
+    new_assignment(root, NEW)
+    fork = _fork(tmp_path / "fork", root / "solutions" / NEW / f"{NEW}.py")
+    course = load_course(root)
+    result = grade_submission(
+        fork, assignments=[NEW], course=course, allow_incomplete_isolation=True
+    )
+    [graded] = result.assignments
+    lost = [t for t in graded.tests if t.score < t.max_score]
+    limit = f"processes = {course.limits.processes} ([limits] processes in course.toml"
+    assert graded.score == graded.max_score or all(
+        limit in t.feedback and f"assignment {NEW!r}" in t.feedback for t in lost
+    ), [(t.name, t.feedback[:300]) for t in lost]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -645,6 +646,8 @@ def test_verify_reports_a_vacuous_test_by_name(course: Path) -> None:
     """Synthetic course: all checks pass (the sandbox pass and the export included) except one
     hidden test that passes on the stub."""
     course_tree(course, copy=("grader", "pyproject.toml", "STUDENT_README.md"))
+    manifest = course / "course.toml"  # 20 points each: 15 public + 2 hidden + 3 more below
+    manifest.write_text(re.sub(r"(?m)^points = \d+", "points = 20", manifest.read_text()))
     start = SOURCE.index('# %% nbgrader={"grade": false, "grade_id": "quad_cell"')
     end = SOURCE.index('# %% nbgrader={"grade": true')
     for a in IDS:  # a whole-function region leaves a module-level raise: nothing would import
