@@ -198,9 +198,32 @@ def cmd_release(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     from grader.release import verify  # lazy: instructor-only, not in the student repo
 
-    report = verify(_root(args))
+    report = verify(_root(args), args.assignment or None)
     print(report.table())
     return ExitCode.OK if report.ok else ExitCode.FAILED
+
+
+def cmd_new_assignment(args: argparse.Namespace) -> int:
+    from grader.release.scaffold import new_assignment  # lazy: instructor-only, as above
+
+    made = new_assignment(_root(args), args.id, title=args.title, due=args.due)
+    for rel in made.written:
+        print(f"wrote {rel}")
+    print(
+        f"{made.assignment}: {made.points} points. Next: `grader release {made.assignment}` and "
+        "`grader verify` (green as written), then make it yours: docs/ADDING_AN_ASSIGNMENT.md"
+    )
+    return ExitCode.OK
+
+
+def cmd_sync_setup(args: argparse.Namespace) -> int:
+    from grader.release.scaffold import sync_setup  # lazy: instructor-only, as above
+
+    rewritten = sync_setup(_root(args), args.assignment or None)
+    for rel in rewritten:
+        print(f"rewrote the shared setup cells of {rel}")
+    print("shared setup cells in step" + ("; now run `grader release`" if rewritten else ""))
+    return ExitCode.OK
 
 
 def cmd_export_student(args: argparse.Namespace) -> int:
@@ -373,7 +396,35 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(func=cmd_release)
 
     v = sub.add_parser("verify", help="instructor's one-stop check of the whole course")
+    v.add_argument(
+        "assignment",
+        nargs="*",
+        help="verify only these assignments (the release and the export are checked whole)",
+    )
     v.set_defaults(func=cmd_verify)
+
+    n = sub.add_parser(
+        "new-assignment",
+        help="instructors: write a working new assignment to start from",
+        description="Writes solutions/ID/ID.py (the shared setup cells, a pure function, a "
+        "kernel and its host wrapper, their self-checks), tests/public/ID/ and tests/hidden/ID/ "
+        "(stated rules, drawn tests) and ID's [[assignments]] entry in course.toml. `grader "
+        "release ID && grader verify` pass on it as written; docs/ADDING_AN_ASSIGNMENT.md "
+        "says how to make it yours.",
+    )
+    n.add_argument("id", help="the assignment id: a lowercase Python name, e.g. reduction")
+    n.add_argument("--title", help="its title (default: the id in words)")
+    n.add_argument(
+        "--due", help="ISO 8601 with a zone (default: a week after the course's last due date)"
+    )
+    n.set_defaults(func=cmd_new_assignment)
+
+    ss = sub.add_parser(
+        "sync-setup",
+        help="instructors: copy the shared setup cells into the solutions that have them",
+    )
+    ss.add_argument("assignment", nargs="*")
+    ss.set_defaults(func=cmd_sync_setup)
 
     e = sub.add_parser("export-student", help="write the repository students fork")
     e.add_argument("dest")

@@ -271,18 +271,13 @@ def _gpu_present() -> bool:
 if not _gpu_present():
     os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
-# %% deletable=false editable=false nbgrader={"grade": false, "grade_id": "numba_setup", "locked": true, "schema_version": 3, "solution": false, "task": false, "checksum": "9f7834d577ea2a29a2114f7b89b5e0b1", "cell_type": "code"}
+# %% deletable=false editable=false nbgrader={"grade": false, "grade_id": "numba_setup", "locked": true, "schema_version": 3, "solution": false, "task": false, "checksum": "5ed07bf8c8f88acf7793a9c99a843d94", "cell_type": "code"}
 # Numba, imported now that the cell above has chosen the GPU or the simulator.
 import numba
 from numba import config as numba_config
 from numba import cuda
 
 ON_GPU = not numba_config.ENABLE_CUDASIM and cuda.is_available()
-
-# Demo sizes: full size on a GPU, small in the simulator (about 150 us per simulated thread).
-VEC_N = 2**24 if ON_GPU else 2048  # elements in the vector-add demo
-STRIDE_N = 2**24 if ON_GPU else 1024  # elements in the strided-copy demo
-TRANSPOSE_N = 8192 if ON_GPU else 48  # side of the square matrix in the transpose demo
 
 if ON_GPU:
     print(f"GPU: {cuda.get_current_device().name} -- kernels run for real")
@@ -291,7 +286,13 @@ elif numba_config.ENABLE_CUDASIM:
 else:
     print("A GPU was expected but CUDA is not usable: kernels compile but cannot be launched.")
 
-# %% deletable=false editable=false nbgrader={"grade": false, "grade_id": "helpers", "locked": true, "schema_version": 3, "solution": false, "task": false, "checksum": "5423b02a4a563d3b9ff8b2260a4c4dcb", "cell_type": "code"}
+# %% tags=["demo"]
+# Demo sizes: full size on a GPU, small in the simulator (about 150 us per simulated thread).
+VEC_N = 2**24 if ON_GPU else 2048  # elements in the vector-add demo
+STRIDE_N = 2**24 if ON_GPU else 1024  # elements in the strided-copy demo
+TRANSPOSE_N = 8192 if ON_GPU else 48  # side of the square matrix in the transpose demo
+
+# %% deletable=false editable=false nbgrader={"grade": false, "grade_id": "helpers", "locked": true, "schema_version": 3, "solution": false, "task": false, "checksum": "ae7ea89785fc0434b700f2b829316a96", "cell_type": "code"}
 # Helpers you may use. `_require_positive` turns a bad argument into an error message that says
 # what was wrong and what was expected; `expect_raises`, `expect_written`, `peak_figures` and
 # `sm_limits` serve the self-checks and demos (the last two read course.toml).
@@ -348,7 +349,8 @@ def _hardware_table(gpu):
     if root is None:
         raise FileNotFoundError(
             "course.toml not found here or above: open this notebook from a checkout of the "
-            "course repository (on Colab, clone your fork and %cd into exercises/gpu_fundamentals)"
+            "course repository (on Colab, clone your fork and %cd into this notebook's folder "
+            "under exercises/)"
         )
     with open(os.path.join(root, "course.toml"), "rb") as fh:
         return tomllib.load(fh)["hardware"][gpu]

@@ -3,12 +3,18 @@
 Every other module reads hardware figures, points, due dates and limits from here, so the numbers
 live in exactly one file. Validation is strict: a typo in a key would otherwise silently fall back
 to a default and grade a class with the wrong limits.
+
+Limits are the course's `[limits]`; an assignment may raise or lower its time and memory limits
+in an `[assignments.limits]` table of its own (`ASSIGNMENT_LIMIT_KEYS`), and `Course.limits_for`
+is the one place the two are merged: every grading, check and verify of that assignment runs
+under them (`grader.grading.grade` gives assignments whose limits differ workers of their own).
 """
 
 from __future__ import annotations
 
 import tomllib
-from dataclasses import MISSING, dataclass, fields
+from collections.abc import Sequence
+from dataclasses import MISSING, dataclass, fields, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, get_args, get_type_hints
@@ -127,6 +133,9 @@ class Assignment:
     # tests' scores per graded function until the due date (and the student's extension), then
     # in full; "score-only" their scores per graded function, always.
     feedback: str = "full"
+    # `[assignments.limits]`: this assignment's own values of some `[limits]` keys (time and
+    # memory, `ASSIGNMENT_LIMIT_KEYS`), as (key, value) pairs; () when it has none
+    limits: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -159,6 +168,18 @@ class Limits:
     open_files: int
     processes: int
     scratch_mb: int = 256  # the worker's scratch tmpfs (HOME, cwd, TMPDIR)
+
+
+# What an assignment may set for itself in `[assignments.limits]`: how long its calls, kernels,
+# notebook and whole grading may take, and its memory. The rest of `[limits]` (processes, open
+# files, file and scratch sizes) is the sandbox's shape and stays course-wide.
+ASSIGNMENT_LIMIT_KEYS = (
+    "call_timeout_s",
+    "kernel_timeout_s",
+    "import_timeout_s",
+    "submission_timeout_s",
+    "memory_mb",
+)
 
 
 @dataclass(frozen=True)
@@ -207,6 +228,33 @@ class Course:
     @property
     def assignment_ids(self) -> list[str]:
         return [a.id for a in self.assignments]
+
+    def limits_for(self, assignment_id: str) -> Limits:
+        """The limits `assignment_id` is graded under: `[limits]` with its own
+        `[assignments.limits]` values in their place."""
+        own: dict[str, Any] = dict(self.assignment(assignment_id).limits)
+        return replace(self.limits, **own)
+
+    def limit_source(self, assignment_id: str, key: str) -> str:
+        """Where the value of `[limits]` key `key` for `assignment_id` is set, as an instructor
+        finds it in course.toml (what a limit's message names)."""
+        if key in dict(self.assignment(assignment_id).limits):
+            return f"[assignments.limits] {key} of {assignment_id!r} in course.toml"
+        return f"[limits] {key} in course.toml"
+
+    def limit_groups(self, assignment_ids: Sequence[str]) -> list[tuple[Limits, list[str]]]:
+        """`assignment_ids` grouped by the limits they are graded under, in their order: the
+        assignments of one group share a grading's workers and its time budget."""
+        groups: dict[Limits, list[str]] = {}
+        for a in assignment_ids:
+            groups.setdefault(self.limits_for(a), []).append(a)
+        return list(groups.items())
+
+    def submission_seconds(self, assignment_ids: Sequence[str] | None = None) -> float:
+        """The most a grading of these assignments (default: all) may take: the time budget
+        of each group of `limit_groups`, added up."""
+        ids = self.assignment_ids if assignment_ids is None else assignment_ids
+        return sum(limits.submission_timeout_s for limits, _ in self.limit_groups(ids))
 
 
 def find_root(start: Path | None = None) -> Path:
@@ -404,7 +452,7 @@ def _assignments(p: Path, raw: Any) -> tuple[Assignment, ...]:
     """[[assignments]]: at least one, ids unique, each feedback policy one of FEEDBACK_POLICIES."""
     if not isinstance(raw, list) or not raw:
         raise CourseError(f"{p}: [[assignments]] must list at least one assignment")
-    assignments = tuple(_typed(f"assignments[{i}]", a, Assignment) for i, a in enumerate(raw))
+    assignments = tuple(_assignment(p, i, a) for i, a in enumerate(raw))
     ids = [a.id for a in assignments]
     if len(set(ids)) != len(ids):
         raise CourseError(f"{p}: duplicate assignment id in {ids}")
@@ -426,6 +474,38 @@ def _grading_cap(p: Path, table: Any) -> GradingCap:
             f"got {cap.gradings} in {cap.window_hours} h"
         )
     return cap
+
+
+def _assignment(p: Path, index: int, table: Any) -> Assignment:
+    """One [[assignments]] entry with its optional [assignments.limits] table."""
+    section = f"assignments[{index}]"
+    if not isinstance(table, dict):
+        raise CourseError(f"{p}: [{section}] must be a table")
+    rest = {k: v for k, v in table.items() if k != "limits"}
+    limits = _assignment_limits(p, section, table.get("limits", {}))
+    return _typed(section, rest, Assignment, {"limits": limits})
+
+
+def _assignment_limits(p: Path, section: str, table: Any) -> tuple[tuple[str, float], ...]:
+    """[assignments.limits]: a subset of `ASSIGNMENT_LIMIT_KEYS`, each a positive number of the
+    type `[limits]` gives it."""
+    if not isinstance(table, dict):
+        raise CourseError(f"{p}: {section}.limits must be a table ([assignments.limits])")
+    kinds = get_type_hints(Limits)
+    out = []
+    for key, value in table.items():
+        if key not in ASSIGNMENT_LIMIT_KEYS:
+            why = (
+                "it is course-wide: set it in [limits]"
+                if key in kinds
+                else f"allowed: {', '.join(ASSIGNMENT_LIMIT_KEYS)}"
+            )
+            raise CourseError(f"{p}: {section}.limits: unknown key {key!r}; {why}")
+        number = _convert(f"{section}.limits.{key}", value, kinds[key])
+        if not number > 0:
+            raise CourseError(f"{p}: {section}.limits.{key} must be positive, got {value!r}")
+        out.append((key, number))
+    return tuple(out)
 
 
 def load_course(path: Path | str | None = None) -> Course:

@@ -2,9 +2,13 @@
 
 Five submissions that show what grading must get right: the reference, an untouched release,
 a partly correct one, one that hard-codes answers and metrics.json, and one that hangs. They are
-generated rather than committed so they can never drift from the course. The edits name cells of
-this course's solutions (its sample class, like its suites, is course content); the metrics are
-those of course.toml's `[metrics]` record.
+generated rather than committed so they can never drift from the course, and every edit is
+chosen from the course itself (`solution_cells`: each assignment's solution cells, in order), so
+a course with any assignments has its sample class: the partial one leaves each assignment's last
+solution cell a stub (the first assignment's last two), the hard-coded one returns a constant
+from each assignment's first host function, the hanging one loops forever in the first
+assignment's first host function. The metrics are those of course.toml's `[metrics]` record,
+the forged ones its roofline keys with made-up values.
 """
 
 from __future__ import annotations
@@ -42,6 +46,33 @@ def replace_region(source: str, grade_id: str, body: list[str]) -> str:
     return "\n".join(lines[:begin] + new + lines[end + 1 :]) + "\n"
 
 
+_HEADER_RE = re.compile(r"^# %% nbgrader=(\{.*\})\s*$")
+
+
+def solution_cells(source: str) -> list[tuple[str, bool]]:
+    """(grade_id, is a kernel) of each solution cell of a solution source, in order: its
+    nbgrader metadata says ``"solution": true``; a kernel's cell holds ``@cuda.jit``."""
+    lines = source.splitlines()
+    heads = [(i, m.group(1)) for i, line in enumerate(lines) if (m := _HEADER_RE.match(line))]
+    cells = []
+    for k, (i, meta) in enumerate(heads):
+        try:
+            nbgrader = json.loads(meta)
+        except json.JSONDecodeError:
+            continue
+        if nbgrader.get("solution") and isinstance(nbgrader.get("grade_id"), str):
+            end = heads[k + 1][0] if k + 1 < len(heads) else len(lines)
+            kernel = any("@cuda.jit" in line for line in lines[i:end])
+            cells.append((nbgrader["grade_id"], kernel))
+    return cells
+
+
+def _host_cell(source: str) -> str:
+    """The first solution cell of `source` that is not a kernel (a host function)."""
+    cells = solution_cells(source)
+    return next((gid for gid, kernel in cells if not kernel), cells[0][0])
+
+
 def _reference_metrics(course: Course) -> dict:
     """metrics.json as the reference's notebook writes it (course.toml's `[metrics]` record),
     beside another milestone's key that grading must leave alone."""
@@ -56,12 +87,7 @@ def _forged_metrics(course: Course, metrics: dict) -> dict:
     if course.metrics is None:
         return {}
     record = course.metrics.assignment
-    forged = {
-        "intensity_b1": 0.5,
-        "intensity_b8": 4.0,
-        "intensity_b32": 16.0,
-        "crossover_batch": 64,
-    }
+    forged = {key: 0.5 * 8**n for n, key in enumerate(course.metrics.roofline)}
     return {record: {**metrics[record], **forged}}
 
 
@@ -90,25 +116,21 @@ def build_sample_class(course: Course, dest: Path) -> list[str]:
     released = dest / "bob_untouched" / "exercises"
     shutil.copytree(root / "exercises", released)
 
+    ids = course.assignment_ids
     partial = dict(solutions)
-    for aid, gid in (
-        ("gpu_fundamentals", "strided_copy"),
-        ("gpu_fundamentals", "sectors_per_warp"),
-        ("m9_roofline", "crossover_batch"),
-    ):
-        partial[aid] = replace_region(partial[aid], gid, [STUB.format(name=gid)])
+    for n, aid in enumerate(ids):
+        cells = [gid for gid, _ in solution_cells(partial[aid])]
+        for gid in cells[-2:] if n == 0 else cells[-1:]:
+            partial[aid] = replace_region(partial[aid], gid, [STUB.format(name=gid)])
     _fork(dest / "cy_partial", partial, metrics)
 
     cheat = dict(solutions)
-    cheat["gpu_fundamentals"] = replace_region(
-        cheat["gpu_fundamentals"], "ridge_point", ["return 295.2"]
-    )
-    cheat["m9_roofline"] = replace_region(cheat["m9_roofline"], "num_params", ["return 1_311_872"])
+    for aid in ids:
+        cheat[aid] = replace_region(cheat[aid], _host_cell(cheat[aid]), ["return 42"])
     _fork(dest / "dan_hardcoded", cheat, _forged_metrics(course, metrics))
 
     hang = dict(solutions)
-    hang["gpu_fundamentals"] = replace_region(
-        hang["gpu_fundamentals"], "launch_config", ["while True:", "    pass"]
-    )
+    first = ids[0]
+    hang[first] = replace_region(hang[first], _host_cell(hang[first]), ["while True:", "    pass"])
     _fork(dest / "eve_hangs", hang, metrics)
     return sorted(p.name for p in dest.iterdir())

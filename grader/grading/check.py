@@ -53,7 +53,8 @@ def check(
     chosen = {a: pair(submission, a, release) for a in ids}
     notebooks = {a: c.path for a, c in chosen.items() if c.path is not None}
     errors = {a: c.error or "no notebook" for a, c in chosen.items() if c.path is None}
-    inner = InProcessBackend(notebooks, children=True, limits=course.limits)
+    limits = {a: course.limits_for(a) for a in ids}
+    inner = InProcessBackend(notebooks, children=True, limits=limits)
     backend = GradingBackend(inner, errors)
     checked = []
     try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import json
 import platform
 import re
@@ -22,7 +23,7 @@ from typing import Any
 
 from grader import __version__
 from grader.core import compiler, device, parse_lock, points, sourcemap
-from grader.core.course import Course, load_course
+from grader.core.course import Course, Limits, load_course
 from grader.core.feedback import EXCERPT_CHARS, clip
 from grader.core.preflight import gpu_preflight
 from grader.core.results import AssignmentResult, Environment, GradeResult
@@ -238,25 +239,25 @@ class EarlyKernels:
     grading raises itself. A `WorkerBackend` takes them with `budget` and the same decision."""
 
     def __init__(
-        self, workdir: Path, course: Course, gpu: bool, decided: Callable[[], Decision | None]
+        self, workdir: Path, limits: Limits, gpu: bool, decided: Callable[[], Decision | None]
     ) -> None:
-        self.budget = Budget(course.limits.submission_timeout_s)
+        self.budget = Budget(limits.submission_timeout_s)
         self.workers: KernelWorkers | None = None
         self.made = threading.Event()
         self.started = threading.Thread(
-            target=self._run, args=(workdir, course, gpu, decided), name="kernels", daemon=True
+            target=self._run, args=(workdir, limits, gpu, decided), name="kernels", daemon=True
         )
         self.started.start()
 
     def _run(
-        self, workdir: Path, course: Course, gpu: bool, decided: Callable[[], Decision | None]
+        self, workdir: Path, limits: Limits, gpu: bool, decided: Callable[[], Decision | None]
     ) -> None:
         try:
             decision = decided()
             if decision is None:
                 return
             # the same sandbox as the backend's own kernel workers would get, on another folder
-            self.workers = kernel_workers(workdir, course.limits, decision, self.budget, gpu=gpu)
+            self.workers = kernel_workers(workdir, limits, decision, self.budget, gpu=gpu)
         except BaseException:  # noqa: BLE001 - the grading raises a refusal itself; otherwise
             return  # the backend makes its own kernel workers, as without this
         finally:
@@ -304,6 +305,70 @@ def grade_submission(
 ) -> GradeResult:
     """Grade a fork-shaped directory (`exercises/**`, `metrics.json`) against the course at root.
 
+    Assignments graded under the same limits (`Course.limit_groups`: most courses have one
+    group) share one grading's workers and time budget; an assignment whose `[assignments.limits]`
+    differ is graded by workers of its own, under its own limits and budget, so its grade does
+    not depend on what it was graded with. The groups' results are merged in course order.
+    See `_grade_group` for one group. `staff`: the staff's data (grader.core.staff), applied
+    last (`grader.grading.finalize`): the student's extensions in the late policy, then the
+    overrides.
+    """
+    parse_lock.install()  # this grading's threads parse Python at once (CPython 3.11's race)
+    course = course or load_course(root)
+    ids = list(assignments or course.assignment_ids)
+    for a in ids:
+        course.assignment(a)
+    groups = [group for _, group in course.limit_groups(ids)]
+    if len(groups) > 1 and sandbox and decision is None:  # one decision for every group
+        decision = decide(allow_incomplete_isolation)
+    parts = [
+        _grade_group(
+            Path(submission),
+            course,
+            group,
+            student=student,
+            timestamp=timestamp,
+            sandbox=sandbox,
+            allow_incomplete_isolation=allow_incomplete_isolation,
+            decision=decision,
+        )
+        for group in groups
+    ]
+    result = parts[0] if len(parts) == 1 else merge_results(parts, ids)
+    # the late policy (the student's due date), then the staff's overrides
+    return finalize(result, course, staff)
+
+
+def merge_results(parts: Sequence[GradeResult], ids: Sequence[str]) -> GradeResult:
+    """One result from the gradings of groups of one submission's assignments: the assignments
+    in the order of `ids`, each warning once, the scores added, the durations too."""
+    first = parts[0]
+    by_id = {a.id: a for part in parts for a in part.assignments}
+    results = [by_id[a] for a in ids if a in by_id]
+    warnings = list(dict.fromkeys(w for part in parts for w in part.warnings))
+    return dataclasses.replace(
+        first,
+        score=points.total(r.score for r in results),
+        max_score=points.total(r.max_score for r in results),
+        assignments=results,
+        warnings=warnings,
+        duration_s=round(sum(part.duration_s for part in parts), 3),
+    )
+
+
+def _grade_group(
+    submission: Path,
+    course: Course,
+    ids: list[str],
+    *,
+    student: str | None,
+    timestamp: datetime | None,
+    sandbox: bool,
+    allow_incomplete_isolation: bool,
+    decision: Decision | None,
+) -> GradeResult:
+    """`grade_submission` for assignments that share their limits (`Course.limits_for`).
+
     `timestamp` is the trusted submission time for the late policy (from CI, never from a
     commit). `sandbox=False` runs student code in this process: only for a student's own check.
     Sandboxed on a GPU, the GPU preflight runs first and raises GpuUnavailable (an
@@ -315,15 +380,13 @@ def grade_submission(
 
     `student` keys the suites' draws (`grader.suites.seeds`); without it the submission's
     digest does, so an unnamed submission is graded the same wherever it is graded.
-    `staff`: the staff's data (grader.core.staff), applied last (`grader.grading.finalize`):
-    the student's extensions in the late policy, then the overrides.
 
     Long because the order of its steps (isolation decision, GPU preflight, intake, worker
     warm-up and compile probe, suites, late policy) is the fail-closed story and reads best in
     one place.
     """
     started = time.perf_counter()
-    parse_lock.install()  # this grading's threads parse Python at once (CPython 3.11's race)
+    limits = course.limits_for(ids[0])
     # decided once for the grading and handed to every worker it starts; the probe runs while
     # this process loads the course and reads the submission (no student code runs meanwhile)
     deciding = (
@@ -332,11 +395,7 @@ def grade_submission(
     with tempfile.TemporaryDirectory(prefix="grade-") as scratch, contextlib.ExitStack() as stack:
         early: EarlyKernels | None = None
         try:
-            course = course or load_course(root)
             root = course.root
-            ids = list(assignments or course.assignment_ids)
-            for a in ids:
-                course.assignment(a)
             gpu = device.has_gpu()
             # before any student code runs: a broken GPU stops the grading (InfrastructureError)
             check = gpu_preflight() if sandbox and gpu else None
@@ -344,7 +403,7 @@ def grade_submission(
             if sandbox and compiles:
                 given = decision
                 decided = deciding.result if deciding is not None else lambda: given
-                early = EarlyKernels(Path(scratch) / "kernels", course, gpu, decided)
+                early = EarlyKernels(Path(scratch) / "kernels", limits, gpu, decided)
                 stack.callback(early.close)
             work = Path(scratch) / "work"
             intake = prepare(Path(submission), work, course, root / "exercises", assignments=ids)
@@ -359,7 +418,7 @@ def grade_submission(
             inner = WorkerBackend(
                 work,
                 intake.notebooks,
-                course.limits,
+                limits,
                 gpu=gpu,
                 decision=decision,
                 budget=budget,
@@ -375,7 +434,7 @@ def grade_submission(
         backend = GradingBackend(inner, errors)
         ptx = [a for a in compiles if a not in errors]
         if sandbox:  # the compile probe runs in the warm-up, before any graded kernel
-            backend.warm(ids, ptx, course.limits.kernel_timeout_s, early)
+            backend.warm(ids, ptx, limits.kernel_timeout_s, early)
         results = []
         warnings = list(intake.warnings)
         try:
@@ -395,7 +454,7 @@ def grade_submission(
                 nb = intake.notebooks.get(a)
                 res.graded_file = str(nb.relative_to(work)) if nb else None
                 results.append(res)
-                warnings += backend.cell_warnings(a, course.limits.call_timeout_s)
+                warnings += backend.cell_warnings(a, limits.call_timeout_s)
         finally:
             backend.close()
         isolation = list(getattr(inner, "isolation", ()))
@@ -420,5 +479,4 @@ def grade_submission(
         submission_digest=intake.digest,
         duration_s=round(time.perf_counter() - started, 3),
     )
-    # the late policy (the student's due date), then the staff's overrides
-    return finalize(result, course, staff)
+    return result

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 # What the command and the tests import from the package; the rest is imported from its module.
 from grader.release.build import PIPELINE, StubSolutions
-from grader.release.export import INSTRUCTOR_MODULES, ExportError, export_student
+from grader.release.export import ExportError, export_student
 from grader.release.leak import is_generic, leak_check
 from grader.release.swap import check, release
+from grader.release.tree import INSTRUCTOR_MODULES
 from grader.release.verify import stated_rules, verify
 
 __all__ = [

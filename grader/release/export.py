@@ -9,7 +9,8 @@ and a `.gitignore`; never `solutions/`, `tests/hidden/`, `tests/unit/` or the st
 is classified by its top-level entries, which follow the phase packages: `STUDENT_MODULES` ship
 (what `grader check`, `grader grade` and the student workflows run: the CLI, core, the sandbox,
 the suites, grading, reports, the workflows' github helpers); `INSTRUCTOR_MODULES` stay home
-(release, batch grading, the gradebook, the demo). The CLI imports every command's module
+(release, batch grading, the gradebook, the demo; both lists live in `grader.release.tree`, which
+the leak proof reads too). The CLI imports every command's module
 lazily, so the student commands work without them. An entry in neither list stops the export
 until it is classified here: a new module must never ship by accident. Data folders without an
 `__init__.py` ship as they are.
@@ -36,13 +37,8 @@ from grader.core.student_repo import (
 )
 from grader.release.leak import leak_check
 from grader.release.swap import release
-from grader.release.tree import JUNK_DIRS, copy_path
+from grader.release.tree import copy_path, student_grader
 from grader.release.validate import ReleaseError
-
-STUDENT_MODULES = frozenset(
-    {"__init__", "__main__", "cli", "core", "sandbox", "suites", "grading", "reports", "github"}
-)
-INSTRUCTOR_MODULES = frozenset({"release", "batch", "gradebook", "demo"})
 
 
 class ExportError(ReleaseError):
@@ -50,27 +46,12 @@ class ExportError(ReleaseError):
 
 
 def _student_grader(root: Path) -> list[Path]:
-    pkg = root / "grader"
-    ship, unknown = [], []
-    for p in sorted(pkg.iterdir()):
-        if p.name in JUNK_DIRS or p.name.startswith("."):
-            continue
-        if p.is_file() and p.suffix == ".py":
-            name = p.stem
-        elif p.is_dir() and (p / "__init__.py").exists():
-            name = p.name
-        else:
-            ship.append(p)  # data without code
-            continue
-        if name in STUDENT_MODULES:
-            ship.append(p)
-        elif name not in INSTRUCTOR_MODULES:
-            unknown.append(f"grader/{p.name}")
+    ship, unknown = student_grader(root)
     if unknown:
         raise ExportError(
             [
                 f"{u}: not classified; add it to STUDENT_MODULES or "
-                "INSTRUCTOR_MODULES in grader/release/export.py"
+                "INSTRUCTOR_MODULES in grader/release/tree.py"
                 for u in unknown
             ]
         )

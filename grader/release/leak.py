@@ -1,21 +1,33 @@
-"""The leak proof: no line of a solution region and no hidden test reaches a released tree.
+"""The leak proof: no secret line of an assignment reaches a released tree.
 
-Secret lines (`secret_and_public_lines`): every line inside a SOLUTION or HIDDEN TESTS region of
-the solution notebooks (the regions as `grader.core.regions` scans them; a cell whose markers do
-not pair up is secret whole), every line of `tests/hidden/**` but its files' module docstrings
-(which quote the released notebook word for word, `grader.release.verify.stated_rules`), and
-every line of other files under `solutions/` (except the declared data files). A line is not
-secret when it is *generic* (`is_generic`, with or without its trailing comment): blank; a
-comment; an nbgrader marker; an import statement; shorter than 8 characters (`return`, `pass`,
-`else:`, `try:`, `break`, `)`, a lone triple quote); or naming fewer than two things once Python
-keywords and `None/True/False/self/cls` are left out (`return None`, `except ValueError:`).
+Secret lines (`secret_and_public_lines`), each secret for the assignment that holds it: every
+line inside a SOLUTION or HIDDEN TESTS region of its solution notebook (the regions as
+`grader.core.regions` scans them; a cell whose markers do not pair up is secret whole), every
+line of `tests/hidden/<id>/**` but its files' module docstrings (which quote the released
+notebook word for word, `grader.release.verify.stated_rules`; a file directly under
+tests/hidden belongs to the whole course), and every line of other files under `solutions/<id>/`
+(except the declared data files). A line is not secret when:
 
-There is no public-by-default escape: a region's or a hidden test's line that also appears
-outside a region, in a markdown cell, in `tests/public/**` or in a grader module is still secret,
-so pasting it there is a leak. The instructor makes such a line public where it is written: a
-trailing `# grader: public` comment (optionally followed by why, in parentheses), or a line
-holding only that mark just above it. Only the lines of stray files under `solutions/` that the
-scaffold ships anyway are excused.
+* it is *generic* (`is_generic`, with or without its trailing comment): blank; a comment; an
+  nbgrader marker; an import statement; shorter than 8 characters (`return`, `pass`, `else:`,
+  `try:`, `break`, `)`, a lone triple quote); or naming fewer than two things once Python
+  keywords and `None/True/False/self/cls` are left out (`return None`, `except ValueError:`);
+* the instructor marked it public where it is written: a trailing `# grader: public` comment
+  (optionally followed by why, in parentheses), or a line holding only that mark just above it;
+* it is a hidden test's line that the same assignment's public tests hold too (the instructor
+  shows it there), or test boilerplate (`is_boilerplate`: a decorator whose arguments are all
+  literals, such as ``@pytest.mark.points(3)`` or ``@pytest.fixture``, a plain ``def`` line);
+  a solution's line is no test line: pasted into the public tests, it still leaks;
+* the grader package the student repository ships holds it too (`grader.release.tree`'s
+  `STUDENT_MODULES`: what students get anyway, such as ``if i < x.size:``), unless it is one of
+  `GRADER_RUN` or more such lines in a row: a block pasted into the package is still secret.
+
+So the secrets of one assignment are not another's exemptions: a line that assignment A's public
+tests hold is still secret for B when B's hidden tests hold it and B's public tests do not.
+There is no public-by-default escape: a secret line that also appears outside a region, in a
+markdown cell or in another assignment's public tests is still secret, so pasting it there is a
+leak. Only the lines of stray files under `solutions/` that the release's scaffold ships anyway
+are excused. Every refusal says how to fix it (`Leak.fix`).
 
 Matching sees through rewording (`SecretIndex`, on `grader.release.normalise`'s token streams):
 comments, whitespace, backticks and quotes do not count, a solution's line of code is found
@@ -24,7 +36,7 @@ renamed), and long base64 or hex strings (gzip inside or not) are decoded and se
 `leak_check` checks every text file under the scanned tree (the staged release, the public
 suites, the export): cell sources and text outputs for `.ipynb`, the whole text otherwise. A
 `.ipynb_checkpoints` folder is scanned too: it can leak. Release, verify (through release's
-check) and export-student run this one proof.
+check, and the export it runs) and export-student run this one proof.
 """
 
 from __future__ import annotations
@@ -44,13 +56,17 @@ import numpy as np
 from grader.core.course import load_course
 from grader.core.regions import MARKERS, scan
 from grader.release.normalise import NAME, Stream, decoded, same_code, strip_comment, tokens
-from grader.release.tree import JUNK_DIRS, rel_name, tree_files
+from grader.release.tree import JUNK_DIRS, rel_name, student_grader, tree_files
 from grader.release.validate import cell_ranges, declared_data
 
 if TYPE_CHECKING:
     from nbformat import NotebookNode
 
 MIN_LINE_CHARS = 8
+GRADER_RUN = 3  # this many secret lines in a row that the grader package holds too: a paste
+# Decorators called with literals that say how a test runs (points, fixture scope, hypothesis
+# settings), never what it checks
+RUNNER_DECORATORS = frozenset({"points", "fixture", "settings", "usefixtures", "filterwarnings"})
 MIN_CODE_TOKENS = 6  # a solution's line of code this long is matched anywhere in a text
 MIN_TEST_TOKENS = 12  # a hidden test's line, which shares boilerplate with the public tests
 MIN_OPERATORS = 2  # ... when it has this many operators outside its strings
@@ -77,6 +93,20 @@ class Leak:
     cell: int | None = None  # 0-based cell index for an .ipynb
     encoded: str = ""  # how the text it was found in was encoded ("base64", "hex of gzip"...)
 
+    @property
+    def fix(self) -> str:
+        """What the instructor does about it, said with the places to do it."""
+        if self.origin.startswith("tests/hidden/"):
+            return (
+                f"take it out of {self.path}; or, if students may see it, let the public tests "
+                f"of the same assignment hold it too, or end the line at {self.origin} with "
+                "`# grader: public`"
+            )
+        return (
+            f"take it out of {self.path}; or, if it is meant to be public, end the line at "
+            f"{self.origin} with `# grader: public`"
+        )
+
     def __str__(self) -> str:
         where = (
             f"{self.path}:{self.line}"
@@ -84,7 +114,9 @@ class Leak:
             else (f"{self.path} cell {self.cell} line {self.line}")
         )
         inside = f" inside a {self.encoded} string" if self.encoded else ""
-        return f"{where}: leaked {self.text!r}{inside} (secret from {self.origin})"
+        return (
+            f"{where}: leaked {self.text!r}{inside} (secret from {self.origin}); fix: {self.fix}"
+        )
 
 
 def is_generic(line: str) -> bool:
@@ -96,6 +128,64 @@ def is_generic(line: str) -> bool:
         return True
     names = [t for t in _WORD_RE.findall(s) if t not in _GENERIC_WORDS]
     return len(names) < 2
+
+
+def is_boilerplate(line: str) -> bool:
+    """A test's line that says how a test runs, not what it checks: a decorator without a call
+    (``@pytest.fixture``, ``@pytest.mark.gpu``, ``@FAST``) or a call of `RUNNER_DECORATORS`
+    with literal arguments only (``@pytest.mark.points(3)``, ``@pytest.fixture(scope="module")``),
+    or a ``def`` line whose defaults are all literals. A decorator that carries the test's data
+    (``@pytest.mark.parametrize(...)``, ``@example(...)``, ``@given(...)``) is no boilerplate."""
+    s = strip_comment(line).strip()
+    if s.startswith("@"):
+        try:
+            node = ast.parse(s[1:].strip(), mode="eval").body
+        except SyntaxError:
+            return False
+        if isinstance(node, ast.Call):
+            values = [*node.args, *(k.value for k in node.keywords)]
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else None
+            if isinstance(node.func, ast.Name):
+                name = node.func.id
+            literal = all(isinstance(v, ast.Constant) for v in values)
+            if name not in RUNNER_DECORATORS or not literal:
+                return False
+            node = node.func
+        while isinstance(node, ast.Attribute):
+            node = node.value
+        return isinstance(node, ast.Name)
+    if s.startswith(("def ", "async def ")) and s.endswith(":"):
+        try:
+            fn = ast.parse(s + "\n    pass").body[0]
+        except SyntaxError:
+            return False
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            return False
+        defaults = [*fn.args.defaults, *(d for d in fn.args.kw_defaults if d is not None)]
+        return all(isinstance(d, ast.Constant) for d in defaults)
+    return False
+
+
+def _form(line: str) -> tuple[str, ...]:
+    """A line as the leak proof compares whole lines: its code tokens, comment dropped."""
+    return tuple(tokens(strip_comment(line), code=True).tokens)
+
+
+def _forms(paths: Iterable[Path]) -> set[tuple[str, ...]]:
+    """The `_form` of every non-generic line of these files."""
+    out: set[tuple[str, ...]] = set()
+    for path in paths:
+        for line in _text_lines(path) or []:
+            if not is_generic(line):
+                out.add(_form(line))
+    return out
+
+
+def _shipped_forms(root: Path) -> set[tuple[str, ...]]:
+    """The lines of the grader package that the student repository ships (its Python files)."""
+    ship, _ = student_grader(root)
+    files = [p for entry in ship for p in ([entry] if entry.is_file() else entry.rglob("*.py"))]
+    return _forms(p for p in files if p.suffix == ".py" and not set(p.parts) & JUNK_DIRS)
 
 
 def _text_lines(path: Path) -> list[str] | None:
@@ -163,10 +253,11 @@ def _marked_public(lines: Iterable[str]) -> list[tuple[str, bool]]:
 def secret_and_public_lines(root: Path) -> tuple[dict[str, str], set[str]]:
     """(secret line -> where it comes from, lines the instructor marked public at their source).
 
-    There is no public-by-default escape for the lines of a SOLUTION or HIDDEN TESTS region and
-    of `tests/hidden/**`: such a line stays secret wherever else it appears (outside a region, a
-    markdown cell of the solution notebook, tests/public, the grader). Only a line marked
-    `# grader: public` where it is written is left out; the mark is not part of the line
+    Each assignment's secrets are its own (the module docstring): the lines of its SOLUTION and
+    HIDDEN TESTS regions, of `tests/hidden/<id>/**` and of other files under `solutions/<id>/`,
+    less the generic lines, the marked ones, the grader package's (`_shipped_forms`, a block of
+    `GRADER_RUN` such lines in a row excepted) and, for a hidden test's line, boilerplate and
+    the lines of the same assignment's `tests/public/<id>/**`. The mark is not part of the line
     compared. Other files under `solutions/` (a backup copy, a reference implementation) are
     secret so that they cannot ride along; their lines that the release's scaffold ships anyway
     (outside every region of a solution notebook, and no region's line) reveal nothing and are
@@ -182,16 +273,51 @@ def secret_and_public_lines(root: Path) -> tuple[dict[str, str], set[str]]:
     ids = load_course(root).assignment_ids
     notebooks = {(root / "solutions" / a / f"{a}.py").resolve() for a in ids}
     declared = declared_data(root)
+    shipped = _shipped_forms(root)
+    public_tests: dict[str, set[tuple[str, ...]]] = {}
 
-    def add(into: dict[str, str], lines: Sequence[str], origins: Sequence[str]) -> None:
-        """`origins[k]`: where `lines[k]` comes from."""
+    def shown_by_public_tests(owner: str, form: tuple[str, ...]) -> bool:
+        """Whether the public tests of `owner` (an assignment; "" for the course) hold it."""
+        if owner not in public_tests:
+            folder = root / "tests" / "public"
+            files = (
+                tree_files(folder / owner).values()
+                if owner
+                else [p for p in folder.glob("*") if p.is_file()]
+            )
+            public_tests[owner] = _forms(files)
+        return form in public_tests[owner]
+
+    def add(
+        into: dict[str, str], lines: Sequence[str], origins: Sequence[str], owner: str | None
+    ) -> None:
+        """`origins[k]`: where `lines[k]` comes from; `owner`: the assignment whose hidden
+        tests these are (None for a solution's lines, which no public test excuses)."""
+        run: list[tuple[str, str]] = []  # consecutive secret lines the grader package holds
+
+        def close_run() -> None:
+            if len(run) >= GRADER_RUN:  # a block pasted into the package stays secret
+                for line, origin in run:
+                    into.setdefault(line, origin)
+            run.clear()
+
         kept = zip(_marked_public(lines), _unmarked(lines, origins), strict=True)
         for (line, marked), origin in kept:
             s = line.strip()
             if marked:
                 public.add(s)
-            elif not (is_generic(s) or is_generic(strip_comment(s))):
-                into.setdefault(s, origin)
+                continue
+            if is_generic(s) or is_generic(strip_comment(s)):
+                continue
+            form = _form(s)
+            if owner is not None and (is_boilerplate(s) or shown_by_public_tests(owner, form)):
+                continue
+            if form in shipped:
+                run.append((s, origin))
+                continue
+            close_run()
+            into.setdefault(s, origin)
+        close_run()
 
     def numbered(prefix: str, lines: Sequence[str]) -> list[str]:
         return [f"{prefix}{n}" for n in range(1, len(lines) + 1)]
@@ -210,23 +336,26 @@ def secret_and_public_lines(root: Path) -> tuple[dict[str, str], set[str]]:
                     secrets,
                     [line for _, line in inside],
                     [f"{rel}:{starts[k] + n + 1}" for n, _ in inside],
+                    None,
                 )
                 scaffold.update(x.strip() for x in outside)
             continue
         if cells is not None and path.suffix == ".ipynb":
             for k, cell in enumerate(cells):
                 lines = cell.source.split("\n")
-                add(strays, lines, numbered(f"{rel} cell {k} line ", lines))
+                add(strays, lines, numbered(f"{rel} cell {k} line ", lines), None)
             continue
         lines = _text_lines(path) or []
-        add(strays, lines, numbered(f"{rel}:", lines))
-    for path in tree_files(root / "tests" / "hidden").values():
+        add(strays, lines, numbered(f"{rel}:", lines), None)
+    hidden = root / "tests" / "hidden"
+    for name, path in tree_files(hidden).items():
         lines = _text_lines(path) or []
         skip = _module_docstring(lines) if path.suffix == ".py" else range(0)
         kept = [line for n, line in enumerate(lines) if n not in skip]
         rel = rel_name(root, path)
         origins = [f"{rel}:{n + 1}" for n in range(len(lines)) if n not in skip]
-        add(secrets, kept, origins)
+        owner = name.split("/", 1)[0] if "/" in name else ""
+        add(secrets, kept, origins, owner)
     merged = {s: o for s, o in strays.items() if s not in scaffold}
     merged.update(secrets)
     for s in public:

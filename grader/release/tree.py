@@ -22,6 +22,38 @@ JUNK_DIRS = frozenset(
 )
 
 
+# The grader package's top-level entries, by who gets them: `STUDENT_MODULES` ship in the student
+# repository (`grader.release.export`), `INSTRUCTOR_MODULES` stay home. A new entry in neither
+# stops the export until it is classified here.
+STUDENT_MODULES = frozenset(
+    {"__init__", "__main__", "cli", "core", "sandbox", "suites", "grading", "reports", "github"}
+)
+INSTRUCTOR_MODULES = frozenset({"release", "batch", "gradebook", "demo"})
+
+
+def student_grader(root: Path) -> tuple[list[Path], list[str]]:
+    """(the entries of `root`/grader the student repository ships: modules, packages and data
+    folders; the entries in neither list, as ``grader/<name>``)."""
+    pkg = root / "grader"
+    ship: list[Path] = []
+    unknown: list[str] = []
+    for p in sorted(pkg.iterdir()) if pkg.is_dir() else ():
+        if p.name in JUNK_DIRS or p.name.startswith("."):
+            continue
+        if p.is_file() and p.suffix == ".py":
+            name = p.stem
+        elif p.is_dir() and (p / "__init__.py").exists():
+            name = p.name
+        else:
+            ship.append(p)  # data without code
+            continue
+        if name in STUDENT_MODULES:
+            ship.append(p)
+        elif name not in INSTRUCTOR_MODULES:
+            unknown.append(f"grader/{p.name}")
+    return ship, unknown
+
+
 def rel_name(root: Path, path: Path) -> str:
     """`path` relative to `root` for a message; the path as given when it lies outside."""
     try:

@@ -6,7 +6,8 @@ when the text cannot be mapped onto the notebook's cells, ``file (cell N)``), an
 source can be released: region markers (unmatched, nested, outside a solution / graded cell; the
 one scanner `grader.core.regions`), the nbgrader metadata (present where markers are, schema
 version 3, grade_id/solution/grade/locked, unique grade_id, points on graded cells), then
-nbgrader's own metadata validator as a backstop.
+nbgrader's own metadata validator as a backstop, and the shared setup cells held to their one
+copy (`grader.release.shared_cells`).
 
 Data files. nbgrader copies every non-notebook file of an assignment folder verbatim, which is how
 solution sources leak. Release copies nothing from `solutions/<id>/` but the files listed, one
@@ -27,6 +28,7 @@ from nbgrader.nbgraderformat import MetadataValidator
 
 from grader.core.errors import UsageError
 from grader.core.regions import HIDDEN_TESTS, SOLUTION, scan
+from grader.release import shared_cells
 from grader.release.tree import rel_name
 
 if TYPE_CHECKING:
@@ -165,6 +167,9 @@ def validate_source(root: Path, path: Path, text: str, nb: NotebookNode) -> list
                     msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                     cell_errors.append(f"{head}: nbgrader rejects the metadata: {msg}")
         errors += cell_errors
+    for k, gid in shared_cells.stale(nb):
+        head = f"{rel}:{ranges[k][0] + 1}" if ranges is not None else f"{rel} (cell {k + 1})"
+        errors.append(shared_cells.stale_message(head, gid))
     return errors
 
 

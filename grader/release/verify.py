@@ -11,7 +11,16 @@ temporary directory). What a green run proves:
   a GPU), and the released notebook fails it (`nbgrader validate --invert` passes);
 - the solutions score full marks on the public and hidden suites (GPU-only tests skipped without
   a GPU are noted), every test carries points and they add up to `course.toml`'s;
-- the stubs score zero on every graded test: no test is vacuous.
+- the stubs score zero on every graded test: no test is vacuous;
+- grading grades them so too: the reference and the stubs graded again the way a submission is
+  (`grader.grading.grade_submission`: the sandbox, each assignment's limits, every assignment
+  of the course in one grading), with the same draws, score test for test what the in-process
+  pass (the fast first pass above) scored. A test whose outcome or score differs is named, with
+  the sandbox's feedback (a limit hit names its `[limits]` key: `grader.suites.limit_hits`).
+  Where this machine cannot isolate a worker fully, the sandbox pass runs with what it has and
+  says so in a note (the limits hold all the same);
+- the export is leak-free: `export_student` into a scratch folder, its leak proof over the whole
+  student repository (the grader package, README and workflows too), not only the release.
 """
 
 from __future__ import annotations
@@ -30,16 +39,23 @@ from nbgrader.validator import Validator
 
 from grader.core import device
 from grader.core.course import Assignment, Course, load_course
+from grader.core.errors import GraderError
 from grader.core.kernels import ipc_kernel_config
 from grader.core.notebook import NotebookError, read_notebook
 from grader.core.points import fraction
+from grader.core.results import AssignmentResult, TestResult
 from grader.core.tables import format_table
+from grader.grading.grade import grade_submission
+from grader.release.export import ExportError, export_student
 from grader.release.swap import release
 from grader.release.tree import copy_path, rel_name, tree_files
 from grader.release.validate import data_files
 from grader.suites.runner import run_assignment
 
 RULES_HEADING = "Stated rules"
+# Whose draws both passes make (`grader.suites.seeds`): one identity, so that the in-process and
+# the sandboxed grading of the same notebook draw the same inputs and can be compared test by test.
+VERIFY_IDENTITY = "grader-verify"
 _RULE = re.compile(r'^- (test_\w+): "(.*?)"[ \t]*$', re.MULTILINE | re.DOTALL)
 
 
@@ -205,7 +221,8 @@ def _check_notebooks(
 
 def _check_scores(
     report: VerifyReport, course: Course, work: Path, a: Assignment, empty_metrics: Path
-) -> None:
+) -> tuple[AssignmentResult, AssignmentResult]:
+    """The in-process pass: (the solution's result, the stub's), each checked."""
     root = course.root
     # the solutions score full marks; every test carries points; totals match
     metrics = work / "sol" / "metrics.json"
@@ -216,6 +233,7 @@ def _check_scores(
         metrics if metrics.is_file() else empty_metrics,
         suites=("public", "hidden"),
         course=course,
+        identity=VERIFY_IDENTITY,
     )
     probs = [f"suites could not run: {_first(sol.error, 300)}"] if sol.error else []
     skipped = [t.name for t in sol.tests if t.outcome == "skipped"]
@@ -244,7 +262,13 @@ def _check_scores(
     report.add("points match course.toml", a.id, probs, f"{total:g} = {a.points:g} points")
     # the stubs score zero on every graded test
     stub = run_assignment(
-        root, a.id, root / "exercises", empty_metrics, suites=("public", "hidden"), course=course
+        root,
+        a.id,
+        root / "exercises",
+        empty_metrics,
+        suites=("public", "hidden"),
+        course=course,
+        identity=VERIFY_IDENTITY,
     )
     probs = [f"suites could not run on the stubs: {_first(stub.error, 300)}"] if stub.error else []
     probs += [
@@ -254,17 +278,111 @@ def _check_scores(
     ]
     stubs = f"{fraction(0, stub.max_score)} on {len(stub.tests)} test(s)"
     report.add("stubs score zero", a.id, probs, stubs)
+    return sol, stub
 
 
-def verify(root: Path) -> VerifyReport:
-    """Every check of the module docstring over the course at `root`; `ok` False on a finding."""
+def _forks(root: Path, ids: Sequence[str], work: Path) -> dict[str, Path]:
+    """Two submissions laid out as a student's fork: the reference (each solution source as
+    the notebook, with its data files, and the metrics.json its run wrote) and the release."""
+    reference, stubs = work / "fork-reference", work / "fork-stubs"
+    for a in ids:
+        src = root / "solutions" / a / f"{a}.py"
+        folder = reference / "exercises" / a
+        folder.mkdir(parents=True)
+        shutil.copyfile(src, folder / src.name)
+        for data in data_files(root, a):
+            copy_path(data, folder / data.relative_to(src.parent))
+    metrics = work / "sol" / "metrics.json"
+    (reference / "metrics.json").write_text(
+        metrics.read_text(encoding="utf-8") if metrics.is_file() else "{}\n", encoding="utf-8"
+    )
+    copy_path(root / "exercises", stubs / "exercises")
+    (stubs / "metrics.json").write_text("{}\n", encoding="utf-8")
+    return {"solution": reference, "stub": stubs}
+
+
+def _differences(inproc: AssignmentResult, sandboxed: AssignmentResult) -> list[str]:
+    """Each test whose outcome or score differs between the two passes, named."""
+
+    def said(t: TestResult | None) -> str:
+        return "absent" if t is None else f"{t.outcome} ({fraction(t.score, t.max_score)})"
+
+    before = {t.name: t for t in inproc.tests}
+    after = {t.name: t for t in sandboxed.tests}
+    probs = []
+    if sandboxed.error and not inproc.error:
+        probs.append(f"the sandbox could not grade it: {_first(sandboxed.error, 300)}")
+    for name in sorted(set(before) | set(after), key=lambda n: (n not in before, n)):
+        t0, t1 = before.get(name), after.get(name)
+        if t0 and t1 and t0.outcome == t1.outcome and abs(t0.score - t1.score) < 1e-9:
+            continue
+        why = f": {_first(t1.feedback, 300)}" if t1 and t1.feedback else ""
+        probs.append(f"{name}: {said(t0)} in process, {said(t1)} in the sandbox{why}")
+    return probs
+
+
+def _check_sandbox(
+    report: VerifyReport,
+    course: Course,
+    work: Path,
+    inproc: dict[str, dict[str, AssignmentResult]],
+) -> None:
+    """The reference and the stubs graded as grading does; each compared with the fast pass."""
+    ids = list(inproc)
+    for kind, fork in _forks(course.root, ids, work).items():
+        try:
+            graded = grade_submission(
+                fork,
+                student=VERIFY_IDENTITY,
+                assignments=ids,
+                course=course,
+                allow_incomplete_isolation=True,
+            )
+        except GraderError as exc:
+            for a in ids:
+                report.add(f"{kind} graded the same in the sandbox", a, [str(exc)], "")
+            continue
+        if graded.environment.not_authoritative and kind == "solution":
+            report.notes.append(
+                "the sandbox pass ran without full isolation on this machine (the limits held): "
+                + graded.environment.not_authoritative
+            )
+        by_id = {r.id: r for r in graded.assignments}
+        for a in ids:
+            before = inproc[a][kind]
+            probs = _differences(before, by_id[a]) if a in by_id else ["not graded"]
+            score = fraction(by_id[a].score, by_id[a].max_score) if a in by_id else ""
+            report.add(
+                f"{kind} graded the same in the sandbox",
+                a,
+                probs,
+                f"{score} on {len(before.tests)} test(s), as in process",
+            )
+
+
+def _check_export(report: VerifyReport, root: Path, work: Path) -> None:
+    """The student repository, exported into a scratch folder: what its leak proof finds."""
+    try:
+        export_student(root, work / "export" / "student")
+        probs: list[str] = []
+    except ExportError as exc:
+        probs = exc.findings
+    report.add("export leak-free", "all", probs, "the student repository exports, leak-free")
+
+
+def verify(root: Path, assignment_ids: Sequence[str] | None = None) -> VerifyReport:
+    """Every check of the module docstring over the course at `root` (its assignments
+    `assignment_ids`, default all; the release and export checks always cover the whole
+    course); `ok` False on a finding."""
     t0 = time.perf_counter()
     root = Path(root).resolve()
     course = load_course(root)
+    ids = list(assignment_ids) if assignment_ids else course.assignment_ids
+    chosen = [course.assignment(a) for a in ids]
     report = VerifyReport()
     rel = release(root, check=True)
     report.add("release in sync", "all", rel.findings, "exercises/ matches solutions/")
-    for a in course.assignments:
+    for a in chosen:
         problems, checked = stated_rules(root, a.id)
         report.add(
             "hidden rules stated",
@@ -277,11 +395,15 @@ def verify(root: Path) -> VerifyReport:
     with tempfile.TemporaryDirectory(prefix="grader-verify-") as tmp:
         work = Path(tmp)
         (work / "sol").mkdir()
-        sol_nbs = _solution_ipynbs(root, course.assignment_ids, work / "sol")
+        sol_nbs = _solution_ipynbs(root, ids, work / "sol")
         empty_metrics = work / "empty-metrics.json"
         empty_metrics.write_text("{}\n", encoding="utf-8")
-        for a in course.assignments:
+        inproc: dict[str, dict[str, AssignmentResult]] = {}
+        for a in chosen:
             _check_notebooks(report, root, work, a, sol_nbs[a.id], timeout)
-            _check_scores(report, course, work, a, empty_metrics)
+            sol, stub = _check_scores(report, course, work, a, empty_metrics)
+            inproc[a.id] = {"solution": sol, "stub": stub}
+        _check_sandbox(report, course, work, inproc)
+        _check_export(report, root, work)
     report.seconds = time.perf_counter() - t0
     return report

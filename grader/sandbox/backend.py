@@ -259,7 +259,11 @@ class _Worker:
             )
         return describe_exit(code)
 
-    def _timed(self, req: dict, timeout: float, what: str, budget_end: float) -> dict:
+    def _timed(
+        self, req: dict, timeout: float, what: str, budget_end: float, key: str | None = None
+    ) -> dict:
+        """One exchange under the sooner of `timeout` (the `[limits]` key `key`, when the
+        caller knows which it is) and the budget's end."""
         now = time.monotonic()
         limit = min(timeout, max(0.0, budget_end - now))
         deadline = now + limit
@@ -268,15 +272,19 @@ class _Worker:
         except TimeoutError:
             if self._memory_stopped():  # the deadline came as the memory kill did
                 self._kill()
-                return trusted_error(WORKER_CRASHED, memlimit.kill_message(self.limits.memory_mb))
+                return trusted_error(
+                    WORKER_CRASHED, memlimit.kill_message(self.limits.memory_mb), memlimit.LIMIT
+                )
             self._kill()
             if limit < timeout:
                 return self.budget.ran_out(what)
-            return trusted_error(WORKER_TIMEOUT, protocol.timeout_message(what, timeout))
+            return trusted_error(WORKER_TIMEOUT, protocol.timeout_message(what, timeout), key)
         except Failure as exc:
             if self._memory_stopped():  # whatever the reply or its absence looked like
                 self._kill()
-                return trusted_error(WORKER_CRASHED, memlimit.kill_message(self.limits.memory_mb))
+                return trusted_error(
+                    WORKER_CRASHED, memlimit.kill_message(self.limits.memory_mb), memlimit.LIMIT
+                )
             if exc.kind == WORKER_CRASHED:
                 code = self._kill()
                 if not exc.exited:  # a protocol violation: say what it was, not how it ended
@@ -327,7 +335,7 @@ class NotebookWorker(_Worker):
             return trusted_error(PROTOCOL_ERROR, f"no notebook for assignment {assignment!r}")
         if assignment in self._load_failed:
             err = self._load_failed[assignment]["error"]
-            return trusted_error(err["type"], f"not run: {err['message']}")
+            return trusted_error(err["type"], f"not run: {err['message']}", err.get("limit"))
         if (barred := self._barred.get((assignment, str(req.get("name"))))) is not None:
             return trusted_error(WORKER_CRASHED, barred)
         if self.budget.left <= 0:
@@ -344,6 +352,7 @@ class NotebookWorker(_Worker):
                     self.limits.import_timeout_s,
                     f"running the notebook of {assignment}",
                     budget_end,
+                    "import_timeout_s",
                 )
                 if "error" in reply and reply["error"]["type"] in (
                     WORKER_TIMEOUT,

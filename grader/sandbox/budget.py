@@ -19,6 +19,8 @@ from collections.abc import Iterator
 
 from grader.sandbox.protocol import WORKER_TIMEOUT, trusted_error
 
+LIMIT = "submission_timeout_s"  # the course.toml key the budget is
+
 
 class Budget:
     """The time left to one submission; charged from any thread (the warm-ups run in threads)."""
@@ -53,6 +55,7 @@ class Budget:
             WORKER_TIMEOUT,
             f"the submission's total time budget of {self.limit_s:g} s is spent; "
             "nothing more was run",
+            limit=LIMIT,
         )
 
     def ran_out(self, what: str) -> dict:
@@ -61,4 +64,5 @@ class Budget:
             WORKER_TIMEOUT,
             f"{what} ran out of the submission's total time budget of {self.limit_s:g} s; "
             "the worker was stopped",
+            limit=LIMIT,
         )

@@ -118,6 +118,9 @@ def oom_killed(cgroup: Path | None) -> bool:
     return False
 
 
+LIMIT = "memory_mb"  # the course.toml key of the memory limit
+
+
 def kill_message(memory_mb: int) -> str:
     """What a test's feedback says of a worker stopped for its memory (one wording, both
     enforcers)."""

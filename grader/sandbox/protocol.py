@@ -122,10 +122,16 @@ def timeout_message(what: str, timeout: float) -> str:
     )
 
 
-def trusted_error(kind: str, message: str) -> dict:
+def trusted_error(kind: str, message: str, limit: str | None = None) -> dict:
     """An error decided in the trusted process: the only kind that may name an infrastructure
-    outcome (a worker's reply cannot carry ``origin``; see `valid_reply`)."""
-    return {"error": {"type": kind, "message": message, "traceback": "", "origin": ORIGIN}}
+    outcome (a worker's reply cannot carry ``origin``; see `valid_reply`). `limit`: the
+    `[limits]` key of course.toml that the trusted side stopped the work for (a load's
+    ``import_timeout_s``, the budget's ``submission_timeout_s``, a memory kill's ``memory_mb``),
+    which `grader.suites.limit_hits` names in the feedback."""
+    error = {"type": kind, "message": message, "traceback": "", "origin": ORIGIN}
+    if limit is not None:
+        error["limit"] = limit
+    return {"error": error}
 
 
 def encode_reply(reply: dict, function: str = "") -> bytes:

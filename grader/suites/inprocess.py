@@ -27,6 +27,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from grader.core import compiler, device
@@ -61,14 +62,15 @@ class ChildWorker:
         self.proc: subprocess.Popen | None = None
         self.starts = 0
 
-    def ask(self, req: dict, timeout: float, what: str) -> dict:
-        """The reply to `req`, or a trusted WorkerTimeout / WorkerCrashed (the worker stopped)."""
+    def ask(self, req: dict, timeout: float, what: str, limit: str | None = None) -> dict:
+        """The reply to `req`, or a trusted WorkerTimeout / WorkerCrashed (the worker stopped);
+        `limit`: the `[limits]` key `timeout` is, when the caller knows."""
         if self.proc is None:
             self._start()
             pong = self._exchange({"op": "ping"}, STARTUP_ALLOWANCE_S, "starting the worker")
             if "error" in pong:
                 return pong
-        return self._exchange(req, timeout, what)
+        return self._exchange(req, timeout, what, limit)
 
     def _start(self) -> None:
         cmd = [sys.executable, "-m", "grader.sandbox.worker", *self.args]
@@ -83,13 +85,13 @@ class ChildWorker:
         assert self.proc.stdin is not None  # stdin=PIPE
         os.set_blocking(self.proc.stdin.fileno(), False)
 
-    def _exchange(self, req: dict, timeout: float, what: str) -> dict:
+    def _exchange(self, req: dict, timeout: float, what: str, limit: str | None = None) -> dict:
         assert self.proc is not None
         try:
             return exchange(self.proc, req, time.monotonic() + timeout)
         except TimeoutError:
             self.close()
-            return trusted_error(WORKER_TIMEOUT, protocol.timeout_message(what, timeout))
+            return trusted_error(WORKER_TIMEOUT, protocol.timeout_message(what, timeout), limit)
         except Failure as exc:
             code = self.close()
             message = describe_exit(code) if exc.exited and code is not None else exc.message
@@ -123,13 +125,17 @@ class InProcessBackend:
     """The `grader.suites.student.Backend` protocol on the student's own machine.
 
     `notebooks` maps assignment id to the notebook file; each is executed on first use.
-    `children` runs the notebook and the launches in `ChildWorker`s under `limits`' time limits.
+    `children` runs the notebook and the launches in `ChildWorker`s under `limits`' time limits
+    (one `Limits` for every assignment, or each assignment's own, `Course.limits_for`).
     """
 
     isolation: tuple[str, ...] = ()
 
     def __init__(
-        self, notebooks: dict[str, Path], children: bool = False, limits: Limits | None = None
+        self,
+        notebooks: dict[str, Path],
+        children: bool = False,
+        limits: Limits | Mapping[str, Limits] | None = None,
     ):
         self.notebooks = {k: Path(v) for k, v in notebooks.items()}
         self._source_maps: dict[str, SourceMap] = {}
@@ -162,16 +168,19 @@ class InProcessBackend:
             return untagged(wire.decode(encode_reply(reply, str(req.get("name", "")))))
         if assignment in self._load_failed:
             err = self._load_failed[assignment]["error"]
-            return trusted_error(err["type"], f"not run: {err['message']}")
+            return trusted_error(err["type"], f"not run: {err['message']}", err.get("limit"))
         worker = self._notebook_worker
         if worker.proc is None:
             self._loaded.clear()  # a fresh worker (first use, or after a timeout) runs it again
         if assignment not in self._loaded:
-            load_timeout = self.limits.import_timeout_s if self.limits else 600.0
+            limits = self.limits
+            if isinstance(limits, Mapping):
+                limits = limits.get(assignment)
             reply = worker.ask(
                 {"assignment": assignment, "op": "load"},
-                load_timeout,
+                limits.import_timeout_s if limits else 600.0,
                 f"running the notebook of {assignment}",
+                "import_timeout_s",
             )
             if "error" in reply and reply["error"]["type"] in (WORKER_TIMEOUT, WORKER_CRASHED):
                 self._load_failed[assignment] = reply

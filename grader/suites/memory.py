@@ -24,7 +24,7 @@ from grader.core import compiler, memmodel
 from grader.core.cubin import KernelResources
 from grader.core.results import KernelMemory
 from grader.sandbox import protocol
-from grader.suites.errors import StudentError, make_error, malformed
+from grader.suites.errors import StudentError, malformed
 from grader.suites.kernels import dims, outputs, signature
 
 if TYPE_CHECKING:
@@ -84,7 +84,7 @@ def resources(function: Function, signature_: str) -> KernelResources | str:
     if "error" in reply:
         if reply["error"].get("type") == "ToolsMissing":
             return TOOLS_MISSING
-        raise make_error(reply["error"], name)
+        raise s._error(reply["error"], name, "kernel_timeout_s")
     body = reply["ok"]
     names = {f.name for f in dataclasses.fields(KernelResources)}
     if not (
@@ -138,8 +138,8 @@ def _take(launch: Launch, name: str, grid: Any, block: Any, args: list) -> Profi
     s = launch.function._student
     req = s._kernel_req("kernel_profile", name, grid=grid, block=block, args=list(args))
     reply = s._backend.kernel(req, s._kernel_timeout, MODEL_TARGET)
-    if "error" in reply:
-        raise make_error(reply["error"], name)
+    if "error" in reply:  # a timeout or a limit the launch hit names its [limits] key
+        raise s._error(reply["error"], name, "kernel_timeout_s")
     body = reply["ok"]
     if not (isinstance(body, dict) and set(body) == {"outputs", "profile"}):
         raise malformed("a profiled launch without its outputs and profile", name)

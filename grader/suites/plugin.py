@@ -8,6 +8,7 @@ by `grader.suites.runner`, never by a test.
 
 from __future__ import annotations
 
+import functools
 import random
 from collections import defaultdict
 from collections.abc import Generator
@@ -58,6 +59,18 @@ class GraderSession:
     # grades, a plain pytest run derives one with an empty identity
     seeds: dict[str, str] = field(default_factory=dict)
     _reference_modules: dict[str, Any] = field(default_factory=dict)
+
+    def public_seed(self, assignment_id: str) -> str:
+        """The seed of the public suites' draws: the public suites and the assignment alone, no
+        student. A student's own check cannot know the identity or the hidden suites a grading
+        keys its seed on, and the public tests must draw in it what the grading of their pull
+        request draws; a seed of the notebook's text would let an edit re-roll them."""
+        key = f"public/{assignment_id}"
+        if key not in self.seeds:
+            public = self.root / "tests" / "public" / assignment_id
+            digest = seeds.suite_digest(self.root, [public] if public.is_dir() else [])
+            self.seeds[key] = seeds.assignment_seed(assignment_id, "public", digest)
+        return self.seeds[key]
 
     def seed(self, assignment_id: str) -> str:
         if assignment_id not in self.seeds:
@@ -198,9 +211,10 @@ def _test_seed(item: pytest.Item) -> int | None:
     """This test's seed, or None outside a grading session (the unit tests' own runs)."""
     if SESSION_KEY not in item.config.stash:
         return None
-    assignment = assignment_of(item.path)
-    seed = item.config.stash[SESSION_KEY].seed(assignment)
-    key = f"{suite_of(item.path)}/{assignment}/{item.path.name}::{item.name}"
+    assignment, suite = assignment_of(item.path), suite_of(item.path)
+    session = item.config.stash[SESSION_KEY]
+    seed = session.public_seed(assignment) if suite == "public" else session.seed(assignment)
+    key = f"{suite}/{assignment}/{item.path.name}::{item.name}"
     return seeds.test_seed(seed, key)
 
 
@@ -288,14 +302,14 @@ def student(request: pytest.FixtureRequest, course: Course) -> Student:
     """The submission's notebook for this test file's assignment."""
 
     s = session(request.config)
-    limits = course.limits
+    assignment = assignment_of(request.path)
     return Student(
         s.get_backend(course),
-        assignment_of(request.path),
-        call_timeout=limits.call_timeout_s,
-        kernel_timeout=limits.kernel_timeout_s,
+        assignment,
         cc=course.gpu.compute_capability,
         memory=s.memory,
+        limits=course.limits_for(assignment),
+        limit_source=functools.partial(course.limit_source, assignment),
     )
 
 

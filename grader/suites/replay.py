@@ -9,9 +9,11 @@ everything the student's process chose is replaced here by what the trusted side
 `Replay` launches every recorded launch, in order, with the kernel compiled from the source, on
 the test's own input arrays (reshaped and cast as the record says, a safe cast only) and, for
 every other slot, a fresh buffer filled with `poison` (NaN, or the byte pattern 0xA5). A slot
-keeps its state from one launch to the next. The wrapper's returned array must equal the final
-state of a slot the kernels wrote (`Replay.produced`); an output filled on the host before the
-launch, or a result computed with numpy beside an empty kernel, is not. A record that names
+keeps its state from one launch to the next. The wrapper's returned value must follow from the
+final state of a slot the kernels wrote (`Replay.produced`, by a `Relation`): an array equal to
+it, a number that is its one element, or what the suite states the value follows from (a
+reduction's host adding the partial sums its kernel wrote); an output filled on the host before
+the launch, or a result computed with numpy beside an empty kernel, is not. A record that names
 anything else (an input that is not an array of the test, a slot that changes shape, buffers
 beyond `MAX_REPLAY_BYTES`) earns nothing and says so (`RecordRefused`).
 """
@@ -66,6 +68,61 @@ class Slot:
         )
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+        value, (bool, np.bool_)
+    )
+
+
+@dataclass(frozen=True)
+class Relation:
+    """How a wrapper's returned value must follow from one array its kernels wrote.
+
+    Without `returns`: an array must be that array (same dtype and elements, NaN equal to NaN,
+    any shape of the same size), a number must be its one element (a kernel that accumulates
+    into a one-element output). With `returns` (the suite's statement, trusted code): the value
+    must equal `returns(array)`, a number or an array, within `rtol` and `atol`; `returns` may
+    answer None for an array the value cannot come from. Nothing else is accepted: a value
+    computed on the host beside the launch does not follow from what the kernels wrote.
+    """
+
+    returns: Callable[[np.ndarray], Any] | None = None
+    rtol: float = 0.0
+    atol: float = 0.0
+
+    def expected(self, state: np.ndarray) -> Any:
+        """What the wrapper should return if `state` is the array its result comes from."""
+        if self.returns is not None:
+            return self.returns(state.copy())
+        return state.reshape(-1)[0] if state.size == 1 else state
+
+    def holds(self, value: Any, state: np.ndarray) -> bool:
+        if self.returns is None and isinstance(value, np.ndarray):
+            return (
+                state.size == value.size
+                and state.dtype == value.dtype
+                and bool(
+                    np.array_equal(
+                        state.reshape(-1), value.reshape(-1), equal_nan=value.dtype.kind in "fc"
+                    )
+                )
+            )
+        want = self.expected(state)
+        if want is None:
+            return False
+        if isinstance(value, np.ndarray) or isinstance(want, np.ndarray):
+            got, exp = np.asarray(value), np.asarray(want)
+            return (
+                got.shape == exp.shape
+                and got.dtype.kind in "biufc"
+                and exp.dtype.kind in "biufc"
+                and bool(np.allclose(got, exp, rtol=self.rtol, atol=self.atol, equal_nan=True))
+            )
+        if not (_is_number(value) and _is_number(want)):
+            return False
+        return math.isclose(float(value), float(want), rel_tol=self.rtol, abs_tol=self.atol)
+
+
 class Replay:
     """The replay of one wrapper call (`args`, `kwargs`: what the test passed)."""
 
@@ -90,27 +147,27 @@ class Replay:
             if "slot" in desc:
                 self.slots[desc["slot"]].state = out
 
-    def produced(self, value: Any) -> bool:
-        """Whether `value` is the final state of an array the replayed kernels wrote."""
-        if not isinstance(value, np.ndarray):
-            return False
+    def produced(self, value: Any, relation: Relation | None = None) -> bool:
+        """Whether `value` follows from an array the replayed kernels wrote (`Relation`)."""
+        relation = relation or Relation()
         return any(
-            slot.written
-            and slot.state.size == value.size
-            and slot.state.dtype == value.dtype
-            and np.array_equal(
-                slot.state.reshape(-1), value.reshape(-1), equal_nan=value.dtype.kind in "fc"
-            )
-            for slot in self.slots.values()
+            relation.holds(value, slot.state) for slot in self.slots.values() if slot.written
         )
 
-    def closest(self, value: Any) -> str:
-        """How `value` differs from the written slot of its size, for feedback."""
+    def closest(self, value: Any, relation: Relation | None = None) -> str:
+        """How `value` differs from what the written arrays give, for feedback."""
+        relation = relation or Relation()
+        written = [slot.state for slot in self.slots.values() if slot.written]
         if not isinstance(value, np.ndarray):
-            return f"it returned a {type(value).__name__}, not an array"
-        for slot in self.slots.values():
-            if slot.written and slot.state.size == value.size:
-                want = slot.state.reshape(-1).astype(value.dtype, copy=False)
+            if not _is_number(value):
+                return f"it returned a {type(value).__name__}, not an array or a number"
+            given = [g for g in (relation.expected(w) for w in written) if _is_number(g)]
+            if not given:
+                return f"it returned {value!r}, and no array the kernels wrote gives a number"
+            return f"it returned {value!r}; what the kernels wrote gives {float(given[0])!r}"
+        for state in written:
+            if state.size == value.size:
+                want = state.reshape(-1).astype(value.dtype, copy=False)
                 got = value.reshape(-1)
                 same = (got == want) | (
                     np.isnan(got) & np.isnan(want)

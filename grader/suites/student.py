@@ -22,9 +22,11 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+import numpy as np
 import pytest
 
 from grader.core import compiler, kernel_source, sourcemap
+from grader.core.course import Limits
 from grader.core.feedback import excerpt
 from grader.core.readback import READ_MAX_BYTES, ReadBackError
 from grader.core.stubs import still_stub
@@ -36,6 +38,7 @@ from grader.sandbox.protocol import (
     WORKER_CRASHED,
     encode_reply,
 )
+from grader.suites import limit_hits
 from grader.suites.errors import (
     KernelRefused,
     MissingFunction,
@@ -56,7 +59,7 @@ from grader.suites.kernels import (
     same_array,
     signature,
 )
-from grader.suites.replay import RecordRefused, Replay
+from grader.suites.replay import RecordRefused, Relation, Replay
 
 __all__ = [
     "Backend",
@@ -113,13 +116,22 @@ class Student:
         kernel_timeout: float = 60.0,
         cc: tuple[int, int] = (7, 5),
         memory: list | None = None,
+        limits: Limits | None = None,
+        limit_source: Callable[[str], str] | None = None,
     ):
+        """`limits`: the assignment's (`Course.limits_for`), whose call and kernel timeouts
+        then replace the two given; `limit_source` says where course.toml sets a key of them
+        (`Course.limit_source`), for the feedback of a failure that hit one."""
         self._backend = backend
         # where profiled launches are kept for the result (`grader.suites.memory`); None: nowhere
         self._memory = memory
         self._assignment_id = assignment_id
+        if limits is not None:
+            call_timeout, kernel_timeout = limits.call_timeout_s, limits.kernel_timeout_s
         self._call_timeout = call_timeout
         self._kernel_timeout = kernel_timeout
+        self._limits = limits
+        self._limit_source = limit_source or (lambda key: f"[limits] {key} in course.toml")
         self._cc = cc
         self._sources: dict[str, kernel_source.KernelSource | StudentError] = {}
         self._compiled: dict[tuple[str, str], str | StudentError | None] = {}
@@ -155,8 +167,16 @@ class Student:
     def _ask(self, req: dict, timeout: float, name: str) -> Any:
         reply = self._backend.request({"assignment": self._assignment_id, **req}, timeout)
         if "error" in reply:
-            raise make_error(reply["error"], name)
+            raise self._error(reply["error"], name, "call_timeout_s")
         return reply["ok"]
+
+    def _error(self, error: dict, name: str, request_limit: str) -> StudentError:
+        """The exception of an error reply, its words naming a `[limits]` key it hit
+        (`grader.suites.limit_hits`); `request_limit`: the timeout key of the request."""
+        said = limit_hits.explained(
+            error, self._assignment_id, self._limits, self._limit_source, request_limit
+        )
+        return make_error(said, name)
 
     # ---- kernels, from the source
 
@@ -207,7 +227,9 @@ class Student:
                 self._compiled[key] = malformed("PTX that is not text", name)
             elif reply["error"].get("origin") == protocol.ORIGIN:
                 deferred = reply["error"].get("type") == PTX_DEFERRED
-                self._compiled[key] = None if deferred else make_error(reply["error"], name)
+                self._compiled[key] = (
+                    None if deferred else self._error(reply["error"], name, "kernel_timeout_s")
+                )
             elif reply["error"].get("type") != KERNEL_COMPILE_ERROR:
                 err = reply["error"]
                 self._compiled[key] = grader_error(
@@ -241,7 +263,7 @@ class Student:
         req = self._kernel_req("kernel_launch", name, grid=grid, block=block, args=list(args))
         reply = self._backend.kernel(req, self._kernel_timeout, "run")
         if "error" in reply:
-            raise make_error(reply["error"], name)
+            raise self._error(reply["error"], name, "kernel_timeout_s")
         return outputs(reply["ok"], args, name)
 
 
@@ -313,15 +335,25 @@ class Function:
             pytest.skip(compiler.DEFERRED)
         return ptx
 
-    def launching(self, *kernels: str) -> Callable[..., Any]:
+    def launching(
+        self,
+        *kernels: str,
+        returns: Callable[[np.ndarray], Any] | None = None,
+        rtol: float = 0.0,
+        atol: float = 0.0,
+    ) -> Callable[..., Any]:
         """This host wrapper, credited only for a result its launches of `kernels` produced.
 
         The wrapper must launch them in its own body (``kernel[grid, block](...)``, checked in
         the source) and does so at least once: while it runs, each kernel name resolves to a
         recorder that logs what each launch was given. Every logged launch is then replayed
         here with the kernel compiled from the source, on the test's own inputs and on fresh
-        poisoned outputs (`grader.suites.replay`), and the wrapper's returned array must be
-        what those launches wrote.
+        poisoned outputs (`grader.suites.replay`), and the wrapper's returned value must follow
+        from what those launches wrote: by default an array they wrote, or a number that is the
+        one element of an array they wrote. `returns` states another relation: the value that
+        follows from one array the kernels wrote (for a reduction whose host adds the partial
+        sums: ``returns=np.sum``), None for an array it cannot be; the returned value must
+        equal it within `rtol` and `atol` (`grader.suites.replay.Replay.produced`).
         """
         self._use()
 
@@ -339,15 +371,22 @@ class Function:
                     self.name,
                 )
             replay = self._replay(launches, args, kwargs)
-            if not replay.produced(value):
+            relation = Relation(returns, rtol, atol)
+            if not replay.produced(value, relation):
                 shown = "; ".join(self._shown(e) for e in launches)
+                what = (
+                    "an array that is not what its launches"
+                    if isinstance(value, np.ndarray)
+                    else "a value that does not follow from what its launches"
+                )
                 raise grader_error(
                     KERNEL_REFUSED,
-                    f"{self.name} returned an array that is not what its launches ({shown}) "
-                    "write when the grader replays them on the test's own inputs, every other "
-                    f"array starting as NaN: {replay.closest(value)}. The result must come "
-                    "from the kernel launch itself (an output filled on the host before the "
-                    "launch, or a result computed with numpy, earns nothing)",
+                    f"{self.name} returned {what} ({shown}) write when the grader replays them "
+                    "on the test's own inputs, every other array starting as NaN: "
+                    f"{replay.closest(value, relation)}. "
+                    "The result must come from the kernel launch itself (an output filled on "
+                    "the host before the launch, or a result computed with numpy, earns "
+                    "nothing)",
                     self.name,
                 )
             return value

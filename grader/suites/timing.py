@@ -24,7 +24,7 @@ import numpy as np
 
 from grader.core import nvml, timing
 from grader.core.course import Course
-from grader.suites.errors import make_error, malformed
+from grader.suites.errors import malformed
 from grader.suites.kernels import dims, signature
 
 if TYPE_CHECKING:
@@ -185,8 +185,8 @@ class KernelTarget:
         s, name = self.launch.function._student, self.launch.function.name
         req.setdefault("slot", self.label)
         reply = s._backend.kernel(req, s._kernel_timeout, "run")
-        if "error" in reply:
-            raise make_error(reply["error"], name)
+        if "error" in reply:  # a timeout or a limit the kernel hit names its [limits] key
+            raise s._error(reply["error"], name, "kernel_timeout_s")
         return reply
 
     def prepare(self) -> None:

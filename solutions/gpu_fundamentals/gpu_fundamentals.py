@@ -184,17 +184,18 @@ from numba import cuda
 
 ON_GPU = not numba_config.ENABLE_CUDASIM and cuda.is_available()
 
-# Demo sizes: full size on a GPU, small in the simulator (about 150 us per simulated thread).
-VEC_N = 2**24 if ON_GPU else 2048  # elements in the vector-add demo
-STRIDE_N = 2**24 if ON_GPU else 1024  # elements in the strided-copy demo
-TRANSPOSE_N = 8192 if ON_GPU else 48  # side of the square matrix in the transpose demo
-
 if ON_GPU:
     print(f"GPU: {cuda.get_current_device().name} -- kernels run for real")
 elif numba_config.ENABLE_CUDASIM:
     print("No CUDA GPU -- kernels run in Numba's CUDA simulator (exact, but slow).")
 else:
     print("A GPU was expected but CUDA is not usable: kernels compile but cannot be launched.")
+
+# %% tags=["demo"]
+# Demo sizes: full size on a GPU, small in the simulator (about 150 us per simulated thread).
+VEC_N = 2**24 if ON_GPU else 2048  # elements in the vector-add demo
+STRIDE_N = 2**24 if ON_GPU else 1024  # elements in the strided-copy demo
+TRANSPOSE_N = 8192 if ON_GPU else 48  # side of the square matrix in the transpose demo
 
 # %% nbgrader={"grade": false, "grade_id": "helpers", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Helpers you may use. `_require_positive` turns a bad argument into an error message that says
@@ -253,7 +254,8 @@ def _hardware_table(gpu):
     if root is None:
         raise FileNotFoundError(
             "course.toml not found here or above: open this notebook from a checkout of the "
-            "course repository (on Colab, clone your fork and %cd into exercises/gpu_fundamentals)"
+            "course repository (on Colab, clone your fork and %cd into this notebook's folder "
+            "under exercises/)"
         )
     with open(os.path.join(root, "course.toml"), "rb") as fh:
         return tomllib.load(fh)["hardware"][gpu]

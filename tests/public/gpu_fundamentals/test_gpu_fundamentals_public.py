@@ -2,8 +2,10 @@
 
 These are the checks you can run yourself: `pytest tests/public/gpu_fundamentals` from the root of
 your repository (the folder holding course.toml); they grade exercises/gpu_fundamentals. They use
-the numbers from the notebook; the grader also runs hidden tests with inputs it draws at grading
-time, so make every function correct in general, not only here.
+the numbers from the notebook, and the kernel tests draw their sizes and values (the `rng`
+fixture: the same draws here as in the grading of your pull request); the grader also runs hidden
+tests with inputs it draws for you at grading time, so make every function correct in general,
+not only here.
 
 Without a GPU your kernels run in Numba's CUDA simulator, so the kernel tests use small sizes.
 
@@ -107,45 +109,57 @@ def test_sectors_per_warp_examples(student):
         assert got == want, f"sectors_per_warp({stride}) returned {got}; expected {want}: {why}"
 
 
+def _not_a_multiple(rng: np.random.Generator, low: int, high: int, of: int) -> int:
+    """A drawn size in [low, high) that is not a multiple of `of`: the last block is part empty."""
+    n = int(rng.integers(low, high))
+    return n + 1 if n % of == 0 else n
+
+
 @pytest.mark.points(2)
 def test_vector_add_small(student, rng):
-    n = 1000
+    n = _not_a_multiple(rng, 257, 1500, 32)  # more threads than elements: the bounds check
+    blocks = -(-n // 256)
     a = rng.standard_normal(n).astype(np.float32)
     b = rng.standard_normal(n).astype(np.float32)
     c = np.full(n, np.nan, dtype=np.float32)
-    launch(student.vector_add, 4, 256, a, b, c, n=n, name="vector_add")
+    launch(student.vector_add, blocks, 256, a, b, c, n=n, name="vector_add")
     want = a + b
     assert not np.isnan(c).all(), (
         "vector_add wrote nothing into c (every element is still NaN): fill in the kernel's body"
     )
     assert np.array_equal(c, want), (
-        "vector_add[4, 256] on 1000 elements: "
+        f"vector_add[{blocks}, 256] on {n} elements: "
         + first_mismatch(c, want)
         + " (each thread i should write c[i] = a[i] + b[i], with i = cuda.grid(1))"
     )
 
 
 @pytest.mark.points(1)
-def test_gpu_vector_add_small(student):
-    a = np.arange(700, dtype=np.float32)
-    b = np.full(700, 0.5, dtype=np.float32)
+def test_gpu_vector_add_small(student, rng):
+    n = _not_a_multiple(rng, 129, 800, 128)
+    a = rng.standard_normal(n).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
     got = student.gpu_vector_add.launching("vector_add")(a, b, 128)
-    assert isinstance(got, np.ndarray) and got.shape == (700,) and got.dtype == np.float32, (
-        f"gpu_vector_add of two float32 arrays of shape (700,) must return a float32 array of "
-        f"shape (700,), got {type(got).__name__} {getattr(got, 'dtype', '')} "
+    assert isinstance(got, np.ndarray) and got.shape == (n,) and got.dtype == np.float32, (
+        f"gpu_vector_add of two float32 arrays of shape ({n},) must return a float32 array of "
+        f"shape ({n},), got {type(got).__name__} {getattr(got, 'dtype', '')} "
         f"{getattr(got, 'shape', '')}"
     )
     assert np.array_equal(got, a + b), "gpu_vector_add: " + first_mismatch(got, a + b)
 
 
 @pytest.mark.points(1)
-def test_strided_copy_small(student):
-    src = np.arange(512, dtype=np.float32)
-    dst = np.full(300, -1.0, dtype=np.float32)
-    launch(student.strided_copy, 2, 256, src, dst, 3, n=300, name="strided_copy")
-    want = src[(np.arange(300) * 3) % 512]
+def test_strided_copy_small(student, rng):
+    n_src, n_dst = int(rng.integers(300, 600)), _not_a_multiple(rng, 257, 400, 256)
+    stride = int(rng.integers(2, 40))
+    src = rng.standard_normal(n_src).astype(np.float32)
+    dst = np.full(n_dst, np.nan, dtype=np.float32)
+    blocks = -(-n_dst // 256)
+    launch(student.strided_copy, blocks, 256, src, dst, stride, n=n_dst, name="strided_copy")
+    want = src[(np.arange(n_dst) * stride) % n_src]
     assert np.array_equal(dst, want), (
-        "strided_copy[2, 256](src (512 elements), dst (300 elements), stride 3): "
+        f"strided_copy[{blocks}, 256](src ({n_src} elements), dst ({n_dst} elements), stride "
+        f"{stride}): "
         + first_mismatch(dst, want)
         + "; thread i writes dst[i] = src[(i * stride) % src.size]"
     )

@@ -1,9 +1,11 @@
 """Public tests for S5.1's divergence, occupancy, transpose and matrix-multiply exercises.
 
 Run them with the rest of the public suite: `pytest tests/public/gpu_fundamentals` from the root
-of your repository. They use the notebook's examples; the grader's hidden tests draw their own
-launch shapes, branch patterns and matrix shapes at grading time, and compare occupancy with
-their own copy of CUDA's occupancy rules on a thousand launch shapes.
+of your repository. They use the notebook's examples, and draw the kernels' matrix shapes and
+values (never multiples of the block or tile; the same draws here as in the grading of your pull
+request); the grader's hidden tests draw their own launch shapes, branch patterns and matrix
+shapes for you at grading time, and compare occupancy with their own copy of CUDA's occupancy
+rules on a thousand launch shapes.
 
 PYTEST_DONT_REWRITE: the assert messages are the student's feedback, so pytest's own
 introspection is not appended to them.
@@ -53,8 +55,17 @@ def test_occupancy_examples(student, course):
         )
 
 
-def _transpose(student, name: str, shape: tuple[int, int], grid, block) -> None:
-    src = np.arange(shape[0] * shape[1], dtype=np.float32).reshape(shape)
+def _shape(rng: np.random.Generator, low: int, high: int) -> int:
+    """A drawn side in [low, high) that is not a multiple of 8 (nor of TILE)."""
+    side = int(rng.integers(low, high))
+    return side + 1 if side % 8 == 0 else side
+
+
+def _transpose(student, rng, name: str, block: tuple[int, int], covers: int) -> None:
+    """A drawn rows x cols matrix, each block covering `covers` x `covers` elements."""
+    shape = (_shape(rng, 33, 48), _shape(rng, 17, 40))
+    grid = (-(-shape[1] // covers), -(-shape[0] // covers))
+    src = rng.standard_normal(shape).astype(np.float32)
     dst = np.full((shape[1], shape[0]), np.nan, dtype=np.float32)
     launch(getattr(student, name), grid, block, src, dst, n=src.size, name=name)
     assert not np.isnan(dst).all(), f"{name} wrote nothing into dst: fill in the kernel's body"
@@ -65,13 +76,13 @@ def _transpose(student, name: str, shape: tuple[int, int], grid, block) -> None:
 
 
 @pytest.mark.points(1)
-def test_transpose_naive_small(student):
-    _transpose(student, "transpose_naive", (37, 21), (3, 5), (8, 8))
+def test_transpose_naive_small(student, rng):
+    _transpose(student, rng, "transpose_naive", (8, 8), 8)
 
 
 @pytest.mark.points(1)
-def test_transpose_tiled_small(student):
-    _transpose(student, "transpose_tiled", (45, 33), (2, 2), (TILE, 1))
+def test_transpose_tiled_small(student, rng):
+    _transpose(student, rng, "transpose_tiled", (TILE, 1), TILE)
 
 
 @pytest.mark.points(1)
@@ -84,8 +95,11 @@ def test_tiled_intensity_examples(student):
         )
 
 
-def _matmul(student, name: str, m: int, k: int, n: int, grid, block) -> None:
-    rng = np.random.default_rng(7)
+def _matmul(student, rng, name: str, block: tuple[int, int], covers: int) -> None:
+    """A drawn (m x k) @ (k x n) product, each block covering `covers` x `covers` of c, more
+    than one block each way."""
+    m, k, n = (_shape(rng, covers + 1, covers + 16) for _ in range(3))
+    grid = (-(-n // covers), -(-m // covers))
     a = rng.standard_normal((m, k)).astype(np.float32)
     b = rng.standard_normal((k, n)).astype(np.float32)
     c = np.full((m, n), np.nan, dtype=np.float32)
@@ -101,10 +115,10 @@ def _matmul(student, name: str, m: int, k: int, n: int, grid, block) -> None:
 
 
 @pytest.mark.points(1)
-def test_matmul_naive_small(student):
-    _matmul(student, "matmul_naive", 19, 11, 13, (2, 3), (8, 8))
+def test_matmul_naive_small(student, rng):
+    _matmul(student, rng, "matmul_naive", (8, 8), 8)
 
 
 @pytest.mark.points(1)
-def test_matmul_tiled_small(student):
-    _matmul(student, "matmul_tiled", 35, 37, 33, (2, 2), (TILE, 1))
+def test_matmul_tiled_small(student, rng):
+    _matmul(student, rng, "matmul_tiled", (TILE, 1), TILE)

@@ -18,7 +18,11 @@ from grader.batch import (
     select_shard,
     submission_digest,
 )
+from grader.core.course import load_course
 from grader.core.errors import UsageError
+
+IDS = load_course(ROOT).assignment_ids  # the canned results follow the course's assignments
+FIRST, LAST = IDS[0], IDS[-1]
 
 # A batch driver with a stub grade_one (top-level in a script, so the spawned children can
 # import it). Students named "crash*" raise, "die*" exit abruptly, the rest get canned results.
@@ -38,7 +42,7 @@ DRIVER = textwrap.dedent(
             os._exit(7)
         n = len((submission / "exercises" / "a.py").read_text())
         tests = [TestResult("test_a", min(n, 4), 4, "passed" if n >= 4 else "failed", "fb")]
-        a = AssignmentResult("gpu_fundamentals", min(n, 4), 4, raw_score=min(n, 4), tests=tests)
+        a = AssignmentResult("FIRST_ID", min(n, 4), 4, raw_score=min(n, 4), tests=tests)
         return GradeResult(student, a.score, 4, Environment("cpu", True), [a])
 
     if __name__ == "__main__":
@@ -49,7 +53,7 @@ DRIVER = textwrap.dedent(
                         grade_one=grade, course=load_course(os.environ["COURSE_ROOT"]))
         print("FAILED=" + ",".join(out.failed))
     """
-)
+).replace("FIRST_ID", FIRST)
 
 
 def make_class(tmp_path, students):
@@ -123,12 +127,12 @@ def test_sigkill_midway_then_resume(tmp_path, db_rows):
     assert db_rows(db, "select count(*) from student") == [(len(students),)]
     assert db_rows(
         db, "select count(*), count(distinct student_id || assignment_id) from submitted_assignment"
-    ) == [(12, 12)]  # 8 x 1 + 2 errors x 2
+    ) == [(8 + 2 * len(IDS),) * 2]  # 8 x 1 + 2 errors x every assignment
     assert db_rows(db, "select count(*), count(distinct notebook_id || cell_id) from grade") == [
         (10, 10)
     ]
     grades = (out / "grades.csv").read_text().splitlines()
-    assert len(grades) == 1 + 2 * len(students)
+    assert len(grades) == 1 + len(IDS) * len(students)  # a row per student and assignment
     for s in students:
         assert (out / s / "result.json").is_file() and (out / s / "report.md").is_file()
 
@@ -147,7 +151,7 @@ def test_sigkill_midway_then_resume(tmp_path, db_rows):
     res = run_driver(tmp_path, driver, subs, out)
     assert set((tmp_path / "calls.txt").read_text().split()) == {"s01", "crash1", "die1"}
     assert sorted(state_students(out)) == sorted(students)  # compacted: still one line each
-    assert db_rows(db, "select count(*) from submitted_assignment") == [(12,)]
+    assert db_rows(db, "select count(*) from submitted_assignment") == [(8 + 2 * len(IDS),)]
     assert json.loads((out / "s01" / "result.json").read_text())["score"] == 4
 
 
@@ -286,15 +290,21 @@ PER_ASSIGNMENT = (
     )
     .replace(
         'return GradeResult(student, a.score, 4, Environment("cpu", True), [a])',
-        "m = AssignmentResult('m9_roofline', 2, 2, raw_score=2,\n"
-        "        tests=[TestResult('test_m', 2, 2, 'passed')])\n"
-        "    keep = [x for x in (a, m) if assignments is None or x.id in assignments]\n"
+        "others = [AssignmentResult(i, 2, 2, raw_score=2,\n"
+        f"        tests=[TestResult('test_m', 2, 2, 'passed')]) for i in {IDS[1:]!r}]\n"
+        "    keep = [x for x in (a, *others) if assignments is None or x.id in assignments]\n"
         "    total = sum(x.score for x in keep)\n"
         "    most = sum(x.max_score for x in keep)\n"
         "    return GradeResult(student, total, most, Environment('cpu', True), keep)",
     )
     .replace("jobs=2, shard=shard,", "jobs=2, shard=shard, force=bool(os.environ['FORCE']),")
 )
+
+
+def _scores(first: int) -> list[str]:
+    """A row's scores: the first assignment's, each other's (2 / 2), and the total."""
+    others = len(IDS) - 1
+    return [f"{first} / 4", *["2 / 2"] * others, f"{first + 2 * others} / {4 + 2 * others}"]
 
 
 def test_regrade_per_assignment_when_what_grades_changes_and_force(tmp_path, umask):
@@ -307,23 +317,26 @@ def test_regrade_per_assignment_when_what_grades_changes_and_force(tmp_path, uma
     assert calls == {"s00", "s01", "s02"}
     assert "regraded" in res.stdout and "before -> after" in res.stdout
     assert all("new" in r for r in _rows(res.stdout).values())
-    assert _rows(res.stdout)["s00"][1:4] == ["1 / 4", "2 / 2", "3 / 6"]
+    columns = slice(1, len(IDS) + 2)
+    assert _rows(res.stdout)["s00"][columns] == _scores(1)
 
     res, calls = _run(tmp_path, driver, subs, out, root)
     assert calls == set()
     assert "graded 0, unchanged 3" in res.stdout
 
-    # a fixed m9 hidden test: m9 alone is regraded for everyone, and merged with the kept grade
-    hidden = next((root / "tests" / "hidden" / "m9_roofline").glob("test_*.py"))
+    # a fixed hidden test of the last assignment: it alone is regraded for everyone, and merged
+    # with the kept grades
+    hidden = next((root / "tests" / "hidden" / LAST).glob("test_*.py"))
     hidden.write_text(hidden.read_text() + "\n# fixed a message\n")
     res, calls = _run(tmp_path, driver, subs, out, root)
-    assert calls == {"s00=m9_roofline", "s01=m9_roofline", "s02=m9_roofline"}
+    assert calls == {f"s00={LAST}", f"s01={LAST}", f"s02={LAST}"}
     rows = _rows(res.stdout)
-    assert all("m9_roofline: suites changed" in r for r in rows.values()), res.stdout
-    assert rows["s00"][1:4] == ["1 / 4", "2 / 2", "3 / 6"] and "m9_roofline 2 -> 2" in rows["s00"]
+    assert all(f"{LAST}: suites changed" in r for r in rows.values()), res.stdout
+    assert rows["s00"][columns] == _scores(1) and f"{LAST} 2 -> 2" in rows["s00"]
     merged = json.loads((out / "s00" / "result.json").read_text())
-    assert [a["id"] for a in merged["assignments"]] == ["gpu_fundamentals", "m9_roofline"]
-    assert merged["score"] == 3 and any("kept from the previous" in w for w in merged["warnings"])
+    assert [a["id"] for a in merged["assignments"]] == IDS
+    assert merged["score"] == 1 + 2 * (len(IDS) - 1)
+    assert any("kept from the previous" in w for w in merged["warnings"])
     res, calls = _run(tmp_path, driver, subs, out, root)
     assert calls == set()
 
@@ -333,18 +346,19 @@ def test_regrade_per_assignment_when_what_grades_changes_and_force(tmp_path, uma
     assert calls == {"s00", "s01", "s02"}
     assert all("course.toml changed" in r for r in _rows(res.stdout).values())
     # one assignment's reference solution regrades that assignment alone
-    ref = next((root / "solutions" / "gpu_fundamentals").glob("*.py"))
+    ref = next((root / "solutions" / FIRST).glob("*.py"))
     ref.write_text(ref.read_text() + "\n# edited\n")
     res, calls = _run(tmp_path, driver, subs, out, root)
-    assert calls == {"s00=gpu_fundamentals", "s01=gpu_fundamentals", "s02=gpu_fundamentals"}
-    assert all("gpu_fundamentals: reference changed" in r for r in _rows(res.stdout).values())
+    assert calls == {f"s00={FIRST}", f"s01={FIRST}", f"s02={FIRST}"}
+    assert all(f"{FIRST}: reference changed" in r for r in _rows(res.stdout).values())
 
     # a changed submission: before -> after shows the score moving, per assignment
     (subs / "s00" / "exercises" / "a.py").write_text("xxxx")  # was 1 point, now 4
     res, calls = _run(tmp_path, driver, subs, out, root)
     assert calls == {"s00"}
     row = _rows(res.stdout)["s00"]
-    assert "submission changed" in row and "gpu_fundamentals 1 -> 4; m9_roofline 2 -> 2" in row
+    moved = "; ".join([f"{FIRST} 1 -> 4", *(f"{a} 2 -> 2" for a in IDS[1:])])
+    assert "submission changed" in row and moved in row
     assert _rows(res.stdout)["s01"][-1] == "no"  # unchanged rows: regraded "no", no why
 
     # --force regrades everyone

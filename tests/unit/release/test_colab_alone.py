@@ -19,7 +19,7 @@ from grader.core.course import load_course
 from grader.release.embed import MARKER, embed_course
 
 ROOT = Path(__file__).resolve().parents[3]
-AIDS = ("gpu_fundamentals", "m9_roofline")
+AIDS = load_course(ROOT).assignment_ids
 
 # Runs in a fresh interpreter: a fake google.colab, then every code cell of the notebook but
 # the demos, in order, in one namespace (what "Run all" does, minus plots and timings). A cell

@@ -20,9 +20,17 @@ from pathlib import Path
 import pytest
 from factories import ROOT, fake_smi
 
+from grader.core.course import load_course
 from grader.core.notebook import read_notebook
+from grader.release.shared_cells import shared_cells
 
-NOTEBOOKS = [ROOT / "solutions" / "gpu_fundamentals" / "gpu_fundamentals.py"]
+# Every solution notebook that installs numba-cuda on Colab: its first code cell is the shared
+# install cell (grader.release.shared_cells), whose one text release holds them all to.
+NOTEBOOKS = [
+    path
+    for a in load_course(ROOT).assignment_ids
+    if "colab_install" in (path := ROOT / "solutions" / a / f"{a}.py").read_text(encoding="utf-8")
+]
 
 HARNESS = r"""
 import importlib.util, json, subprocess, sys, types
@@ -49,7 +57,12 @@ def first_code_cell(path: Path) -> str:
     cells = [c for c in read_notebook(path).cells if c.cell_type == "code"]
     assert cells, f"{path}: no code cell"
     assert cells[0].metadata.get("nbgrader", {}).get("grade_id") == "colab_install", path
+    assert cells[0].source == shared_cells()["colab_install"], f"{path}: not the shared cell"
     return cells[0].source
+
+
+def test_a_notebook_installs_with_the_shared_cell():
+    assert NOTEBOOKS, "no solution notebook has the install cell"
 
 
 def run_cell(tmp_path: Path, notebook: Path, where: str, driver: str | None, state: str):

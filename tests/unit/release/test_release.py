@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -26,7 +27,7 @@ from grader.release import (
     verify,
 )
 
-IDS = ("gpu_fundamentals", "m9_roofline")
+IDS = tuple(load_course(ROOT).assignment_ids)  # a scratch course has every real assignment
 
 SOURCE = '''\
 # ---
@@ -646,32 +647,34 @@ def test_{name}(student):
 
 @pytest.mark.slow
 def test_verify_reports_a_vacuous_test_by_name(course: Path) -> None:
-    """Synthetic course: all checks pass except one hidden test that passes on the stub."""
+    """Synthetic course: all checks pass (the sandbox pass and the export included) except one
+    hidden test that passes on the stub."""
+    course_tree(course, copy=("grader", "pyproject.toml", "STUDENT_README.md"))
+    manifest = course / "course.toml"  # 20 points each: 15 public + 2 hidden + 3 more below
+    manifest.write_text(re.sub(r"(?m)^points = \d+", "points = 20", manifest.read_text()))
     start = SOURCE.index('# %% nbgrader={"grade": false, "grade_id": "quad_cell"')
     end = SOURCE.index('# %% nbgrader={"grade": true')
     for a in IDS:  # a whole-function region leaves a module-level raise: nothing would import
         src(course, a).write_text(SOURCE[:start] + SOURCE[end:])
     total = {a.id: a.points for a in load_course(course).assignments}
-    for a, points, name, body in (  # the rest of course.toml's points, after 15 public + 2 hidden
-        (
-            "gpu_fundamentals",
-            total["gpu_fundamentals"] - 17,
-            "triple_none",
-            "with pytest.raises(ValueError):\n        student.triple(None)",
-        ),
-        ("m9_roofline", total["m9_roofline"] - 17, "vacuous", 'assert student.has("double")'),
-    ):
+    vacuous = IDS[-1]
+    for a in IDS:  # the rest of course.toml's points, after 15 public + 2 hidden
+        name, body = (
+            ("vacuous", 'assert student.has("double")')
+            if a == vacuous
+            else ("triple_none", "with pytest.raises(ValueError):\n        student.triple(None)")
+        )
         (course / "tests" / "public" / a).mkdir(parents=True)
         (course / "tests" / "public" / a / f"test_{a}_public.py").write_text(PUBLIC_TEST)
         (course / "tests" / "hidden" / a / f"test_{a}_more.py").write_text(
-            EXTRA_HIDDEN.format(points=points, name=name, body=body)
+            EXTRA_HIDDEN.format(points=total[a] - 17, name=name, body=body)
         )
     assert release(course).ok
     report = verify(course)
-    vacuous = total["m9_roofline"] - 17
+    left = total[vacuous] - 17
     assert report.findings == [
-        f"stubs score zero [m9_roofline]: vacuous test hidden/test_vacuous: scores "
-        f"{vacuous:g} / {vacuous:g} on the stub"
+        f"stubs score zero [{vacuous}]: vacuous test hidden/test_vacuous: scores "
+        f"{left:g} / {left:g} on the stub"
     ], report.table()
     table = report.table()
     for check in (
@@ -681,6 +684,9 @@ def test_verify_reports_a_vacuous_test_by_name(course: Path) -> None:
         "solution scores full marks",
         "points match course.toml",
         "stubs score zero",
+        "solution graded the same in the sandbox",
+        "stub graded the same in the sandbox",
+        "export leak-free",
     ):
         assert check in table
     assert not (course / "metrics.json").exists(), "verify must not write into the course"
@@ -796,3 +802,91 @@ def test_a_solution_line_pasted_into_public_tests_stops_release_and_verify(cours
     assert not (course / "exercises").exists()
     # verify's "release in sync" row is this check
     assert any("tests/public/m9_roofline" in f for f in rel.check(course).findings)
+
+
+# ---------------------------------------------------------------- per assignment (issue 45)
+
+M9_ONLY = 'assert student.triple(7) == 21, "seven times three, from the hidden suite"'
+
+
+def _hidden_of_m9(course: Path, line: str) -> None:
+    (course / "tests" / "hidden" / "m9_roofline" / "test_m9_extra.py").write_text(
+        f'"""Stated rules:\n\n- test_extra: "Return 3 * x"\n"""\n\n\ndef test_extra(student):\n'
+        f"    {line}\n"
+    )
+
+
+def _public(course: Path, assignment: str, body: str) -> Path:
+    folder = course / "tests" / "public" / assignment
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"test_{assignment}_public.py"
+    path.write_text(body)
+    return path
+
+
+def test_a_hidden_line_its_own_public_tests_hold_is_public_for_that_assignment_only(
+    course: Path,
+) -> None:
+    _hidden_of_m9(course, M9_ONLY)
+    _public(course, "m9_roofline", f"def test_shown(student):\n    {M9_ONLY}\n")
+    assert release(course).ok  # m9's public tests show it: no secret of m9
+    # a line of m9's hidden tests that m9's public tests do not show is m9's secret, wherever
+    # it is pasted; the fix the refusal suggests names both ways out
+    secret = 'assert student.triple(9) == 27, "nine times three, from the hidden suite"'
+    _hidden_of_m9(course, secret)
+    other = next(a for a in IDS if a != "m9_roofline")
+    _public(course, other, f"def test_pasted(student):\n    {secret}\n")
+    report = release(course)
+    [leak] = [f for f in report.findings if f.startswith("leak: ")]
+    assert f"tests/public/{other}/test_{other}_public.py:2" in leak
+    assert "secret from tests/hidden/m9_roofline/test_m9_extra.py:8" in leak
+    assert "public tests of the same assignment" in leak and "# grader: public" in leak
+
+
+def test_test_boilerplate_is_no_secret(course: Path) -> None:
+    """The decorators and def lines a public test shares with another assignment's hidden
+    tests (HIDDEN_TEST: `@pytest.mark.points(2)`, `def test_double_hidden(student):`)."""
+    _public(
+        course,
+        "m9_roofline",
+        "import pytest\n\n\n@pytest.mark.points(2)\ndef test_double_hidden(student):\n"
+        "    assert student.double(1) == 2\n",
+    )
+    assert release(course).ok
+    # a decorator that carries the hidden test's data is no boilerplate
+    for a in IDS:
+        hidden = course / "tests" / "hidden" / a / f"test_{a}_hidden.py"
+        hidden.write_text(
+            hidden.read_text().replace(
+                "@pytest.mark.points(2)\n",
+                '@pytest.mark.points(2)\n@pytest.mark.parametrize("x", [1234.5, 77.25, -3.5])\n',
+            )
+        )
+    _public(
+        course,
+        "m9_roofline",
+        'import pytest\n\n\n@pytest.mark.parametrize("x", [1234.5, 77.25, -3.5])\n'
+        "def test_x(student, x):\n    assert student.double(x) == 2 * x\n",
+    )
+    assert any("parametrize" in f for f in release(course).findings)
+
+
+def test_a_line_the_grader_package_ships_is_public_but_a_pasted_block_is_not(
+    tmp_path: Path,
+) -> None:
+    root = _course_with_package(tmp_path / "course")
+    kernel = ["i = cuda.grid(1)", "if i < x.size:", "x[i] = 2 * x[i]"]  # grader/core/compiler.py
+    assert all(line in (root / "grader/core/compiler.py").read_text() for line in kernel)
+
+    def region(lines: list[str]) -> None:
+        body = "".join(f"    {line}\n" for line in lines)
+        text = SOURCE.replace("    doubled_value = math.fsum([x, x])\n", body)
+        for a in IDS:
+            src(root, a).write_text(text)
+        _paste_into_markdown(root, "if i < x.size:")
+
+    region(kernel[:2])  # two lines the package holds too: an idiom, no secret
+    assert release(root).ok
+    region(kernel)  # the probe kernel's three lines in a row: a paste, still secret
+    findings = release(root).findings
+    assert findings and all("if i < x.size:" in f for f in findings), findings

@@ -170,6 +170,21 @@ def spawn(n):
     return count
 
 
+def threads(n):
+    import threading
+
+    stop = threading.Event()
+    started = []
+    try:
+        for _ in range(n):
+            t = threading.Thread(target=stop.wait, daemon=True)
+            t.start()
+            started.append(t)
+    finally:
+        stop.set()
+    return len(started)
+
+
 def fork_bomb():
     while True:
         try:
@@ -601,6 +616,20 @@ def test_processes_are_bounded_and_killed(student, backend):
     backend.close()
     assert processes_in(namespace) == []
     assert student.add(1, 2) == 3
+
+
+def test_a_thread_past_the_process_limit_names_the_limit(backend):
+    """Threads count against `processes` (RLIMIT_NPROC, per uid): the failure a student or an
+    instructor sees names the key, its value, where it is set and the assignment."""
+    need(backend, "unprivileged-user")
+    student = Student(backend, "a", limits=LIMITS)
+    with pytest.raises(RuntimeError) as info:
+        student.threads(4 * LIMITS.processes)
+    said = info.value.feedback()
+    assert "can't start new thread" in said, said
+    where = "([limits] processes in course.toml, assignment 'a')"
+    assert f"processes = {LIMITS.processes} {where}" in said, said
+    assert student.threads(2) == 2 and student.add(1, 1) == 2
 
 
 @pytest.mark.slow

@@ -38,6 +38,55 @@ def constant(n):
     if False:
         vector_add[1, 1](None, None, None)
     return 3.0
+
+
+@cuda.jit
+def block_sum(x, partial):
+    cache = cuda.shared.array(32, numba.float32)
+    tid = cuda.threadIdx.x
+    i = cuda.grid(1)
+    cache[tid] = x[i] if i < x.size else 0.0
+    cuda.syncthreads()
+    step = 16
+    while step > 0:
+        if tid < step:
+            cache[tid] += cache[tid + step]
+        cuda.syncthreads()
+        step //= 2
+    if tid == 0:
+        partial[cuda.blockIdx.x] = cache[0]
+
+
+@cuda.jit
+def nothing(x, partial):
+    i = cuda.grid(1)
+
+"""
+
+SUMS = """
+import numba
+
+
+def partial_sums(x):
+    blocks = (x.size + 31) // 32
+    d_partial = cuda.device_array(blocks, dtype=np.float32)
+    block_sum[blocks, 32](cuda.to_device(x), d_partial)
+    return float(d_partial.copy_to_host().sum())
+
+
+def launch_then_numpy(x):
+    blocks = (x.size + 31) // 32
+    nothing[blocks, 32](cuda.to_device(x), cuda.device_array(blocks, dtype=np.float32))
+    return float(np.sum(x))
+
+
+def one_element(x):  # two passes: the partial sums of up to 32 blocks, then their sum
+    blocks = (x.size + 31) // 32
+    d_partial = cuda.device_array(blocks, dtype=np.float32)
+    total = cuda.device_array(1, dtype=np.float32)
+    block_sum[blocks, 32](cuda.to_device(x), d_partial)
+    block_sum[1, 32](d_partial, total)
+    return float(total.copy_to_host()[0])
 """
 
 WRAPPERS = {
@@ -89,7 +138,7 @@ def wrap(a, b, tpb=32):
 
 def student_for(tmp_path, wrapper: str) -> Student:
     nb = tmp_path / "nb.py"
-    nb.write_text(KERNELS + WRAPPERS[wrapper], encoding="utf-8")
+    nb.write_text(KERNELS + WRAPPERS.get(wrapper, SUMS), encoding="utf-8")
     return Student(InProcessBackend({"a1": nb}), "a1")
 
 
@@ -121,6 +170,37 @@ def test_a_result_the_kernel_did_not_write_earns_nothing(tmp_path, wrapper, says
     with pytest.raises(KernelRefused) as info:
         student.wrap.launching(kernel_of(wrapper))(a, b)
     assert says in info.value.message, info.value.message
+
+
+def test_a_number_is_held_to_what_the_kernel_wrote(tmp_path):
+    """A wrapper that returns a number: the sum of the partial sums its kernel wrote (the
+    relation the test states), or the one element a kernel accumulated into (by default)."""
+    x = np.arange(70, dtype=np.float32)
+    student = student_for(tmp_path, "sums")
+    got = student.partial_sums.launching("block_sum", returns=np.sum)(x)
+    assert got == float(x.sum())
+    assert student.one_element.launching("block_sum")(x) == float(x.sum())
+    with pytest.raises(KernelRefused) as info:  # without the relation a sum is not an array
+        student.partial_sums.launching("block_sum")(x)
+    assert "does not follow from what its launches" in info.value.message
+    with pytest.raises(KernelRefused) as info:  # a host sum beside an empty kernel earns nothing
+        student.launch_then_numpy.launching("nothing", returns=np.sum, rtol=1e-3)(x)
+    assert f"it returned {float(x.sum())!r}; what the kernels wrote gives nan" in (
+        info.value.message
+    ), info.value.message
+
+
+def test_a_relation_holds_within_its_tolerance_only():
+    from grader.suites.replay import Relation
+
+    partials = np.array([1.0, 2.0, 3.5], dtype=np.float32)
+    summed = Relation(np.sum, rtol=1e-6)
+    assert summed.holds(6.5, partials) and summed.holds(6.5 * (1 + 1e-7), partials)
+    assert not summed.holds(6.6, partials) and not summed.holds("6.5", partials)
+    assert not summed.holds(True, partials)  # a bool is no number here
+    assert Relation().holds(2.0, np.array([2.0])) and not Relation().holds(2.0, partials)
+    assert not Relation(lambda a: None).holds(6.5, partials)  # "not this array"
+    assert Relation().holds(partials.copy(), partials)
 
 
 def test_poison_is_nan_or_a_byte_pattern():

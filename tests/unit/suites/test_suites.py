@@ -17,7 +17,7 @@ from grader.core.course import load_course
 from grader.sandbox.harness import load_module
 from grader.suites.runner import run_assignment
 
-ASSIGNMENTS = ("gpu_fundamentals", "m9_roofline")
+ASSIGNMENTS = tuple(load_course(ROOT).assignment_ids)
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 
 
