@@ -421,51 +421,70 @@ def _requests(np: Any, threads: int, keys: Sequence[SiteKey], acc: Any) -> _Requ
     req_site, req_warp = site[first], warp[first]
     itemsize = np.array([k.itemsize for k in keys] or [1], np.int64)
     shared = np.array([k.space == SHARED for k in keys] or [False])
-    item = itemsize[site]
     lanes = np.bincount(req, minlength=count)
     divergent = (lanes < np.minimum(WARP, threads - req_warp * WARP)).astype(np.int64)
     on_global = ~shared[site]
-    sectors = np.zeros(count, np.int64)
-    ideal = np.zeros(count, np.int64)
-    if on_global.any():
-        g_req, g_off, g_item = req[on_global], off[on_global], item[on_global]
-        low, high = g_off // SECTOR_BYTES, (g_off + g_item - 1) // SECTOR_BYTES
-        spans = [low + k for k in range(int((high - low).max()) + 1)]
-        cand = np.concatenate([(g_req << _SHIFT) | s for s in spans])
-        valid = np.concatenate([s <= high for s in spans])
-        touched = np.unique(cand[valid]) >> _SHIFT
-        sectors = np.bincount(touched, minlength=count)
-        asked = np.unique((g_req << _SHIFT) | g_off) >> _SHIFT
-        per_req_item = itemsize[req_site]
-        ideal = -(-np.bincount(asked, minlength=count) * per_req_item // SECTOR_BYTES)
-        ideal[shared[req_site]] = 0
-    waves = np.zeros(count, np.int64)
-    ideal_waves = np.zeros(count, np.int64)
-    ways = np.zeros(count, np.int64)
-    if shared[site].any():
-        s_req, s_off, s_item, s_lane = (x[~on_global] for x in (req, off, item, lane))
-        per_phase = np.clip(SHARED_PHASE_BYTES // np.maximum(s_item, BANK_BYTES), 1, WARP)
-        phase = s_lane // per_phase
-        words = np.maximum(1, -(-s_item // BANK_BYTES))
-        group = (s_req << 6) | phase  # phases per request < 64
-        cand = np.concatenate(
-            [(group << _SHIFT) | (s_off // BANK_BYTES + j) for j in range(int(words.max()))]
-        )
-        valid = np.concatenate([j < words for j in range(int(words.max()))])
-        distinct = np.unique(cand[valid])
-        word = distinct & ((1 << _SHIFT) - 1)
-        bank_key = ((distinct >> _SHIFT) << 5) | (word % BANKS)
-        keyed, per_bank = np.unique(bank_key, return_counts=True)
-        bank_group = keyed >> 5
-        groups, where = np.unique(bank_group, return_index=True)
-        phase_ways = np.maximum.reduceat(per_bank, where)
-        owner = groups >> 6
-        waves = np.bincount(owner, weights=phase_ways, minlength=count).astype(np.int64)
-        ideal_waves = np.bincount(owner, minlength=count)
-        np.maximum.at(ways, owner, phase_ways)
+    sectors, ideal = _global_counts(
+        np, count, req[on_global], off[on_global], itemsize, site[on_global]
+    )
+    ideal[shared[req_site]] = 0
+    waves, ideal_waves, ways = _shared_counts(
+        np, count, req[~on_global], off[~on_global], itemsize[site[~on_global]], lane[~on_global]
+    )
     return _Requests(
         site, off, req, req_site, lanes, divergent, sectors, ideal, waves, ideal_waves, ways
     )
+
+
+def _global_counts(
+    np: Any, count: int, req: Any, off: Any, itemsize: Any, site: Any
+) -> tuple[Any, Any]:
+    """Per request: the distinct sectors its lanes touched, and the ideal for the bytes asked
+    (`sectors` and `ideal_sectors` of every request at once)."""
+    sectors = np.zeros(count, np.int64)
+    ideal = np.zeros(count, np.int64)
+    if not len(req):
+        return sectors, ideal
+    item = itemsize[site]
+    low, high = off // SECTOR_BYTES, (off + item - 1) // SECTOR_BYTES
+    spans = [low + k for k in range(int((high - low).max()) + 1)]
+    cand = np.concatenate([(req << _SHIFT) | s for s in spans])
+    valid = np.concatenate([s <= high for s in spans])
+    sectors = np.bincount(np.unique(cand[valid]) >> _SHIFT, minlength=count)
+    asked = np.bincount(np.unique((req << _SHIFT) | off) >> _SHIFT, minlength=count)
+    first = np.unique(req, return_index=True)
+    per_req = np.ones(count, np.int64)
+    per_req[first[0]] = item[first[1]]
+    return sectors, -(-asked * per_req // SECTOR_BYTES)
+
+
+def _shared_counts(
+    np: Any, count: int, req: Any, off: Any, item: Any, lane: Any
+) -> tuple[Any, Any, Any]:
+    """Per request: wavefronts, the ideal wavefronts (its phases) and the worst bank's ways
+    (`wavefronts` of every request at once)."""
+    waves = np.zeros(count, np.int64)
+    ideal = np.zeros(count, np.int64)
+    ways = np.zeros(count, np.int64)
+    if not len(req):
+        return waves, ideal, ways
+    per_phase = np.clip(SHARED_PHASE_BYTES // np.maximum(item, BANK_BYTES), 1, WARP)
+    group = (req << 6) | (lane // per_phase)  # phases per request < 64
+    words = np.maximum(1, -(-item // BANK_BYTES))
+    cand = np.concatenate(
+        [(group << _SHIFT) | (off // BANK_BYTES + j) for j in range(int(words.max()))]
+    )
+    valid = np.concatenate([j < words for j in range(int(words.max()))])
+    distinct = np.unique(cand[valid])
+    word = distinct & ((1 << _SHIFT) - 1)
+    keyed, per_bank = np.unique(((distinct >> _SHIFT) << 5) | (word % BANKS), return_counts=True)
+    groups, where = np.unique(keyed >> 5, return_index=True)
+    phase_ways = np.maximum.reduceat(per_bank, where)
+    owner = groups >> 6
+    waves = np.bincount(owner, weights=phase_ways, minlength=count).astype(np.int64)
+    ideal = np.bincount(owner, minlength=count)
+    np.maximum.at(ways, owner, phase_ways)
+    return waves, ideal, ways
 
 
 def _starts(np: Any, *columns: Any) -> Any:

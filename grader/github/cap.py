@@ -79,7 +79,8 @@ def github_time(when: datetime) -> str:
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _time(text: object) -> datetime | None:
+def read_time(text: object) -> datetime | None:
+    """A time GitHub (or our own state line) wrote: ISO 8601 with a zone, else None."""
     if not isinstance(text, str) or not text:
         return None
     try:
@@ -170,7 +171,7 @@ def gradings(
             attempt = int(job.get("run_attempt") or 1)
             if own is not None and run_id == own[0] and attempt >= own[1]:
                 continue
-            at = _time(job.get("started_at")) or _time(run.get("created_at")) or now
+            at = read_time(job.get("started_at")) or read_time(run.get("created_at")) or now
             if _counts(job) and now - window < at <= now:
                 found.append(Grading(run_id, attempt, at, head))
     return sorted(found, key=lambda g: g.at)

@@ -40,6 +40,7 @@ from datetime import UTC, datetime, timedelta
 
 from grader.core.course import Course
 from grader.core.staff import STUDENT_ID, Staff
+from grader.github.cap import read_time
 from grader.github.comment import BOT_LOGIN, MARKER, Runner, _gh, post_comment, read_state
 from grader.github.event import SWEEP_KEY, EventError, sweep_event
 
@@ -83,16 +84,6 @@ def _bot_comments(repo: str, number: int, gh: Runner) -> list[str]:
     return text
 
 
-def _time(text: object) -> datetime | None:
-    if not isinstance(text, str):
-        return None
-    try:
-        t = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return t if t.tzinfo is not None else None
-
-
 def _rerun(repo: str, number: int, sha: str, run: object, action: str, gh: Runner) -> Swept:
     """Re-run the grade.yml run a state names (its event, and submission time, unchanged)."""
     if not isinstance(run, int) or isinstance(run, bool) or run <= 0:
@@ -118,7 +109,7 @@ def _follow(
     course, staff, lifted = context
     student = str(state.get("student", ""))
     if state.get("status") == "capped":
-        due = _time(state.get("next"))
+        due = read_time(state.get("next"))
         if due is not None and (now >= due or student in lifted):
             return _rerun(repo, number, sha, state.get("run"), "regrading", gh)
         return Swept(number, sha, "capped")
@@ -132,7 +123,7 @@ def _follow(
         return Swept(number, sha, "held")
     if state.get("via") != "sweep":
         return _rerun(repo, number, sha, state.get("run"), "delivering", gh)
-    at = _time(state.get("at"))
+    at = read_time(state.get("at"))
     try:
         head = sweep_event(number, sha, student, at.strftime("%Y-%m-%dT%H:%M:%SZ") if at else "")
     except EventError as exc:
@@ -145,7 +136,7 @@ def _spaced(state: dict | None, course: Course | None, now: datetime) -> bool:
     """Whether a conflicting PR's last sweep grading is too recent for the grading cap."""
     if course is None or course.grading_cap is None or not state or state.get("via") != "sweep":
         return False
-    last = _time(state.get("graded_at"))
+    last = read_time(state.get("graded_at"))
     cap = course.grading_cap
     return last is not None and now - last < timedelta(hours=cap.window_hours / cap.gradings)
 

@@ -108,7 +108,8 @@ def test_a_refused_decision_writes_nothing(tmp_path):
     folder = tmp_path / "staff"
     path = append_override(folder, COURSE, decision())
     before = path.read_bytes()
-    for bad in (decision(points=1.1), decision(points=55), decision(reason="  ")):
+    over = COURSE.assignment("m9_roofline").points + 1
+    for bad in (decision(points=1.1), decision(points=over), decision(reason="  ")):
         with pytest.raises(StaffError):
             append_override(folder, COURSE, bad)
     assert path.read_bytes() == before

@@ -41,10 +41,10 @@ def pr(tmp_path_factory):
     course = m9_course(tmp / "course", 'feedback = "hidden-after-due"\n')
     work = tmp / "fork"
     (work / "exercises" / A).mkdir(parents=True)
-    right = "    return flops / traffic  # exact ints, one correctly rounded division\n"
+    right = "    return float(flops / traffic)  # one division of (for int sizes) exact ints\n"
     text = (ROOT / "solutions" / A / f"{A}.py").read_text()
     assert right in text
-    bug = "    return flops / traffic * (1.01 if batch > 40 else 1.0)\n"
+    bug = "    return float(flops / traffic) * (1.01 if batch > 40 else 1.0)\n"
     (work / "exercises" / A / f"{A}.py").write_text(text.replace(right, bug))
     art = tmp / "artifact"
     gha.pack_submission(work, art, PR, HEAD)
