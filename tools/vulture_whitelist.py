@@ -72,9 +72,9 @@ _.class_report
 _.returns  # grader/core/kernel_source.py: an ast.FunctionDef's field, read by ast.unparse
 _.transport  # grader/core/kernels.py: traitlets Config keys nbclient's KernelManager reads
 _.ip
-_.abort  # grader/core/simulator.py: a simulator BlockThread's flag, read by its syncthreads
-_.syncthreads  # grader/core/simulator.py: Carrier's, called by the simulator's cuda.syncthreads()
-_.thread_id  # grader/core/simulator.py: a carrier's, read by the simulator's cuda.laneid
+_.abort  # grader/simt/simulator.py: a simulator BlockThread's flag, read by its syncthreads
+_.syncthreads  # grader/simt/simulator.py: Carrier's, called by the simulator's cuda.syncthreads()
+_.thread_id  # grader/simt/simulator.py: a carrier's, read by the simulator's cuda.laneid
 _.code_stub  # grader/release/build.py: a traitlets trait nbgrader's ClearSolutions reads
 _.nbformat  # grader/release/build.py: NotebookNode fields nbformat writes
 _.nbformat_minor

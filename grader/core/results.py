@@ -43,7 +43,7 @@ class TestResult:
 @dataclass
 class KernelMemory:
     """How one launch of a kernel used memory, as the suites profiled it: `profile` is a
-    `grader.core.memmodel.LaunchProfile` as plain data (its own version inside)."""
+    `grader.simt.memmodel.LaunchProfile` as plain data (its own version inside)."""
 
     kernel: str
     launch: str  # the launch as the report names it: grid, block and the arrays' shapes

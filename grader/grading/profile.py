@@ -6,7 +6,7 @@ each kernel is launched at the course's profiling shapes (``tests/public/<id>/pr
 where this machine has the compiler, then run once in the simulator with its memory accesses
 recorded (`grader.suites.memory`). Like `grader check` it runs the student's own code on their
 own machine (child processes under grading's time limits), so nothing here is authoritative;
-the figures are the memory model's (`grader.core.memmodel`), the same as grading's. Nothing here
+the figures are the memory model's (`grader.simt.memmodel`), the same as grading's. Nothing here
 prints: `grader.reports.memory` lays the result out.
 """
 
@@ -25,8 +25,8 @@ from grader.core import compiler
 from grader.core.course import Course, load_course
 from grader.core.cubin import KernelResources
 from grader.core.errors import UsageError
-from grader.core.memmodel import LaunchProfile
 from grader.grading.intake import pair, release_for
+from grader.simt.memmodel import LaunchProfile
 from grader.suites.kernels import signature
 from grader.suites.memory import described, resources
 from grader.suites.student import InProcessBackend, Student, StudentError

@@ -39,7 +39,7 @@ from grader.release.validate import cell_ranges
 ID_RE = re.compile(r"[a-z][a-z0-9_]*")
 # The threads per block of the scaffold's reduction (`TPB` in its notebook and suites): the
 # textbook reduction's 256. The simulator runs any block a GPU accepts (up to 1,024 threads with
-# barriers) on one Python thread (grader.core.simulator), under the sandbox's process limit.
+# barriers) on one Python thread (grader.simt.simulator), under the sandbox's process limit.
 SCAFFOLD_TPB = 256
 SETUP_PLACEHOLDER = "__SHARED_SETUP_CELLS__"
 _POINTS_RE = re.compile(r"^@pytest\.mark\.points\((\d+)\)", re.MULTILINE)

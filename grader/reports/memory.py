@@ -1,6 +1,6 @@
 """How a kernel used memory, laid out like Nsight Compute's memory workload section.
 
-One table per profiled launch (`grader.core.memmodel.LaunchProfile`): a row per access site
+One table per profiled launch (`grader.simt.memmodel.LaunchProfile`): a row per access site
 (the student's line, the array, global or shared, load, store or atomic) with its warp requests,
 sectors per request against the ideal, the efficiency and the worst bank conflict; then the
 launch's totals: bytes moved between the SMs and global memory, the lower bound on the time
@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from grader.core.memmodel import GLOBAL, LOAD, SECTOR_BYTES, SHARED, STORE, LaunchProfile, Site
 from grader.core.results import KernelMemory
 from grader.core.tables import format_table
 from grader.reports.escape import html_text, md_inline, visible
+from grader.simt.memmodel import GLOBAL, LOAD, SECTOR_BYTES, SHARED, STORE, LaunchProfile, Site
 
 if TYPE_CHECKING:  # the grading half (numpy, the suites) loads only for `grader profile`
     from grader.grading.profile import KernelProfile, Profiled

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.core import cubin, device, memtrace, simulator, timing
+from grader.core import cubin, device, timing
 from grader.core.errors import SubmissionError
 from grader.core.kernel_source import ALLOWED_BUILTINS
 from grader.core.notebook import GradedCell, read_graded_cells
@@ -44,6 +44,7 @@ from grader.sandbox.protocol import (
     PROTOCOL_ERROR,
     TRACEBACK_CHARS,
 )
+from grader.simt import memtrace, simulator
 
 MODULE_PREFIX = "submission_"
 
@@ -689,7 +690,7 @@ class KernelHost:
 
     def _profile(self, request: dict) -> dict:
         """One launch in the simulator with its memory accesses recorded: the outputs and the
-        launch's memory profile (`grader.core.memtrace`, `grader.core.memmodel`), as data."""
+        launch's memory profile (`grader.simt.memtrace`, `grader.simt.memmodel`), as data."""
         if not device.simulator_active():
             raise RuntimeError("a memory profile was asked of a process not running the simulator")
         kernel, grid, block, dev = self._prepare(request)

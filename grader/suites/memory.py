@@ -2,9 +2,9 @@
 
 ``student.kernel[grid, block].profile(*args)`` compiles the kernel for the course GPU first (as
 every launch does), then launches it once in the simulator with every global and shared access
-recorded (`grader.core.memtrace`, in the kernel worker of target ``model``: the simulator on
+recorded (`grader.simt.memtrace`, in the kernel worker of target ``model``: the simulator on
 every machine, GPU runners included), and returns the outputs with the launch's
-`grader.core.memmodel.LaunchProfile`. The profile is checked on the way in (its shape, bounds
+`grader.simt.memmodel.LaunchProfile`. The profile is checked on the way in (its shape, bounds
 and sums) and its sites are named here, from the extracted source: each line as the student's
 own file numbers it, each shared array by its variable. The same kernel and inputs give the same
 profile on every machine, so tests graded on it are reproducible like any other.
@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from grader.core import compiler, memmodel
+from grader.core import compiler
 from grader.core.cubin import KernelResources
 from grader.core.results import KernelMemory
 from grader.sandbox import protocol
+from grader.simt import memmodel
 from grader.suites.errors import StudentError, malformed
 from grader.suites.kernels import dims, outputs, signature
 

@@ -1,7 +1,7 @@
 """Hidden tests for S5.1's memory lessons, graded from the memory model (never shipped).
 
 Each test launches the student's kernel once in the simulator with its memory accesses recorded
-(`student.kernel[grid, block].profile(...)`, `grader.core.memmodel`) and checks how the kernel
+(`student.kernel[grid, block].profile(...)`, `grader.simt.memmodel`) and checks how the kernel
 meets the memory hierarchy: sectors per warp request, bytes moved, shared-memory bank conflicts,
 barriers. The profile is the same on every machine (a laptop, CI, a GPU runner), so these points
 are as reproducible as any other. The shapes are the stated ones; the values in the arrays come
@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grader.core.memmodel import GLOBAL, LOAD, SHARED, STORE
+from grader.simt.memmodel import GLOBAL, LOAD, SHARED, STORE
 
 TILE = 32
 ITEM_DTYPES = {1: np.int8, 2: np.float16, 4: np.float32, 8: np.float64, 16: np.complex128}

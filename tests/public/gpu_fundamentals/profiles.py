@@ -1,7 +1,7 @@
 """The launches `grader profile gpu_fundamentals` measures (and `grader check` sums up).
 
 Each is one launch of one of your kernels in the simulator with its memory accesses recorded
-(`grader.core.memmodel`): small shapes, in whole warps and whole tiles, the shapes the hidden
+(`grader.simt.memmodel`): small shapes, in whole warps and whole tiles, the shapes the hidden
 tests profile. `brief` marks the one launch per kernel that `grader check` runs and prints a
 line for; `grader profile` runs them all. Not a test file: nothing here is graded.
 """

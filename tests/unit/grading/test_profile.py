@@ -16,10 +16,10 @@ from factories import ROOT
 
 from grader.core import cubin
 from grader.core.errors import UsageError
-from grader.core.memmodel import GLOBAL, LOAD, STORE
 from grader.grading.check import check
 from grader.grading.profile import profile
 from grader.reports.memory import profile_report, summary
+from grader.simt.memmodel import GLOBAL, LOAD, STORE
 
 GF = "gpu_fundamentals"
 

@@ -30,13 +30,13 @@ Consequences, all on purpose:
 - One thread that waits, spinning, for another thread's write without a barrier between them
   never lets that thread run: the launch hangs, and the worker's time limit ends it as it ends any
   other endless kernel. CUDA promises no such progress either before Volta.
-- Observers (`grader.core.memtrace`) learn which simulated thread runs and when a barrier is
+- Observers (`grader.simt.memtrace`) learn which simulated thread runs and when a barrier is
   released through `observe`; the scheduler itself records nothing.
 
 It applies only to Numba's simulator (``NUMBA_ENABLE_CUDASIM=1``), in the processes that launch
 kernels there: the kernel worker, the notebook worker and the in-process backend. A Numba whose
 simulator lacks the names it replaces, or an interpreter without greenlet, is left alone and
-`install` returns False (the pinned numba-cuda is checked by ``tests/unit/core/test_simulator.py``).
+`install` returns False (the pinned numba-cuda is checked by ``tests/unit/simt/test_simulator.py``).
 """
 
 from __future__ import annotations
@@ -167,7 +167,7 @@ def _fill_new_arrays(kernelapi: Any) -> None:
 
 
 class Observer:
-    """What a scheduler's observer is told (`grader.core.memtrace.Recorder` is one). The default
+    """What a scheduler's observer is told (`grader.simt.memtrace.Recorder` is one). The default
     methods do nothing, so an observer overrides only what it needs."""
 
     def shared_array(self, array: Any, key: tuple[str, int]) -> Any:

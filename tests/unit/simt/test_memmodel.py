@@ -1,4 +1,4 @@
-"""The memory model (`grader.core.memmodel`) and its recorder (`grader.core.memtrace`).
+"""The memory model (`grader.simt.memmodel`) and its recorder (`grader.simt.memtrace`).
 
 Agreement first: the model's sector count equals the course's `sectors_per_warp` on more than
 10,000 drawn strides, item sizes and warp positions, and on launches traced through the
@@ -18,8 +18,9 @@ import numpy as np
 import pytest
 from factories import solution_function
 
-from grader.core import device, memmodel, memtrace, simulator
-from grader.core.memmodel import ATOMIC, GLOBAL, LOAD, SHARED, STORE, LaunchProfile
+from grader.core import device
+from grader.simt import memmodel, memtrace, simulator
+from grader.simt.memmodel import ATOMIC, GLOBAL, LOAD, SHARED, STORE, LaunchProfile
 
 pytestmark = pytest.mark.skipif(
     device.has_gpu(), reason="the recorder traces the simulator, which runs only without a GPU"

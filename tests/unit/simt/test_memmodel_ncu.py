@@ -67,7 +67,7 @@ cuda.synchronize()
 MODEL_RUN = (
     KERNELS
     + r"""
-from grader.core import memmodel, memtrace, simulator
+from grader.simt import memmodel, memtrace, simulator
 simulator.install()
 out = {}
 for name, (kernel, args) in LAUNCHES.items():

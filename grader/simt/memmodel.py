@@ -1,7 +1,7 @@
 """How a launch's memory accesses meet the hardware: warp requests, sectors, bank conflicts.
 
 The model behind `grader profile` and the memory lessons' hidden tests. It takes the accesses a
-simulated launch made (`grader.core.memtrace` records them: which thread, which line of the
+simulated launch made (`grader.simt.memtrace` records them: which thread, which line of the
 kernel, which array, the byte offset, the item size, load, store or atomic) and groups them as
 the hardware does:
 

@@ -1,4 +1,4 @@
-"""`grader.core.simulator`: the simulator's blocks, run one simulated thread at a time.
+"""`grader.simt.simulator`: the simulator's blocks, run one simulated thread at a time.
 
 The replacement must be in use with the pinned numba-cuda (else grading is silently slower
 again) and must keep what the simulator computes and raises: barriers (threads that ended not
@@ -16,7 +16,8 @@ import threading
 import numpy as np
 import pytest
 
-from grader.core import device, simulator
+from grader.core import device
+from grader.simt import simulator
 
 pytestmark = pytest.mark.skipif(
     device.has_gpu(), reason="the simulator is what runs kernels only on a machine without a GPU"

@@ -1,13 +1,13 @@
 """Records the global and shared memory accesses of one simulated launch.
 
-The recording half of the memory model (`grader.core.memmodel` groups what is recorded into warp
+The recording half of the memory model (`grader.simt.memmodel` groups what is recorded into warp
 requests). It runs in the process that launches the kernel in Numba's simulator (the kernel
 worker, or the in-process backend of a student's own `grader check`), as the grader's code
 around the kernel, never inside it:
 
 * each array argument of the launch becomes a `TracedArray`, the simulator's own device array
   with its element reads and writes recorded: the simulated thread (from the scheduler of
-  `grader.core.simulator`), the line of the kernel's source that made the access (the innermost
+  `grader.simt.simulator`), the line of the kernel's source that made the access (the innermost
   frame of the kernel's file, so an access in a device function is that function's line), the
   byte offset from the array's base, and load or store. A slice or view of a traced array is
   traced too, with its own offset into the same base;
@@ -29,8 +29,8 @@ import sys
 import threading
 from typing import Any
 
-from grader.core import memmodel, simulator
 from grader.core.errors import SubmissionError
+from grader.simt import memmodel, simulator
 
 KERNEL_FILE = "<graded kernel>"  # the file name the kernel host compiles extracted source under
 MAX_ACCESSES = 2_000_000  # a profiling launch is small; past this the recorder refuses
