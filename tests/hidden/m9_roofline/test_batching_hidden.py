@@ -224,18 +224,21 @@ def tpot_matches(reference, cfg, gpu, context_len, tpot, nbytes, kv, got, want) 
     return math.isclose(time, tpot, rel_tol=1e-9)
 
 
+# (cfg, gpu, context_len, tpot_s, dtype_bytes, kv_dtype_bytes, runtime_bytes: None = default)
 TPOT_EXAMPLES = [
     # A tight target: 68 sequences meet 10 ms (the first failing batch, 69, is wrong).
-    (LLAMA_LIKE, H100_LIKE, 2048, 0.010, 2, None),
-    # A loose target: the memory wall (226) stops the batch, not the TPOT.
-    (LLAMA_LIKE, H100_LIKE, 2048, 0.050, 2, None),
+    (LLAMA_LIKE, H100_LIKE, 2048, 0.010, 2, None, None),
+    # A loose target: the memory wall (214 beside the default 3 GiB runtime) stops the batch.
+    (LLAMA_LIKE, H100_LIKE, 2048, 0.050, 2, None, None),
+    # ... and the wall follows the runtime it is given: 226 with none.
+    (LLAMA_LIKE, H100_LIKE, 2048, 0.050, 2, None, 0),
     # Short contexts, big batches: the weights turn compute-bound, and a step takes the sum of
     # its two kernels' times, not the one-blob max of section 8 (which would allow more).
-    (LLAMA_LIKE, H100_LIKE, 128, 0.008, 2, None),
+    (LLAMA_LIKE, H100_LIKE, 128, 0.008, 2, None, None),
     # Batch 1 already misses the target: 0.
-    (None, T4_LIKE, 512, 1e-7, 2, None),
+    (None, T4_LIKE, 512, 1e-7, 2, None, None),
     # An 8-bit cache lets more sequences in under the same target and wall.
-    (LLAMA_LIKE, H100_LIKE, 4096, 0.030, 2, 1),
+    (LLAMA_LIKE, H100_LIKE, 4096, 0.030, 2, 1, None),
 ]
 
 
@@ -246,23 +249,27 @@ def test_max_batch_under_tpot_random(student, reference, rng):
         cfg, gpu = draw_config(rng), draw_gpu(rng)
         context_len, nbytes = int(rng.integers(1, 16385)), draw_size(rng)
         kv = None if rng.integers(0, 2) else draw_size(rng)
+        runtime = [None, 0, 2**30, 5 * 10**9][int(rng.integers(0, 4))]
         wall = reference.max_batch_that_fits(cfg, gpu, context_len, nbytes, kv)
         pick = int(rng.integers(1, max(1, min(wall, 4096)) + 1))
         time = reference.decode_step_breakdown(cfg, pick, context_len, gpu, nbytes, kv)["time_s"]
-        cases.append((cfg, gpu, context_len, time * float(rng.uniform(1.0, 1.5)), nbytes, kv))
-    for cfg, gpu, context_len, tpot, nbytes, kv in cases:
+        tpot = time * float(rng.uniform(1.0, 1.5))
+        cases.append((cfg, gpu, context_len, tpot, nbytes, kv, runtime))
+    for cfg, gpu, context_len, tpot, nbytes, kv, runtime in cases:
         cfg = resolve(cfg, reference)
-        got = student.max_batch_under_tpot(cfg, gpu, context_len, tpot, nbytes, kv)
-        want = reference.max_batch_under_tpot(cfg, gpu, context_len, tpot, nbytes, kv)
-        wall = reference.max_batch_that_fits(cfg, gpu, context_len, nbytes, kv)
+        more = {} if runtime is None else {"runtime_bytes": runtime}
+        got = student.max_batch_under_tpot(cfg, gpu, context_len, tpot, nbytes, kv, **more)
+        want = reference.max_batch_under_tpot(cfg, gpu, context_len, tpot, nbytes, kv, **more)
+        wall = reference.max_batch_that_fits(cfg, gpu, context_len, nbytes, kv, **more)
+        shown = "runtime_bytes left at its default" if runtime is None else f"runtime_bytes={runtime}"
         assert tpot_matches(reference, cfg, gpu, context_len, tpot, nbytes, kv, got, want), (
             f"max_batch_under_tpot({show(cfg)}, peak_flops={gpu['peak_flops']:.6g}, "
             f"peak_bandwidth={gpu['peak_bandwidth']:.6g}, memory_bytes={gpu['memory_bytes']}, "
             f"usable_memory_fraction={gpu['usable_memory_fraction']}, context_len={context_len}, "
-            f"tpot_s={tpot!r}, dtype_bytes={nbytes}, kv_dtype_bytes={kv}) returned {got!r}; "
-            f"expected the int {want}: the largest batch whose decode_step_breakdown time_s "
-            f"(the two kernels' times summed) is <= tpot_s and that fits (max_batch_that_fits: "
-            f"{wall}), 0 when batch 1 misses"
+            f"tpot_s={tpot!r}, dtype_bytes={nbytes}, kv_dtype_bytes={kv}, {shown}) returned "
+            f"{got!r}; expected the int {want}: the largest batch whose decode_step_breakdown "
+            f"time_s (the two kernels' times summed) is <= tpot_s and that fits "
+            f"(max_batch_that_fits with the same runtime_bytes: {wall}), 0 when batch 1 misses"
         )
 
 
