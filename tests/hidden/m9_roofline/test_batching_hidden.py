@@ -7,7 +7,8 @@ Fixed examples run first on every seed, one for each plausible wrong answer: the
 table counted as read, the weights' precision used for the cache, attention's FLOPs left out of
 MFU, a padded batch for a ragged one, the memory wall forgotten, the one-blob bound where the
 step sums its kernels, a non-strict ridge, query heads for K/V heads, no floor on a split's
-chunk, a rounded-down split.
+chunk, splits that only cover the SMs, an 80% threshold taken in floats, the runtime forgotten
+in the memory wall.
 
 Stated rules (grader verify checks that every test here is listed, with a sentence that appears
 word for word in the released notebook):
@@ -349,18 +350,27 @@ def test_decode_attention_intensity_random(student, reference, rng):
         )
 
 
+# (cfg, batch, context_len, sm_count, min_chunk, blocks_per_sm: None = the default 2)
 SPLIT_EXAMPLES = [
-    # Llama-3-8B at batch 1 on an H100: 8 K/V-head blocks (not 32 query-head ones); 132 / 8
-    # rounds up to 17 splits; 8192 / 17 rounds up to 482 tokens a chunk.
-    (LLAMA_LIKE, 1, 8192, 132, 256),
-    # 2,048 tokens: chunks of at least 256 allow only 8 splits.
-    (LLAMA_LIKE, 1, 2048, 132, 256),
+    # Llama-3-8B at batch 1 on an H100: 8 K/V-head blocks (not 32 query-head ones), 264 slots;
+    # the best efficiency is 32 splits' 256 / 264, and 28 are the fewest within 85% of it (not
+    # 17, ceil(132 / 8): 136 blocks on 132 SMs); 8192 / 28 rounds up to 293 tokens a chunk.
+    (LLAMA_LIKE, 1, 8192, 132, 256, None),
+    # 2,048 tokens: chunks of at least 256 allow only 8 splits, and 7 reach 85% of their best.
+    (LLAMA_LIKE, 1, 2048, 132, 256, None),
     # 700 tokens: 700 // 256 = 2 chunks can be afforded, not 3.
-    (LLAMA_LIKE, 1, 700, 40, 256),
+    (LLAMA_LIKE, 1, 700, 40, 256, None),
     # Shorter than one chunk: no split at all (never 0 splits).
-    (LLAMA_LIKE, 1, 100, 132, 256),
-    # A batch that already covers the SMs: no split.
-    (LLAMA_LIKE, 32, 8192, 132, 256),
+    (LLAMA_LIKE, 1, 100, 132, 256, None),
+    # 256 blocks fill over 80% of the 264 slots: no split.
+    (LLAMA_LIKE, 32, 8192, 132, 256, None),
+    # 96 blocks: the best efficiency is past one wave (11 splits, exactly 4 waves), and the
+    # fewest splits within 85% of it are 5 (1.82 waves, 0.91), not 2 (0.73).
+    (LLAMA_LIKE, 12, 8192, 132, 256, None),
+    # Exactly 80% of the slots (16 blocks, 20 slots): at the threshold, no split.
+    (LLAMA_LIKE, 2, 8192, 10, 256, None),
+    # One block per SM counted: 8 blocks on 40 slots, 5 splits fill them exactly.
+    (LLAMA_LIKE, 1, 8192, 40, 256, 1),
 ]
 
 
@@ -375,21 +385,25 @@ def test_split_kv_plan_random(student, reference, rng):
                 int(rng.integers(1, 65537)),
                 int(rng.integers(1, 201)),
                 int(rng.choice([64, 128, 256, 512])),
+                [None, 1, 2, 4][int(rng.integers(0, 4))],
             )
         )
-    for cfg, batch, context_len, sms, chunk in cases:
+    for cfg, batch, context_len, sms, chunk, per_sm in cases:
         cfg = resolve(cfg, reference)
         gpu = {**H100_LIKE, "sm_count": sms}
-        got = student.split_kv_plan(cfg, batch, context_len, gpu, chunk)
-        want = reference.split_kv_plan(cfg, batch, context_len, gpu, chunk)
+        more = {} if per_sm is None else {"blocks_per_sm": per_sm}
+        got = student.split_kv_plan(cfg, batch, context_len, gpu, chunk, **more)
+        want = reference.split_kv_plan(cfg, batch, context_len, gpu, chunk, **more)
         assert (
             isinstance(got, dict) and got == want and all(type(v) is int for v in got.values())
         ), (
             f"split_kv_plan({show(cfg)}, batch={batch}, context_len={context_len}, "
-            f"sm_count={sms}, min_chunk={chunk}) returned {got!r}; expected {want}: blocks = "
-            "batch * n_kv_heads, splits = min(ceil(sm_count / blocks), max(1, context_len // "
-            "min_chunk)), split_blocks = blocks * splits, chunk_len = ceil(context_len / splits), "
-            "all ints"
+            f"sm_count={sms}, min_chunk={chunk}, blocks_per_sm={per_sm or 2}) returned {got!r}; "
+            f"expected {want}: blocks = batch * n_kv_heads, slots = blocks_per_sm * sm_count; "
+            "splits = 1 when blocks >= 0.8 * slots, else the fewest s in 1..min(slots, max(1, "
+            "context_len // min_chunk)) whose wave efficiency w / ceil(w), w = blocks * s / "
+            "slots, is >= 0.85 x the best in that range (exactly); split_blocks = blocks * "
+            "splits, chunk_len = ceil(context_len / splits), all ints"
         )
 
 
@@ -516,6 +530,11 @@ def batching_cases(m):
             "split_kv_plan(cfg, 1, 2048, gpu, min_chunk=0)",
             ValueError,
             lambda s: s.split_kv_plan(m, 1, 2048, T4_LIKE, 0),
+        ),
+        (
+            "split_kv_plan(cfg, 1, 2048, gpu, blocks_per_sm=2.0)",
+            TypeError,
+            lambda s: s.split_kv_plan(m, 1, 2048, T4_LIKE, 256, 2.0),
         ),
         (
             "split_kv_plan(cfg, 1, context_len=0, gpu)",
