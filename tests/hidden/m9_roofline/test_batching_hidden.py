@@ -262,7 +262,7 @@ def test_max_batch_under_tpot_random(student, reference, rng):
         got = student.max_batch_under_tpot(cfg, gpu, context_len, tpot, nbytes, kv, **more)
         want = reference.max_batch_under_tpot(cfg, gpu, context_len, tpot, nbytes, kv, **more)
         wall = reference.max_batch_that_fits(cfg, gpu, context_len, nbytes, kv, **more)
-        shown = "runtime_bytes left at its default" if runtime is None else f"runtime_bytes={runtime}"
+        shown = f"runtime_bytes={runtime}" if runtime is not None else "the default runtime_bytes"
         assert tpot_matches(reference, cfg, gpu, context_len, tpot, nbytes, kv, got, want), (
             f"max_batch_under_tpot({show(cfg)}, peak_flops={gpu['peak_flops']:.6g}, "
             f"peak_bandwidth={gpu['peak_bandwidth']:.6g}, memory_bytes={gpu['memory_bytes']}, "

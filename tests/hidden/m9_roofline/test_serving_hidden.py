@@ -117,7 +117,6 @@ def show_runtime(runtime):
     return "runtime_bytes left at its default" if runtime is None else f"runtime_bytes={runtime!r}"
 
 
-
 def resolve(cfg, reference, course_model=None):
     """An example's stand-in made real: None is the course model, LLAMA_LIKE the reference's
     LLAMA3_8B (a fresh copy); a drawn config is itself."""
