@@ -1101,12 +1101,13 @@ print("m9_record: self-checks passed")
 #
 # This is how vLLM sizes its cache at start-up: it loads the weights, runs one forward pass of
 # the largest batch it will schedule to measure the **activation peak**, adds the memory outside
-# PyTorch's allocator (the **CUDA context**, cuBLAS and NCCL **workspaces**; recent versions also
-# count the **CUDA graphs'** pool), and gives the KV cache whatever is left of the fraction. Its
+# PyTorch's allocator (the **CUDA context**, cuBLAS and NCCL **workspaces**; since version 0.21
+# it also estimates the **CUDA graphs'** pool, which older versions captured after sizing the
+# cache, out of the headroom), and gives the KV cache whatever is left of the fraction. Its
 # log for Llama-3-8B on an H100 (vLLM pull request 10511) reads 14.96 GiB of weights, 1.79 GiB
 # outside PyTorch and a 1.26 GiB activation peak: about 3 GiB that is neither weights nor cache.
 # The notebook calls the activations and the runtime together `runtime_bytes` and takes
-# `RUNTIME_BYTES` = 3 GiB (first cell) as its default; it depends on the engine, the model and
+# `RUNTIME_BYTES` = 3 GiB (set beside `CONTEXT_LEN`) as its default; it depends on the engine, the model and
 # the largest batch more than on the card, so measure your own where you can. With $w$ =
 # `dtype_bytes` and $R$ = `runtime_bytes`:
 #
