@@ -1292,8 +1292,7 @@ else:
 # it even when the kernel has no work. From C++ (`cudaLaunchKernel`) that is about 3 to 5 µs,
 # mostly the driver. Eager PyTorch pays far more per operation: Python, the dispatcher and the
 # launch come to some 10 to 20 µs a call (profilers' typical figure; it varies with the CPU);
-# Numba, launching from Python, checks and converts every argument first and costs tens of
-# microseconds. A kernel
+# Numba, launching from Python, checks and converts every argument first: tens of µs. A kernel
 # whose real work is shorter than its launch is **overhead-bound**: neither roof of the roofline
 # applies, and a faster GPU does not help. Time per launch is then about `max(launch overhead,
 # bytes / bandwidth)`; for the vector add on the T4, `3 x 4 x n / 320 GB/s` passes 5 µs only
@@ -1705,8 +1704,8 @@ del _check_transpose_naive
 #
 # **Little's law** says why it matters: to stream `B` bytes/s through a latency of `L` seconds,
 # `B x L` bytes must be on their way at every moment. At full bandwidth `L` is §5's loaded
-# latency, about 600 ns (the unloaded 250 ns would understate it): a T4 needs about 320 GB/s x
-# 600 ns / 40 SMs = 4.8 KB in flight per SM, an H100 about 3,350 GB/s x 600 ns / 132 SMs = 15 KB. With the
+# latency, about 600 ns (not the unloaded 250 ns): a T4 needs 320 GB/s x 600 ns / 40 SMs =
+# 4.8 KB in flight per SM, an H100 3,350 GB/s x 600 ns / 132 SMs = 15 KB. With the
 # occupancy of §5, `occupancy(TILE, 64, 4224, sm_limits("T4"))` gives 15 one-warp blocks per SM
 # (limited by shared memory: 4,224 bytes rounded up to 4,352), and on the H100
 # `occupancy(TILE, 46, 4224, sm_limits("H100_SXM"))` gives 32 (limited by blocks). One load in

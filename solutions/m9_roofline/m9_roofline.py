@@ -1167,9 +1167,9 @@ print("m9_record: self-checks passed")
 # log for Llama-3-8B on an H100 (vLLM pull request 10511) reads 14.96 GiB of weights, 1.79 GiB
 # outside PyTorch and a 1.26 GiB activation peak: about 3 GiB that is neither weights nor cache.
 # The notebook calls the activations and the runtime together `runtime_bytes` and takes
-# `RUNTIME_BYTES` = 3 GiB (set beside `CONTEXT_LEN`) as its default; it depends on the engine, the model and
-# the largest batch more than on the card, so measure your own where you can. With $w$ =
-# `dtype_bytes` and $R$ = `runtime_bytes`:
+# `RUNTIME_BYTES` = 3 GiB (set beside `CONTEXT_LEN`) as its default; it depends on the engine,
+# the model and the largest batch more than on the card, so measure your own where you can.
+# With $w$ = `dtype_bytes` and $R$ = `runtime_bytes`:
 #
 # $$\text{num\_params} \cdot w + R + \text{batch} \cdot \text{context\_len} \cdot
 # \text{KV} \le \text{usable\_memory\_fraction} \cdot \text{memory\_bytes}.$$
@@ -2037,13 +2037,14 @@ def ragged_decode_step(cfg, context_lens, gpu, dtype_bytes=2, kv_dtype_bytes=Non
 #
 # **Exercise.** Write `max_batch_under_tpot(cfg, gpu, context_len, tpot_s, dtype_bytes=2,
 # kv_dtype_bytes=None, runtime_bytes=RUNTIME_BYTES)`: the largest batch `b` (a Python `int`) with
-# `decode_step_breakdown(cfg, b, context_len, gpu, ...)["time_s"] <= tpot_s` and
-# `b <= max_batch_that_fits(cfg, gpu, context_len, ..., runtime_bytes)`, or 0 when batch 1 already misses
+# `decode_step_breakdown(cfg, b, context_len, gpu, ...)["time_s"] <= tpot_s` and `b <=
+# max_batch_that_fits(cfg, gpu, context_len, ..., runtime_bytes)`, or 0 when batch 1 already misses
 # either. The answer agrees with `decode_step_breakdown`: `b` meets the target and, unless the
 # memory wall stopped it, `b + 1` does not. `gpu` needs `peak_flops`, `peak_bandwidth`,
-# `memory_bytes` and `usable_memory_fraction`; `context_len` is an int >= 1 and `tpot_s` a
-# positive, finite number of seconds. The wall can be millions of sequences for a small model:
-# search by halving the interval, or solve the inequality, rather than trying every batch.
+# `memory_bytes` and `usable_memory_fraction`; `context_len` is an int >= 1, `tpot_s` a positive,
+# finite number of seconds and `runtime_bytes` as in `kv_cache_fits`. The wall can be millions of
+# sequences for a small model: search by halving the interval, or solve the inequality, rather than
+# trying every batch.
 
 
 # %% nbgrader={"grade": false, "grade_id": "max_batch_under_tpot", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -2291,15 +2292,15 @@ def decode_attention_intensity(cfg, spec_tokens=1, kv_dtype_bytes=2):
 # $$\text{eff}(s) = \frac{w}{\lceil w \rceil}.$$
 #
 # It finds the best efficiency over the split counts allowed and takes the **fewest** splits that
-# reach 85% of it (every split is a partial result to write and to combine). We allow $s$ from 1
-# to $s_\text{max} = \min\left(\text{slots}, \max\left(1, \lfloor \text{context\_len} /
-# \text{min\_chunk} \rfloor\right)\right)$, so that a chunk stays long enough to be worth a
-# block (FlashAttention-2 also skips split counts that give the same chunks as one fewer; we do
-# not). Llama-3-8B at batch 1 and 8,192 tokens on an H100: 8 blocks and 264 slots, $s_\text{max}
-# = 32$; the best efficiency is $8 \cdot 32 / 264 = 0.97$, and 28 splits are the fewest within
-# 85% of it: 224 blocks of 293 tokens, 1.7 blocks per SM. At 2,048 tokens only 8 chunks of 256
-# are allowed, and 7 splits (56 blocks) reach 85% of their best: a short cache cannot fill the
-# GPU. A batch of 32 launches 256 blocks, over 80% of the slots: no split.
+# reach 85% of it (every split is a partial result to write and to combine). We allow $s$ from 1 to
+# $s_\text{max} = \min\left(\text{slots}, \max\left(1, \lfloor \text{context\_len} /
+# \text{min\_chunk} \rfloor\right)\right)$, so that a chunk stays long enough to be worth a block
+# (FlashAttention-2 also skips split counts that give the same chunks as one fewer; we do not).
+# Llama-3-8B at batch 1 and 8,192 tokens on an H100: 8 blocks and 264 slots, $s_\text{max} = 32$;
+# the best efficiency is $8 \cdot 32 / 264 = 0.97$, and 28 splits are the fewest within 85% of it:
+# 224 blocks of 293 tokens, 1.7 blocks per SM. At 2,048 tokens only 8 chunks of 256 are allowed, and
+# 7 splits (56 blocks) reach 85% of their best: a short cache cannot fill the GPU. A batch of 32
+# launches 256 blocks, over 80% of the slots: no split.
 #
 # **Exercise.** Write `split_kv_plan(cfg, batch, context_len, gpu, min_chunk=256,
 # blocks_per_sm=2)`: a dict of four Python `int`s, `"blocks"` (before splitting, `batch *
