@@ -626,6 +626,16 @@ def serving_cases(m):
             lambda s: s.kv_cache_fits({**m, "layers": 2}, T4_LIKE, 1, 0),
         ),
         (
+            "kv_cache_fits(cfg, gpu, 1, 0, runtime_bytes=-1)",
+            ValueError,
+            lambda s: s.kv_cache_fits(m, T4_LIKE, 1, 0, runtime_bytes=-1),
+        ),
+        (
+            "max_batch_that_fits(cfg, gpu, 512, runtime_bytes='3e9')",
+            TypeError,
+            lambda s: s.max_batch_that_fits(m, T4_LIKE, 512, runtime_bytes="3e9"),
+        ),
+        (
             "max_batch_that_fits(cfg, gpu, context_len=0)",
             ValueError,
             lambda s: s.max_batch_that_fits(m, T4_LIKE, 0),
