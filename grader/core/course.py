@@ -76,7 +76,7 @@ class Hardware:
     bandwidth_gbs: float
     compute_capability: tuple[int, int]
     memory_mib: int  # as `nvidia-smi --query-gpu=memory.total` reports it (2^20 bytes)
-    usable_memory_fraction: float  # what a serving engine budgets for weights and KV cache
+    usable_memory_fraction: float  # the share a serving engine may use: weights, runtime, KV
     sm_count: int
     pcie_gbs: float  # the host link, one direction
     sm: SMLimits

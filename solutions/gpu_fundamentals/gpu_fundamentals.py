@@ -825,10 +825,17 @@ for label, taken in conditions.items():
 #
 # **Occupancy** is resident warps per SM divided by the maximum (64 warps = 2,048 threads on an
 # H100). It matters because of Little's law: to keep a memory system busy, *bytes in flight =
-# bandwidth × latency*. At 3.35 TB/s and about 500 cycles at 1.98 GHz (≈ 250 ns), the H100 needs
-# roughly 850 KB of loads outstanding at any moment, which is about 6.4 KB per SM. A warp loading one
-# 4-byte value per thread has 128 bytes in flight, so an SM needs about 50 such warps busy just to
-# saturate HBM. With too few warps resident, the bandwidth is unused.
+# bandwidth × latency*. Which latency matters. The ~500 cycles (≈ 250 ns at 1.98 GHz) of §2 are
+# the **unloaded** latency, one load in an idle memory system. A load issued while HBM runs near
+# its peak waits in the memory controllers' queues as well, and this **loaded** latency is
+# roughly twice as long or more; the course takes about 600 ns for it on every course GPU. The
+# unloaded figure gives a floor: even with no queueing the H100 would need 3.35 TB/s x 250 ns
+# ≈ 840 KB in flight, 6.3 KB per SM. To actually saturate HBM, use the loaded one: 3.35 TB/s x
+# 600 ns ≈ 2 MB, about 15 KB per SM. A warp loading one 4-byte value per thread has 128 bytes in
+# flight, so that is about 120 such loads outstanding per SM, more than the 64 warps an SM can
+# hold: at full occupancy every warp still needs two or more independent loads in flight. With
+# too few warps resident, or warps that wait on one load at a time, the bandwidth is unused (§8
+# puts numbers on it).
 #
 # What limits occupancy is whichever per-SM resource runs out first:
 #
@@ -1361,14 +1368,16 @@ else:
 #
 # At the other end of the scale a launch itself costs time: the host has to prepare and submit
 # it even when the kernel has no work. From C++ (`cudaLaunchKernel`) that is about 3 to 5 µs,
-# mostly the driver; PyTorch adds a few microseconds of its own dispatch; Numba, launching from
-# Python, checks and converts every argument first and costs tens of microseconds. A kernel
+# mostly the driver. Eager PyTorch pays far more per operation: Python, the dispatcher and the
+# launch come to some 10 to 20 µs a call (profilers' typical figure; it varies with the CPU);
+# Numba, launching from Python, checks and converts every argument first: tens of µs. A kernel
 # whose real work is shorter than its launch is **overhead-bound**: neither roof of the roofline
 # applies, and a faster GPU does not help. Time per launch is then about `max(launch overhead,
 # bytes / bandwidth)`; for the vector add on the T4, `3 x 4 x n / 320 GB/s` passes 5 µs only
 # once `n` is over about 130,000 elements. A small model's decode step, dozens of small kernels
 # per token, often lives in this regime, which is why serving engines capture a whole step as
-# one CUDA graph, or fuse kernels, so that it is launched once.
+# one CUDA graph, or fuse kernels, so that it is launched once instead of paying eager PyTorch's
+# cost for every operation.
 #
 # On a GPU the cell below measures the whole wrapper, the kernel alone, and the host time of
 # one launch of a one-element kernel twice: launched by Numba (its Python dispatch included:
@@ -1803,8 +1812,9 @@ del _check_transpose_naive
 # spilled (on the H100: 32 loads, 46 registers).
 #
 # **Little's law** says why it matters: to stream `B` bytes/s through a latency of `L` seconds,
-# `B x L` bytes must be on their way at every moment. A T4 needs about 320 GB/s x 600 ns / 40
-# SMs = 4.8 KB in flight per SM, an H100 about 3,350 GB/s x 600 ns / 132 SMs = 15 KB. With the
+# `B x L` bytes must be on their way at every moment. At full bandwidth `L` is §5's loaded
+# latency, about 600 ns (not the unloaded 250 ns): a T4 needs 320 GB/s x 600 ns / 40 SMs =
+# 4.8 KB in flight per SM, an H100 3,350 GB/s x 600 ns / 132 SMs = 15 KB. With the
 # occupancy of §5, `occupancy(TILE, 64, 4224, sm_limits("T4"))` gives 15 one-warp blocks per SM
 # (limited by shared memory: 4,224 bytes rounded up to 4,352), and on the H100
 # `occupancy(TILE, 46, 4224, sm_limits("H100_SXM"))` gives 32 (limited by blocks). One load in
@@ -2425,12 +2435,28 @@ plt.show()
 # memory, keeps a running ("online") softmax as it walks along the keys, and never writes the score
 # matrix to HBM. It does somewhat more arithmetic (the backward pass recomputes scores instead of
 # storing them) but moves far fewer bytes, and on a memory-bound operation fewer bytes means less
-# time. The FlashAttention paper (Dao et al. 2022) counts it: for a sequence of $N$ tokens, head
+# time. The FlashAttention paper (Dao et al. 2022) bounds it: for a sequence of $N$ tokens, head
 # dimension $d$ and $M$ numbers of on-chip memory ($d \le M \le Nd$), standard attention moves
-# $\Theta(Nd + N^2)$ numbers through HBM and FlashAttention $\Theta(N^2 d^2 / M)$. At
-# $N = 4096$, $d = 128$ and an H100 SM's 228 KiB holding $M \approx 117{,}000$ bf16 numbers,
-# that is about 2.4 million against 17 million, and the gap grows with every doubling of $N$
-# while $M$ stays put.
+# $\Theta(Nd + N^2)$ numbers through HBM and FlashAttention $\Theta(N^2 d^2 / M)$. A
+# $\Theta$ hides its constants, so count them, per head, at $N = 4096$, $d = 128$ and an H100
+# SM's 228 KiB holding $M = 116{,}736$ bf16 numbers:
+#
+# * **standard attention** reads $Q$ and $K$ ($2Nd$), writes $S = QK^T$ ($N^2$), reads it for the
+#   softmax and writes $P$ ($2N^2$), reads $P$ and $V$ ($N^2 + Nd$) and writes $O$ ($Nd$):
+#   $4Nd + 4N^2 \approx 69.2$ million numbers;
+# * **FlashAttention's Algorithm 1** takes key/value blocks of $B_c = \lceil M / 4d \rceil = 228$
+#   rows, so $T_c = \lceil N / B_c \rceil = 18$ of them. $K$ and $V$ are read once ($2Nd$); for
+#   each of the 18 key blocks the inner loop reads all of $Q$ and of the running output $O$ and
+#   writes $O$ back ($3Nd$), with the softmax's running maximum and sum ($4N$):
+#   $2Nd + T_c (3Nd + 4N) \approx 29.7$ million numbers.
+#
+# That is 2.3 times fewer, not an order of magnitude, and the ratio does **not** grow with $N$:
+# both counts are quadratic in $N$ (the inner loop rereads $Q$ and $O$ once per key block), so
+# it tends to a constant, $4N^2 / (3N^2 d / B_c) \approx M / 3d^2 \approx 2.4$, of the order of
+# $M/d^2$ as the bound says. The decisive wins are elsewhere: the $N \times N$ matrix never
+# exists in HBM, so the memory attention needs grows as $O(N)$ instead of $O(N^2)$ (at
+# $N = 4096$ one head's score matrix alone is 34 MB in bf16), and the whole computation is one
+# fused kernel.
 #
 # **Why batch-1 decode is bandwidth-bound, whatever the kernel.** Generating one token for one
 # sequence multiplies every weight matrix by a single vector. Each BF16 weight (2 bytes) comes

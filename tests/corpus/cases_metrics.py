@@ -143,6 +143,7 @@ batch = check_int(batch, "batch", 1)
 context_len = check_int(context_len, "context_len", 0)
 dtype_bytes = check_bytes(dtype_bytes, "dtype_bytes")
 needed = num_params(cfg) * dtype_bytes + batch * context_len * kv_bytes_per_token(cfg, dtype_bytes)
+needed += Fraction(check_runtime_bytes(runtime_bytes))
 return bool(needed <= Fraction(gpu["usable_memory_fraction"]) * Fraction(gpu["memory_bytes"]))
 '''
 
@@ -155,6 +156,7 @@ kv = dtype_bytes if kv_dtype_bytes is None else kv_dtype_bytes
 per_sequence = context_len * Fraction(kv_bytes_per_token(cfg, kv))
 budget = Fraction(gpu["usable_memory_fraction"]) * Fraction(gpu["memory_bytes"])
 room = budget - matmul_params(cfg) * Fraction(dtype_bytes)
+room -= Fraction(check_runtime_bytes(runtime_bytes))
 return 0 if room < 0 else int(room // per_sequence)
 '''
 

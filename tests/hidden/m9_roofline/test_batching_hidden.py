@@ -7,7 +7,8 @@ Fixed examples run first on every seed, one for each plausible wrong answer: the
 table counted as read, the weights' precision used for the cache, attention's FLOPs left out of
 MFU, a padded batch for a ragged one, the memory wall forgotten, the one-blob bound where the
 step sums its kernels, a non-strict ridge, query heads for K/V heads, no floor on a split's
-chunk, a rounded-down split.
+chunk, splits that only cover the SMs, an 80% threshold taken in floats, the runtime forgotten
+in the memory wall.
 
 Stated rules (grader verify checks that every test here is listed, with a sentence that appears
 word for word in the released notebook):
@@ -224,18 +225,21 @@ def tpot_matches(reference, cfg, gpu, context_len, tpot, nbytes, kv, got, want) 
     return math.isclose(time, tpot, rel_tol=1e-9)
 
 
+# (cfg, gpu, context_len, tpot_s, dtype_bytes, kv_dtype_bytes, runtime_bytes: None = default)
 TPOT_EXAMPLES = [
     # A tight target: 68 sequences meet 10 ms (the first failing batch, 69, is wrong).
-    (LLAMA_LIKE, H100_LIKE, 2048, 0.010, 2, None),
-    # A loose target: the memory wall (226) stops the batch, not the TPOT.
-    (LLAMA_LIKE, H100_LIKE, 2048, 0.050, 2, None),
+    (LLAMA_LIKE, H100_LIKE, 2048, 0.010, 2, None, None),
+    # A loose target: the memory wall (214 beside the default 3 GiB runtime) stops the batch.
+    (LLAMA_LIKE, H100_LIKE, 2048, 0.050, 2, None, None),
+    # ... and the wall follows the runtime it is given: 226 with none.
+    (LLAMA_LIKE, H100_LIKE, 2048, 0.050, 2, None, 0),
     # Short contexts, big batches: the weights turn compute-bound, and a step takes the sum of
     # its two kernels' times, not the one-blob max of section 8 (which would allow more).
-    (LLAMA_LIKE, H100_LIKE, 128, 0.008, 2, None),
+    (LLAMA_LIKE, H100_LIKE, 128, 0.008, 2, None, None),
     # Batch 1 already misses the target: 0.
-    (None, T4_LIKE, 512, 1e-7, 2, None),
+    (None, T4_LIKE, 512, 1e-7, 2, None, None),
     # An 8-bit cache lets more sequences in under the same target and wall.
-    (LLAMA_LIKE, H100_LIKE, 4096, 0.030, 2, 1),
+    (LLAMA_LIKE, H100_LIKE, 4096, 0.030, 2, 1, None),
 ]
 
 
@@ -246,23 +250,27 @@ def test_max_batch_under_tpot_random(student, reference, rng):
         cfg, gpu = draw_config(rng), draw_gpu(rng)
         context_len, nbytes = int(rng.integers(1, 16385)), draw_size(rng)
         kv = None if rng.integers(0, 2) else draw_size(rng)
+        runtime = [None, 0, 2**30, 5 * 10**9][int(rng.integers(0, 4))]
         wall = reference.max_batch_that_fits(cfg, gpu, context_len, nbytes, kv)
         pick = int(rng.integers(1, max(1, min(wall, 4096)) + 1))
         time = reference.decode_step_breakdown(cfg, pick, context_len, gpu, nbytes, kv)["time_s"]
-        cases.append((cfg, gpu, context_len, time * float(rng.uniform(1.0, 1.5)), nbytes, kv))
-    for cfg, gpu, context_len, tpot, nbytes, kv in cases:
+        tpot = time * float(rng.uniform(1.0, 1.5))
+        cases.append((cfg, gpu, context_len, tpot, nbytes, kv, runtime))
+    for cfg, gpu, context_len, tpot, nbytes, kv, runtime in cases:
         cfg = resolve(cfg, reference)
-        got = student.max_batch_under_tpot(cfg, gpu, context_len, tpot, nbytes, kv)
-        want = reference.max_batch_under_tpot(cfg, gpu, context_len, tpot, nbytes, kv)
-        wall = reference.max_batch_that_fits(cfg, gpu, context_len, nbytes, kv)
+        more = {} if runtime is None else {"runtime_bytes": runtime}
+        got = student.max_batch_under_tpot(cfg, gpu, context_len, tpot, nbytes, kv, **more)
+        want = reference.max_batch_under_tpot(cfg, gpu, context_len, tpot, nbytes, kv, **more)
+        wall = reference.max_batch_that_fits(cfg, gpu, context_len, nbytes, kv, **more)
+        shown = f"runtime_bytes={runtime}" if runtime is not None else "the default runtime_bytes"
         assert tpot_matches(reference, cfg, gpu, context_len, tpot, nbytes, kv, got, want), (
             f"max_batch_under_tpot({show(cfg)}, peak_flops={gpu['peak_flops']:.6g}, "
             f"peak_bandwidth={gpu['peak_bandwidth']:.6g}, memory_bytes={gpu['memory_bytes']}, "
             f"usable_memory_fraction={gpu['usable_memory_fraction']}, context_len={context_len}, "
-            f"tpot_s={tpot!r}, dtype_bytes={nbytes}, kv_dtype_bytes={kv}) returned {got!r}; "
-            f"expected the int {want}: the largest batch whose decode_step_breakdown time_s "
-            f"(the two kernels' times summed) is <= tpot_s and that fits (max_batch_that_fits: "
-            f"{wall}), 0 when batch 1 misses"
+            f"tpot_s={tpot!r}, dtype_bytes={nbytes}, kv_dtype_bytes={kv}, {shown}) returned "
+            f"{got!r}; expected the int {want}: the largest batch whose decode_step_breakdown "
+            f"time_s (the two kernels' times summed) is <= tpot_s and that fits "
+            f"(max_batch_that_fits with the same runtime_bytes: {wall}), 0 when batch 1 misses"
         )
 
 
@@ -342,18 +350,27 @@ def test_decode_attention_intensity_random(student, reference, rng):
         )
 
 
+# (cfg, batch, context_len, sm_count, min_chunk, blocks_per_sm: None = the default 2)
 SPLIT_EXAMPLES = [
-    # Llama-3-8B at batch 1 on an H100: 8 K/V-head blocks (not 32 query-head ones); 132 / 8
-    # rounds up to 17 splits; 8192 / 17 rounds up to 482 tokens a chunk.
-    (LLAMA_LIKE, 1, 8192, 132, 256),
-    # 2,048 tokens: chunks of at least 256 allow only 8 splits.
-    (LLAMA_LIKE, 1, 2048, 132, 256),
+    # Llama-3-8B at batch 1 on an H100: 8 K/V-head blocks (not 32 query-head ones), 264 slots;
+    # the best efficiency is 32 splits' 256 / 264, and 28 are the fewest within 85% of it (not
+    # 17, ceil(132 / 8): 136 blocks on 132 SMs); 8192 / 28 rounds up to 293 tokens a chunk.
+    (LLAMA_LIKE, 1, 8192, 132, 256, None),
+    # 2,048 tokens: chunks of at least 256 allow only 8 splits, and 7 reach 85% of their best.
+    (LLAMA_LIKE, 1, 2048, 132, 256, None),
     # 700 tokens: 700 // 256 = 2 chunks can be afforded, not 3.
-    (LLAMA_LIKE, 1, 700, 40, 256),
+    (LLAMA_LIKE, 1, 700, 40, 256, None),
     # Shorter than one chunk: no split at all (never 0 splits).
-    (LLAMA_LIKE, 1, 100, 132, 256),
-    # A batch that already covers the SMs: no split.
-    (LLAMA_LIKE, 32, 8192, 132, 256),
+    (LLAMA_LIKE, 1, 100, 132, 256, None),
+    # 256 blocks fill over 80% of the 264 slots: no split.
+    (LLAMA_LIKE, 32, 8192, 132, 256, None),
+    # 96 blocks: the best efficiency is past one wave (11 splits, exactly 4 waves), and the
+    # fewest splits within 85% of it are 5 (1.82 waves, 0.91), not 2 (0.73).
+    (LLAMA_LIKE, 12, 8192, 132, 256, None),
+    # Exactly 80% of the slots (16 blocks, 20 slots): at the threshold, no split.
+    (LLAMA_LIKE, 2, 8192, 10, 256, None),
+    # One block per SM counted: 8 blocks on 40 slots, 5 splits fill them exactly.
+    (LLAMA_LIKE, 1, 8192, 40, 256, 1),
 ]
 
 
@@ -368,21 +385,25 @@ def test_split_kv_plan_random(student, reference, rng):
                 int(rng.integers(1, 65537)),
                 int(rng.integers(1, 201)),
                 int(rng.choice([64, 128, 256, 512])),
+                [None, 1, 2, 4][int(rng.integers(0, 4))],
             )
         )
-    for cfg, batch, context_len, sms, chunk in cases:
+    for cfg, batch, context_len, sms, chunk, per_sm in cases:
         cfg = resolve(cfg, reference)
         gpu = {**H100_LIKE, "sm_count": sms}
-        got = student.split_kv_plan(cfg, batch, context_len, gpu, chunk)
-        want = reference.split_kv_plan(cfg, batch, context_len, gpu, chunk)
+        more = {} if per_sm is None else {"blocks_per_sm": per_sm}
+        got = student.split_kv_plan(cfg, batch, context_len, gpu, chunk, **more)
+        want = reference.split_kv_plan(cfg, batch, context_len, gpu, chunk, **more)
         assert (
             isinstance(got, dict) and got == want and all(type(v) is int for v in got.values())
         ), (
             f"split_kv_plan({show(cfg)}, batch={batch}, context_len={context_len}, "
-            f"sm_count={sms}, min_chunk={chunk}) returned {got!r}; expected {want}: blocks = "
-            "batch * n_kv_heads, splits = min(ceil(sm_count / blocks), max(1, context_len // "
-            "min_chunk)), split_blocks = blocks * splits, chunk_len = ceil(context_len / splits), "
-            "all ints"
+            f"sm_count={sms}, min_chunk={chunk}, blocks_per_sm={per_sm or 2}) returned {got!r}; "
+            f"expected {want}: blocks = batch * n_kv_heads, slots = blocks_per_sm * sm_count; "
+            "splits = 1 when blocks >= 0.8 * slots, else the fewest s in 1..min(slots, max(1, "
+            "context_len // min_chunk)) whose wave efficiency w / ceil(w), w = blocks * s / "
+            "slots, is >= 0.85 x the best in that range (exactly); split_blocks = blocks * "
+            "splits, chunk_len = ceil(context_len / splits), all ints"
         )
 
 
@@ -509,6 +530,11 @@ def batching_cases(m):
             "split_kv_plan(cfg, 1, 2048, gpu, min_chunk=0)",
             ValueError,
             lambda s: s.split_kv_plan(m, 1, 2048, T4_LIKE, 0),
+        ),
+        (
+            "split_kv_plan(cfg, 1, 2048, gpu, blocks_per_sm=2.0)",
+            TypeError,
+            lambda s: s.split_kv_plan(m, 1, 2048, T4_LIKE, 256, 2.0),
         ),
         (
             "split_kv_plan(cfg, 1, context_len=0, gpu)",

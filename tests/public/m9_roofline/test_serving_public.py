@@ -14,6 +14,7 @@ from __future__ import annotations
 import pytest
 
 COURSE_PARAMS = 1_311_872
+RUNTIME = 3 * 2**30  # the notebook's RUNTIME_BYTES: runtime_bytes when it is not given
 T4_LIKE = {
     "name": "T4",
     "peak_flops": 65e12,
@@ -66,19 +67,24 @@ def test_tokens_per_s_bound_course_model(student, course_model):
 
 @pytest.mark.points(1)
 def test_kv_cache_fits_examples(student, course_model):
-    need = 2 * COURSE_PARAMS + 4 * 512 * 1024  # batch 4 at 512 tokens
-    for memory, fraction, want in (
-        (need, 1.0, True),
-        (need - 1, 1.0, False),
-        (need, 0.9, False),  # the budget is 90% of the card, not all of it
-        (T4_LIKE["memory_bytes"], 0.9, True),
+    need = 2 * COURSE_PARAMS + RUNTIME + 4 * 512 * 1024  # batch 4 at 512 tokens, the runtime
+    for memory, fraction, runtime, want in (
+        (need, 1.0, None, True),
+        (need - 1, 1.0, None, False),  # the runtime comes out of the budget too
+        (need, 0.9, None, False),  # the budget is 90% of the card, not all of it
+        (T4_LIKE["memory_bytes"], 0.9, None, True),
+        (need - RUNTIME, 1.0, 0, True),  # runtime_bytes as given
+        (need - RUNTIME, 1.0, 1, False),
     ):
         gpu = {**T4_LIKE, "memory_bytes": memory, "usable_memory_fraction": fraction}
-        got = student.kv_cache_fits(course_model, gpu, 4, 512)
+        more = {} if runtime is None else {"runtime_bytes": runtime}
+        got = student.kv_cache_fits(course_model, gpu, 4, 512, **more)
+        used = RUNTIME if runtime is None else runtime
         assert got is want, (
             f"kv_cache_fits(course model, memory_bytes={memory}, usable_memory_fraction="
-            f"{fraction}, batch=4, 512) returned {got!r}; the batch needs {need:,} bytes of the "
-            f"{fraction} x {memory:,} budget, so the answer is {want}"
+            f"{fraction}, batch=4, 512, runtime_bytes={used}) returned {got!r}; the weights, the "
+            f"runtime and the caches need {need - RUNTIME + used:,} bytes of the {fraction} x "
+            f"{memory:,} budget, so the answer is {want}"
         )
 
 
@@ -90,24 +96,35 @@ def test_max_batch_that_fits_examples(student, course_model):
         "memory_bytes": 2 * COURSE_PARAMS + 3 * per_seq,
         "usable_memory_fraction": 1.0,
     }
-    got = student.max_batch_that_fits(course_model, gpu, 512)
+    got = student.max_batch_that_fits(course_model, gpu, 512, runtime_bytes=0)
     assert type(got) is int and got == 3, (
-        f"max_batch_that_fits(course model, memory for the weights + 3 caches, 512) returned "
-        f"{got!r}; expected the int 3 (exactly full still fits)"
+        f"max_batch_that_fits(course model, memory for the weights + 3 caches, 512, "
+        f"runtime_bytes=0) returned {got!r}; expected the int 3 (exactly full still fits)"
+    )
+    got0 = student.max_batch_that_fits(course_model, gpu, 512)
+    assert got0 == 0, (
+        f"max_batch_that_fits(course model, the same memory, 512) returned {got0!r}; expected 0: "
+        "the default 3 GiB runtime does not fit beside the weights"
     )
     small = {**gpu, "memory_bytes": 2 * COURSE_PARAMS - 1}
-    got0 = student.max_batch_that_fits(course_model, small, 512)
+    got0 = student.max_batch_that_fits(course_model, small, 512, runtime_bytes=0)
     assert got0 == 0, f"when the weights alone do not fit the answer is 0, got {got0!r}"
-    half = student.max_batch_that_fits(course_model, gpu, 512, dtype_bytes=2, kv_dtype_bytes=1)
+    half = student.max_batch_that_fits(
+        course_model, gpu, 512, dtype_bytes=2, kv_dtype_bytes=1, runtime_bytes=0
+    )
     assert half == 6, (
         f"with an 8-bit cache (kv_dtype_bytes=1) twice as many sequences fit: expected 6, got "
         f"{half!r}"
     )
-    h100 = student.max_batch_that_fits(LLAMA3_8B, H100_LIKE, 512)
-    assert h100 == 907, (
-        f"max_batch_that_fits(Llama-3-8B, H100, 512) returned {h100!r}; expected 907: 90% of "
-        "81,559 MiB (x 2**20 bytes) less 16.06 GB of fp16 weights, over 512 x 128 KiB per sequence"
-    )
+    for runtime, want in ((None, 859), (0, 907)):
+        more = {} if runtime is None else {"runtime_bytes": runtime}
+        h100 = student.max_batch_that_fits(LLAMA3_8B, H100_LIKE, 512, **more)
+        used = RUNTIME if runtime is None else runtime
+        assert h100 == want, (
+            f"max_batch_that_fits(Llama-3-8B, H100, 512, runtime_bytes={used}) returned {h100!r}; "
+            f"expected {want}: 90% of 81,559 MiB (x 2**20 bytes) less 16.06 GB of fp16 weights "
+            "and the runtime, over 512 x 128 KiB per sequence"
+        )
 
 
 @pytest.mark.points(1)
@@ -175,7 +192,7 @@ def test_continuous_batching_examples(student):
         "expected about 4.895 ms: the weights once, attention over the 10,600 tokens in all "
         "(padded to 8,000 each it would be 5.73 ms)"
     )
-    for tpot, want in ((0.010, 68), (0.050, 226), (1e-4, 0)):
+    for tpot, want in ((0.010, 68), (0.050, 214), (1e-4, 0)):
         got = student.max_batch_under_tpot(LLAMA3_8B, H100_LIKE, 2048, tpot)
         assert type(got) is int and got == want, (
             f"max_batch_under_tpot(Llama-3-8B, H100, 2048, tpot_s={tpot}) returned {got!r}; "
@@ -199,8 +216,9 @@ def test_chunked_prefill_and_decode_attention_examples(student, course_model):
             f"expected {want} = 2 x spec_tokens x (n_heads / n_kv_heads) / kv_dtype_bytes"
         )
     plan = student.split_kv_plan(LLAMA3_8B, 1, 8192, H100_LIKE)
-    want = {"blocks": 8, "splits": 17, "split_blocks": 136, "chunk_len": 482}
+    want = {"blocks": 8, "splits": 28, "split_blocks": 224, "chunk_len": 293}
     assert plan == want, (
         f"split_kv_plan(Llama-3-8B, batch 1, 8192 tokens, H100) returned {plan!r}; expected "
-        f"{want}: 8 K/V heads, ceil(132 / 8) = 17 splits of ceil(8192 / 17) tokens"
+        f"{want}: 8 K/V heads, 264 slots; the best wave efficiency is 32 splits' 256 / 264, and "
+        "28 splits (224 / 264) are the fewest within 85% of it, chunks of ceil(8192 / 28) tokens"
     )

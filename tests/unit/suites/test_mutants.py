@@ -106,8 +106,59 @@ MUTANTS = (
         "kv_cache_fits: KV cache left out",
         M9,
         "kv_cache_fits",
-        "needed = num_params(cfg) * Fraction(dtype_bytes) + batch * context_len * Fraction(kv)",
-        "needed = num_params(cfg) * Fraction(dtype_bytes)",
+        "needed = weights + runtime + batch * context_len * Fraction(kv)",
+        "needed = weights + runtime",
+    ),
+    Mutant(
+        # Issue 52: gpu_memory_utilization caps the whole process, the runtime included.
+        "kv_cache_fits: the runtime left outside the budget",
+        M9,
+        "kv_cache_fits",
+        "needed = weights + runtime + batch * context_len * Fraction(kv)",
+        "needed = weights + batch * context_len * Fraction(kv)",
+    ),
+    Mutant(
+        "kv_cache_fits: the default runtime, whatever runtime_bytes says",
+        M9,
+        "kv_cache_fits",
+        "    runtime = Fraction(check_runtime_bytes(runtime_bytes))\n"
+        "    kv_dtype = dtype_bytes if kv_dtype_bytes is None else kv_dtype_bytes\n    kv =",
+        "    runtime = Fraction(RUNTIME_BYTES)\n"
+        "    kv_dtype = dtype_bytes if kv_dtype_bytes is None else kv_dtype_bytes\n    kv =",
+    ),
+    Mutant(
+        "max_batch_that_fits: the runtime left outside the budget",
+        M9,
+        "max_batch_that_fits",
+        "room = budget - num_params(cfg) * Fraction(dtype_bytes) - runtime",
+        "room = budget - num_params(cfg) * Fraction(dtype_bytes)",
+    ),
+    Mutant(
+        "max_batch_that_fits: the default runtime, whatever runtime_bytes says",
+        M9,
+        "max_batch_that_fits",
+        "    runtime = Fraction(check_runtime_bytes(runtime_bytes))\n"
+        "    kv_dtype = dtype_bytes if kv_dtype_bytes is None else kv_dtype_bytes\n"
+        "    per_sequence",
+        "    runtime = Fraction(RUNTIME_BYTES)\n"
+        "    kv_dtype = dtype_bytes if kv_dtype_bytes is None else kv_dtype_bytes\n"
+        "    per_sequence",
+    ),
+    Mutant(
+        "max_batch_under_tpot: the wall without the runtime it was given",
+        M9,
+        "max_batch_under_tpot",
+        "wall = max_batch_that_fits(cfg, gpu, context_len, dtype_bytes, kv_dtype_bytes, "
+        "runtime_bytes)",
+        "wall = max_batch_that_fits(cfg, gpu, context_len, dtype_bytes, kv_dtype_bytes)",
+    ),
+    Mutant(
+        # Issue 52: S5.1 compares the quotients; the product form is wrong on the ridge.
+        "decode_step_breakdown: bound decided by the product form",
+        M9,
+        "decode_step_breakdown",
+        'at_or_past_ridge = intensity >= gpu["peak_flops"] / gpu["peak_bandwidth"]',
+        'at_or_past_ridge = intensity * gpu["peak_bandwidth"] >= gpu["peak_flops"]',
     ),
     Mutant(
         "kv_cache_fits: the whole card, not the usable budget",
@@ -199,8 +250,8 @@ MUTANTS = (
         "max_batch_under_tpot: the memory wall forgotten",
         M9,
         "max_batch_under_tpot",
-        "    wall = max_batch_that_fits(cfg, gpu, context_len, dtype_bytes, kv_dtype_bytes)\n"
-        "    if wall < 1",
+        "    wall = max_batch_that_fits(cfg, gpu, context_len, dtype_bytes, kv_dtype_bytes, "
+        "runtime_bytes)\n    if wall < 1",
         "    wall = 10**7\n    if wall < 1",
     ),
     Mutant(
@@ -275,25 +326,56 @@ MUTANTS = (
         'blocks = batch * cfg["n_heads"]',
     ),
     Mutant(
+        # Issue 52: the old rule, one split count that just covers the SMs.
+        "split_kv_plan: splits that just cover the SMs (ceil(sm_count / blocks))",
+        M9,
+        "split_kv",
+        "        splits = next(s for s in range(1, most + 1) if efficiency(s) >= Fraction(17, 20) "
+        "* best)",
+        '        splits = min(most, -(-int(gpu["sm_count"]) // blocks))',
+    ),
+    Mutant(
+        "split_kv_plan: one block per SM counted, whatever blocks_per_sm says",
+        M9,
+        "split_kv",
+        'slots = blocks_per_sm * int(gpu["sm_count"])',
+        'slots = int(gpu["sm_count"])',
+    ),
+    Mutant(
+        "split_kv_plan: the best efficiency taken, not the fewest splits within 85% of it",
+        M9,
+        "split_kv",
+        "        splits = next(s for s in range(1, most + 1) if efficiency(s) >= Fraction(17, 20) "
+        "* best)",
+        "        splits = next(s for s in range(1, most + 1) if efficiency(s) == best)",
+    ),
+    Mutant(
+        "split_kv_plan: no 80% threshold (a nearly full batch split anyway)",
+        M9,
+        "split_kv",
+        "    if 5 * blocks < 4 * slots:  # under 80% of one wave of slots: split",
+        "    if True:",
+    ),
+    Mutant(
+        "split_kv_plan: at exactly 80% of the slots, split",
+        M9,
+        "split_kv",
+        "    if 5 * blocks < 4 * slots:  # under 80% of one wave of slots: split",
+        "    if 5 * blocks <= 4 * slots:",
+    ),
+    Mutant(
         "split_kv_plan: no floor on a chunk's length",
         M9,
         "split_kv",
-        "splits = min(to_cover, max(1, context_len // min_chunk))",
-        "splits = to_cover",
+        "most = min(slots, max(1, context_len // min_chunk))",
+        "most = slots",
     ),
     Mutant(
         "split_kv_plan: chunks afforded rounded up",
         M9,
         "split_kv",
-        "splits = min(to_cover, max(1, context_len // min_chunk))",
-        "splits = min(to_cover, max(1, -(-context_len // min_chunk)))",
-    ),
-    Mutant(
-        "split_kv_plan: SMs over blocks rounded down",
-        M9,
-        "split_kv",
-        'to_cover = -(-int(gpu["sm_count"]) // blocks)',
-        'to_cover = max(1, int(gpu["sm_count"]) // blocks)',
+        "most = min(slots, max(1, context_len // min_chunk))",
+        "most = min(slots, max(1, -(-context_len // min_chunk)))",
     ),
     Mutant(
         "split_kv_plan: the chunk length rounded down",

@@ -217,21 +217,34 @@ def decode_tokens_per_s_bound(cfg, gpu, batch, context_len, dtype_bytes=2, kv_dt
     return float(b / _roof(2 * p * b, p * w + b * ctx * per_token, gpu))
 
 
-def kv_cache_fits(cfg, gpu, batch, context_len, dtype_bytes=2, kv_dtype_bytes=None):
+def _engine(runtime_bytes):
+    """This student's check of the engine's own bytes: a number, finite, not negative."""
+    if type(runtime_bytes) is bool or not isinstance(runtime_bytes, (int, float)):
+        raise TypeError(f"runtime_bytes: want a number of bytes, got {runtime_bytes!r}")
+    if not 0 <= runtime_bytes < float("inf"):
+        raise ValueError(f"runtime_bytes: want a finite number >= 0, got {runtime_bytes}")
+    return _exact(runtime_bytes)
+
+
+def kv_cache_fits(
+    cfg, gpu, batch, context_len, dtype_bytes=2, kv_dtype_bytes=None, runtime_bytes=RUNTIME_BYTES
+):
     memory, share = _figures(gpu, "memory_bytes", "usable_memory_fraction")
     b, ctx = _count(batch, "batch", 1), _count(context_len, "context_len", 0)
     w = _size(dtype_bytes, "dtype_bytes")
     per_token = kv_bytes_per_token(cfg, w if kv_dtype_bytes is None else kv_dtype_bytes)
-    need = num_params(cfg) * _exact(w) + b * ctx * _exact(per_token)
-    return need <= _exact(share) * _exact(memory)
+    free = _exact(share) * _exact(memory) - _engine(runtime_bytes)
+    return num_params(cfg) * _exact(w) + b * ctx * _exact(per_token) <= free
 
 
-def max_batch_that_fits(cfg, gpu, context_len, dtype_bytes=2, kv_dtype_bytes=None):
+def max_batch_that_fits(
+    cfg, gpu, context_len, dtype_bytes=2, kv_dtype_bytes=None, runtime_bytes=RUNTIME_BYTES
+):
     memory, share = _figures(gpu, "memory_bytes", "usable_memory_fraction")
     ctx = _count(context_len, "context_len", 1)
     w = _size(dtype_bytes, "dtype_bytes")
     per_token = kv_bytes_per_token(cfg, w if kv_dtype_bytes is None else kv_dtype_bytes)
-    left = _exact(share) * _exact(memory) - num_params(cfg) * _exact(w)
+    left = _exact(share) * _exact(memory) - _engine(runtime_bytes) - num_params(cfg) * _exact(w)
     return max(0, math.floor(left / (ctx * _exact(per_token))))
 
 
@@ -340,10 +353,14 @@ def ragged_decode_step(cfg, context_lens, gpu, dtype_bytes=2, kv_dtype_bytes=Non
     return float(weights + attention)
 
 
-def max_batch_under_tpot(cfg, gpu, context_len, tpot_s, dtype_bytes=2, kv_dtype_bytes=None):
+def max_batch_under_tpot(
+    cfg, gpu, context_len, tpot_s, dtype_bytes=2, kv_dtype_bytes=None, runtime_bytes=RUNTIME_BYTES
+):
     _figures(gpu, "peak_flops", "peak_bandwidth", "memory_bytes", "usable_memory_fraction")
     ctx, t = _count(context_len, "context_len", 1), _seconds(tpot_s, "tpot_s")
-    wall = max_batch_that_fits(cfg, gpu, context_len, dtype_bytes, kv_dtype_bytes)
+    wall = max_batch_that_fits(
+        cfg, gpu, context_len, dtype_bytes, kv_dtype_bytes, runtime_bytes=runtime_bytes
+    )
 
     def step(b):
         return (
@@ -380,15 +397,20 @@ def decode_attention_intensity(cfg, spec_tokens=1, kv_dtype_bytes=2):
     return 2.0 * s * (cfg["n_heads"] // cfg["n_kv_heads"]) / k
 
 
-def split_kv_plan(cfg, batch, context_len, gpu, min_chunk=256):
+def split_kv_plan(cfg, batch, context_len, gpu, min_chunk=256, blocks_per_sm=2):
     (sms,) = _figures(gpu, "sm_count")
     b, ctx = _count(batch, "batch", 1), _count(context_len, "context_len", 1)
     chunk = _count(min_chunk, "min_chunk", 1)
+    slots = _count(blocks_per_sm, "blocks_per_sm", 1) * sms
     validate_config(cfg)
     blocks = b * cfg["n_kv_heads"]
     splits = 1
-    while blocks * splits < sms and (splits + 1) * chunk <= ctx:
-        splits += 1
+    if blocks * 5 < slots * 4:
+        # efficiency of s splits as an integer fraction: blocks * s over the slots of its waves
+        candidates = range(1, min(slots, max(1, ctx // chunk)) + 1)
+        eff = {s: (blocks * s, slots * -(-(blocks * s) // slots)) for s in candidates}
+        top_n, top_d = max(eff.values(), key=lambda f: Fraction(*f))
+        splits = min(s for s, (n, d) in eff.items() if 20 * n * top_d >= 17 * top_n * d)
     return {
         "blocks": blocks,
         "splits": splits,
