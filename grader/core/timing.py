@@ -421,12 +421,18 @@ def calibrate(target: Target, policy: Policy, device: Device) -> int:
 
 
 def _settled(series: dict[str, Series], checks: Sequence[Check], policy: Policy) -> bool:
-    """Every check's interval decides it or is within `policy.spread`; without checks, every
-    series' own interval is."""
+    """Every check's interval reaches `policy.coverage` (enough effective rounds) and decides it
+    or is within `policy.spread`; without checks, every series' own interval is that narrow."""
     if not checks:
-        return all(s.stats(policy.coverage).spread <= policy.spread for s in series.values())
+        return all(
+            (st := s.stats(policy.coverage)).spread <= policy.spread
+            and st.coverage >= policy.coverage
+            for s in series.values()
+        )
     for c in checks:
         stats = ratio(series, c, policy.coverage)
+        if stats.coverage < policy.coverage:
+            return False
         if _decided(stats, c) is None and stats.spread > policy.spread:
             return False
     return True
