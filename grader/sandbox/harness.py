@@ -581,7 +581,7 @@ class _Staged:
         host = []
         begin = time.perf_counter()
         marks[0].record()
-        _hold_kernel()[1, 1](int(self.hold_s * 1e9))
+        hold_kernel()[1, 1](int(self.hold_s * 1e9))
         marks[1].record()
         for j in range(repeat):
             args = self.args(sample, j)
@@ -612,7 +612,7 @@ class _Staged:
         }
 
 
-def _hold_kernel() -> Any:
+def hold_kernel() -> Any:
     """A one-thread kernel that sleeps `ns` nanoseconds on the GPU (compiled once)."""
     if not _HOLD:
         cuda = KernelHost._cuda()

@@ -266,7 +266,9 @@ class CallTarget:
     `Target`: `launch(variant, copy)` runs it once, `fill()` NaN-fills its output copies and
     flushes the L2, `sync()` waits for the device, `fetch(copy)` returns an output copy as numpy.
     With `events` (make an event, seconds between two) each launch is timed on the GPU between
-    two events; without, on this process's clock with a `sync()` after each launch."""
+    two events, and with `hold` (enqueue a GPU sleep of so many seconds) every launch is queued
+    behind it first, as the harness does; without events, on this process's clock with a
+    `sync()` after each launch."""
 
     def __init__(
         self,
@@ -279,10 +281,12 @@ class CallTarget:
         min_bytes: int,
         clock: Callable[[], float] = time.monotonic,
         events: tuple[Callable[[], Any], Callable[[Any, Any], float]] | None = None,
+        hold: Callable[[float], Any] | None = None,
     ):
         self.label, self.min_bytes, self.clock = label, int(min_bytes), clock
         self._launch, self._fill, self._sync, self._fetch = launch, fill, sync, fetch
-        self.expected, self.events = expected, events
+        self.expected, self.events, self.hold = expected, events, hold
+        self.hold_s = 0.005
         self.sample = -1
 
     def prepare(self) -> None:
@@ -291,23 +295,39 @@ class CallTarget:
         self._sync()
 
     def run(self, launches: int) -> timing.Sample:
-        t0, gpu, host = self.clock(), [], []
-        marks = [self.events[0]() for _ in range(2 * launches)] if self.events else []
+        if self.events is None:
+            return self._run_on_host(launches)
+        make, elapsed = self.events
+        marks, host = [make() for _ in range(2 * launches + 2)], []
+        t0 = self.clock()
+        begin = time.perf_counter()
+        if self.hold is not None:
+            marks[-2].record()
+            self.hold(self.hold_s)
+            marks[-1].record()
         for j in range(launches):
-            if marks:
-                marks[2 * j].record()
+            marks[2 * j].record()
             h0 = time.perf_counter()
             self._launch(timing.variant(self.sample, j), timing.copy(j))
             host.append(time.perf_counter() - h0)
-            if marks:
-                marks[2 * j + 1].record()
-            else:
-                self._sync()
-                gpu.append(time.perf_counter() - h0)
+            marks[2 * j + 1].record()
+        span = time.perf_counter() - begin
         self._sync()
-        if self.events:
-            gpu = [self.events[1](marks[2 * j], marks[2 * j + 1]) for j in range(launches)]
-        return timing.Sample(gpu, self.clock() - t0, statistics.median(host))
+        queued = True
+        if self.hold is not None:
+            queued = span <= elapsed(marks[-2], marks[-1])
+            self.hold_s = min(0.25, max(5e-4, (1.0 if queued else 2.0) * 1.5 * span))
+        gpu = [elapsed(marks[2 * j], marks[2 * j + 1]) for j in range(launches)]
+        return timing.Sample(gpu, self.clock() - t0, statistics.median(host), queued)
+
+    def _run_on_host(self, launches: int) -> timing.Sample:
+        t0, gpu = self.clock(), []
+        for j in range(launches):
+            h0 = time.perf_counter()
+            self._launch(timing.variant(self.sample, j), timing.copy(j))
+            self._sync()
+            gpu.append(time.perf_counter() - h0)
+        return timing.Sample(gpu, self.clock() - t0, None)
 
     def check(self, launches: int) -> None:
         writes = timing.last_writes(self.sample, launches)
@@ -420,6 +440,8 @@ def torch_target(
             lambda: torch.cuda.Event(enable_timing=True),
             lambda a, b: a.elapsed_time(b) / 1e3,
         ),
+        # torch's GPU sleep counts clock cycles: 2 GHz overestimates every course GPU's clock
+        hold=lambda seconds: torch.cuda._sleep(int(seconds * 2e9)),
     )
 
 
