@@ -126,7 +126,8 @@ class RoundWatch:
         self.before: dict = {}
 
     def _state(self) -> dict:
-        n, h, out = self.nvml, self.handle, {}
+        n, h = self.nvml, self.handle
+        out: dict[str, Any] = {}
         if h is None:
             return out
         _read(out, "sm_clock_mhz", n.nvmlDeviceGetClockInfo, h, n.NVML_CLOCK_SM)

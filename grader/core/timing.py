@@ -447,11 +447,11 @@ def _round(
     late = [label for label, s in got.items() if not s.queued]
     why = watch.spoiled() or (f"{late[0]}'s launches were not all queued ahead" if late else None)
     if why is None:
-        for label, s in got.items():
-            series[label].add(s)
+        for label, sample in got.items():
+            series[label].add(sample)
     else:
-        for s in series.values():
-            s.discarded.append(why)
+        for kept in series.values():
+            kept.discarded.append(why)
     return why
 
 

@@ -391,7 +391,7 @@ def test_a_warm_l2_run_is_not_refused_but_a_flushed_one_that_beats_memory_is():
 
 
 class Spoiler:
-    """A `timing.Watch` that spoils the rounds it is told to (1-based), every one past `all_from`."""
+    """A `timing.Watch` that spoils the rounds it is told to (1-based), and all from `all_from`."""
 
     def __init__(self, rounds=(), all_from=None):
         self.rounds, self.all_from, self.n = set(rounds), all_from, 0
