@@ -503,7 +503,7 @@ class _Staged:
         )
         # under twice the L2, a launch could find the last one's data there: flush before each
         self.flush_each = self.footprint < 2 * self.l2_bytes
-        self.hold_s = HOLD_START_S
+        self.hold_s, self.hold_scale = HOLD_START_S, 1.5
 
     def describe(self) -> dict:
         return {
@@ -599,8 +599,7 @@ class _Staged:
             cuda.event_elapsed_time(marks[2 + 2 * j], marks[3 + 2 * j]) / 1e3 for j in range(repeat)
         ]
         queued = span <= held
-        grow = 1.0 if queued else 2.0
-        self.hold_s = min(HOLD_MAX_S, max(HOLD_MIN_S, grow * 1.5 * span))
+        self.hold_s, self.hold_scale = next_hold(self.hold_s, self.hold_scale, held, span, queued)
         return {
             "gpu_s": gpu,
             "launch_s": statistics.median(host),
@@ -610,6 +609,17 @@ class _Staged:
             "warm_l2_bytes": 0 if self.flush_each else self.l2_bytes,
             "clock": "cuda events",
         }
+
+
+def next_hold(
+    asked: float, scale: float, held: float, span: float, queued: bool
+) -> tuple[float, float]:
+    """The next hold to ask for, and its margin: `scale` times the host's last enqueue `span`,
+    corrected by how long the GPU actually held for what was asked (a sleep is approximate),
+    the margin doubled for good after a hold that was too short."""
+    scale = scale if queued else 2 * scale
+    rate = held / asked if asked > 0 and held > 0 else 1.0
+    return min(HOLD_MAX_S, max(HOLD_MIN_S, scale * span / rate)), scale
 
 
 def hold_kernel() -> Any:

@@ -36,6 +36,7 @@ import numpy as np
 from grader.core import kernel_source, nvml, timing
 from grader.core.course import Course
 from grader.sandbox import protocol
+from grader.sandbox.harness import next_hold
 from grader.suites.errors import malformed
 from grader.suites.kernels import dims, signature
 
@@ -286,7 +287,7 @@ class CallTarget:
         self.label, self.min_bytes, self.clock = label, int(min_bytes), clock
         self._launch, self._fill, self._sync, self._fetch = launch, fill, sync, fetch
         self.expected, self.events, self.hold = expected, events, hold
-        self.hold_s = 0.005
+        self.hold_s, self.hold_scale = 0.005, 1.5
         self.sample = -1
 
     def prepare(self) -> None:
@@ -315,8 +316,11 @@ class CallTarget:
         self._sync()
         queued = True
         if self.hold is not None:
-            queued = span <= elapsed(marks[-2], marks[-1])
-            self.hold_s = min(0.25, max(5e-4, (1.0 if queued else 2.0) * 1.5 * span))
+            held = elapsed(marks[-2], marks[-1])
+            queued = span <= held
+            self.hold_s, self.hold_scale = next_hold(
+                self.hold_s, self.hold_scale, held, span, queued
+            )
         gpu = [elapsed(marks[2 * j], marks[2 * j + 1]) for j in range(launches)]
         return timing.Sample(gpu, self.clock() - t0, statistics.median(host), queued)
 

@@ -510,3 +510,18 @@ def test_twenty_regrades_of_a_clear_pass_and_a_clear_fail_agree():
     assert [p for p, _, _ in fails] == [False] * 20
     assert not any(m for _, _, m in passes + fails)
     assert max(n for _, n, _ in passes + fails) <= 12
+
+
+def test_nvml_spoils_a_round_on_a_clock_change_a_violation_or_a_slowdown():
+    from grader.core import nvml
+
+    steady = {"sm_clock_mhz": 1980, "mem_clock_mhz": 2619, "power": 10, "thermal": 0}
+    assert nvml.spoiled(steady, dict(steady)) is None
+    assert "sm_clock_mhz changed" in nvml.spoiled(steady, {**steady, "sm_clock_mhz": 1755})
+    assert "for power" in nvml.spoiled(steady, {**steady, "power": 11})
+    assert "hw_thermal_slowdown" in nvml.spoiled(steady, {**steady, "throttle_mask": 0x40})
+    assert nvml.spoiled(steady, {**steady, "throttle_mask": 0x1}) is None  # idle is no slowdown
+    watch = nvml.RoundWatch()  # here: no GPU, so no NVML: nothing spoiled, and why recorded
+    watch.start()
+    assert watch.spoiled() is None or watch.handle is not None
+    watch.close()

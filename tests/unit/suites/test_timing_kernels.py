@@ -270,3 +270,16 @@ def test_event_times_the_trusted_clock_contradicts_are_refused(student, monkeypa
     kernel, copy = _targets(student, "transpose", 16, np.random.default_rng(10))
     with pytest.raises(Exception, match="launch times"):
         judge([copy, kernel], [], Device("simulator", None), QUICK)
+
+
+def test_the_hold_outlasts_the_host_and_learns_from_a_miss():
+    """The next hold is 1.5x the host's enqueue span, corrected for a GPU sleep that held for
+    less than asked; a hold that was too short doubles the margin for good."""
+    from grader.sandbox.harness import HOLD_MAX_S, next_hold
+
+    asked, scale = next_hold(0.005, 1.5, 0.005, 0.002, queued=True)
+    assert (asked, scale) == (pytest.approx(0.003), 1.5)
+    # the GPU slept half as long as asked, and the host outran it: twice the margin, twice asked
+    asked, scale = next_hold(0.003, 1.5, 0.0015, 0.002, queued=False)
+    assert scale == 3.0 and asked == pytest.approx(3.0 * 0.002 / 0.5)
+    assert next_hold(0.1, 3.0, 0.1, 10.0, queued=True)[0] == HOLD_MAX_S
