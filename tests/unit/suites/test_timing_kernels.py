@@ -238,7 +238,8 @@ def test_the_graders_baseline_runs_in_the_same_harness_each_launch_timed(student
     judge([base], [], Device("simulator", None), QUICK, test="t")
     (record,) = suite_timing.take_records()
     (entry,) = record["targets"]
-    assert entry["launch_us"] > 0 and entry["wall_per_launch_ms"] >= entry["median_ms"] > 0
+    # the median launch can exceed the mean that the wall clock bounds: only the sums compare
+    assert entry["launch_us"] > 0 and entry["wall_per_launch_ms"] > 0 and entry["median_ms"] > 0
     assert entry["flush_before_each_launch"] is False  # the simulator has no L2
 
 
