@@ -550,6 +550,6 @@ def describe(v: Verdict) -> str:
     )
     return (
         f"{c.numerator} / {c.denominator} = {v.ratio.median:.3f} ({v.ratio.coverage:.1%} "
-        f"interval {v.ratio.low:.3f}-{v.ratio.high:.3f}, {v.ratio.n} paired rounds, each "
-        f"launch timed on the GPU); needs {'<' if c.below else '>'} {c.threshold:g}.{how}"
+        f"interval {v.ratio.low:.3f}-{v.ratio.high:.3f}, {v.ratio.n} paired rounds); needs "
+        f"{'<' if c.below else '>'} {c.threshold:g}.{how}"
     )
