@@ -92,6 +92,7 @@ sass
 # grader/suites/timing.py: called by the hidden GPU tests (tests/hidden/gpu_fundamentals)
 device_of
 torch_target
+baseline_add
 _.output_tail  # grader/sandbox/backend.py, _Worker.output_tail: read by the sandbox tests
 STATUSES  # grader/reports/class_data.py: the ClassRow.status values, named at that field
 _.token_coverage  # grader/reports/similarity.py: copydetect's coverage, kept with the hashes

@@ -102,3 +102,62 @@ def peak_bandwidth(reading: dict) -> float | None:
     if not (isinstance(clock, (int, float)) and isinstance(width, int)) or clock <= 0:
         return None
     return clock * 1e6 * 2 * width / 8
+
+
+# The NVML clock-event counters (nvmlDeviceGetViolationStatus) that grow while the GPU is held
+# below its clocks for power or heat: NVML_PERF_POLICY_POWER, NVML_PERF_POLICY_THERMAL.
+VIOLATION_POLICIES = {0: "power", 1: "thermal"}
+
+
+class RoundWatch:
+    """`grader.core.timing.Watch` on NVML: a round is spoiled when, between `start()` and
+    `spoiled()`, the SM or memory clock changed, a power or thermal violation counter grew, or
+    a slowdown reason is set at its end. Without NVML it spoils nothing (and says so once in
+    `why`). NVML is opened once, closed by `close()`."""
+
+    def __init__(self, index: int = 0) -> None:
+        self.nvml, self.why = _nvml()
+        self.handle: Any = None
+        if self.nvml is not None:
+            try:
+                self.handle = self.nvml.nvmlDeviceGetHandleByIndex(index)
+            except Exception as exc:  # noqa: BLE001 - recorded, never fatal
+                self.why = f"NVML handle failed: {exc}"
+        self.before: dict = {}
+
+    def _state(self) -> dict:
+        n, h = self.nvml, self.handle
+        out: dict[str, Any] = {}
+        if h is None:
+            return out
+        _read(out, "sm_clock_mhz", n.nvmlDeviceGetClockInfo, h, n.NVML_CLOCK_SM)
+        _read(out, "mem_clock_mhz", n.nvmlDeviceGetClockInfo, h, n.NVML_CLOCK_MEM)
+        _read(out, "throttle_mask", n.nvmlDeviceGetCurrentClocksThrottleReasons, h)
+        for policy, name in VIOLATION_POLICIES.items():
+            _read(out, name, lambda p=policy: n.nvmlDeviceGetViolationStatus(h, p).violationTime)
+        return out
+
+    def start(self) -> None:
+        self.before = self._state()
+
+    def spoiled(self) -> str | None:
+        return spoiled(self.before, self._state())
+
+    def close(self) -> None:
+        if self.nvml is not None:
+            with contextlib.suppress(Exception):
+                self.nvml.nvmlShutdown()
+            self.nvml, self.handle = None, None
+
+
+def spoiled(before: dict, after: dict) -> str | None:
+    """Why a round between two `RoundWatch` states must be discarded, or None."""
+    for key in ("sm_clock_mhz", "mem_clock_mhz"):
+        if key in before and key in after and before[key] != after[key]:
+            return f"{key} changed from {before[key]} to {after[key]} during the round"
+    for name in VIOLATION_POLICIES.values():
+        if isinstance(before.get(name), int) and after.get(name, 0) > before[name]:
+            return f"the GPU was held below its clocks for {name} during the round"
+    mask = after.get("throttle_mask")
+    slow = slowed({"throttle_reasons": reasons(mask)}) if isinstance(mask, int) else []
+    return f"throttled ({', '.join(slow)}) at the round's end" if slow else None

@@ -23,7 +23,9 @@ import contextlib
 import dataclasses
 import linecache
 import os
+import statistics
 import sys
+import time
 import traceback
 import types
 from collections.abc import Callable, Iterator, Sequence
@@ -479,6 +481,8 @@ class MissingName(SubmissionError, AttributeError):
 FLUSH_MIN_BYTES = 256 << 20  # at least 2x the L2 of every course GPU (H100, H200: 50 MiB)
 MAX_STAGED = 4  # kernels staged at once (a test times up to three, in turn)
 _FLUSH: list = []  # the one flush buffer, shared by every staged kernel
+_HOLD: list = []  # the hold kernel, compiled on first use (a GPU only)
+HOLD_START_S, HOLD_MIN_S, HOLD_MAX_S = 0.005, 0.0005, 0.25  # the hold's GPU time, adapted
 
 
 class _Staged:
@@ -493,9 +497,21 @@ class _Staged:
         if not _FLUSH:
             _FLUSH.append(_device_bytes(max(FLUSH_MIN_BYTES, 2 * self.l2_bytes)))
         self.flush = _FLUSH[0]
+        # bytes one launch touches: its input variant's arrays and one output copy
+        self.footprint = sum(int(a.nbytes) for a in variants[0] if _is_array(a)) + sum(
+            int(a.nbytes) for a in self.copies[0]
+        )
+        # under twice the L2, a launch could find the last one's data there: flush before each
+        self.flush_each = self.footprint < 2 * self.l2_bytes
+        self.hold_s, self.hold_scale = HOLD_START_S, 1.5
 
     def describe(self) -> dict:
-        return {"l2_bytes": self.l2_bytes, "flush_bytes": int(self.flush.size)}
+        return {
+            "l2_bytes": self.l2_bytes,
+            "flush_bytes": int(self.flush.size),
+            "footprint_bytes": self.footprint,
+            "flush_before_each_launch": self.flush_each,
+        }
 
     def args(self, sample: int, launch: int) -> list:
         args = list(self.variants[timing.variant(sample, launch)])
@@ -511,12 +527,11 @@ class _Staged:
             _fill(self.flush, 0)
             _synchronize()
             return None
-        if op == "kernel_run":  # timed by the trusted side around this one request
-            sample = int(request.get("sample", 0))
-            for j in range(max(0, int(request.get("repeat", 1)))):
-                self.kernel[self.grid, self.block](*self.args(sample, j))
-            _synchronize()
-            return None
+        if op == "kernel_run":  # each launch timed here; the trusted side's clock bounds them
+            sample, repeat = int(request.get("sample", 0)), max(1, int(request.get("repeat", 1)))
+            if device.simulator_active():
+                return self._run_simulated(sample, repeat)
+            return self._run_timed(sample, repeat)
         # kernel_sample: element ranges of every copy and input; kernel_fetch: one range of one
         ranges = request["ranges"]
         if op == "kernel_fetch":
@@ -535,6 +550,91 @@ class _Staged:
                 if _is_array(self.variants[0][i])
             },
         }
+
+    def _run_simulated(self, sample: int, repeat: int) -> dict:
+        """The simulator has no GPU clock (its events record nothing): each launch timed on this
+        process's clock, which is then also its launch cost."""
+        times = []
+        for j in range(repeat):
+            args = self.args(sample, j)
+            t0 = time.perf_counter()
+            self.kernel[self.grid, self.block](*args)
+            times.append(time.perf_counter() - t0)
+        return {
+            "gpu_s": times,
+            "launch_s": statistics.median(times),
+            "queued": True,
+            "warm_l2_bytes": 0,
+            "clock": "host (simulator)",
+        }
+
+    def _run_timed(self, sample: int, repeat: int) -> dict:
+        """`repeat` launches, each between two CUDA events, all queued behind one hold kernel
+        (NVBench's blocking kernel, with a duration instead of a flag): while it holds the
+        stream the host enqueues every launch (a flush before each when `flush_each`), so no
+        event waits on Numba's host launch path and each pair times the kernel alone. `queued`
+        proves it: the host's whole enqueue span (from before the hold's first event) fit in
+        the hold's own GPU time. The hold adapts to the host for the next sample."""
+        cuda = KernelHost._cuda()
+        stream = cuda.default_stream()
+        marks = [cuda.event(timing=True) for _ in range(2 * repeat + 2)]
+        host = []
+        begin = time.perf_counter()
+        marks[0].record()
+        hold_kernel()[1, 1](int(self.hold_s * 1e9))
+        marks[1].record()
+        for j in range(repeat):
+            args = self.args(sample, j)
+            if self.flush_each:
+                _fill(self.flush, 0, stream)
+            marks[2 + 2 * j].record()
+            t0 = time.perf_counter()
+            self.kernel[self.grid, self.block](*args)
+            host.append(time.perf_counter() - t0)
+            marks[3 + 2 * j].record()
+        span = time.perf_counter() - begin
+        marks[-1].synchronize()
+        held = cuda.event_elapsed_time(marks[0], marks[1]) / 1e3
+        gpu = [
+            cuda.event_elapsed_time(marks[2 + 2 * j], marks[3 + 2 * j]) / 1e3 for j in range(repeat)
+        ]
+        queued = span <= held
+        self.hold_s, self.hold_scale = next_hold(self.hold_s, self.hold_scale, held, span, queued)
+        return {
+            "gpu_s": gpu,
+            "launch_s": statistics.median(host),
+            "queued": queued,
+            "hold_s": held,
+            "enqueue_s": span,
+            "warm_l2_bytes": 0 if self.flush_each else self.l2_bytes,
+            "clock": "cuda events",
+        }
+
+
+def next_hold(
+    asked: float, scale: float, held: float, span: float, queued: bool
+) -> tuple[float, float]:
+    """The next hold to ask for, and its margin: `scale` times the host's last enqueue `span`,
+    corrected by how long the GPU actually held for what was asked (a sleep is approximate),
+    the margin doubled for good after a hold that was too short."""
+    scale = scale if queued else 2 * scale
+    rate = held / asked if asked > 0 and held > 0 else 1.0
+    return min(HOLD_MAX_S, max(HOLD_MIN_S, scale * span / rate)), scale
+
+
+def hold_kernel() -> Any:
+    """A one-thread kernel that sleeps `ns` nanoseconds on the GPU (compiled once)."""
+    if not _HOLD:
+        cuda = KernelHost._cuda()
+
+        def hold(ns: int) -> None:
+            waited = 0
+            while waited < ns:
+                cuda.nanosleep(1000)
+                waited += 1000
+
+        _HOLD.append(cuda.jit("void(int64)")(hold))
+    return _HOLD[0]
 
 
 def _read(array: Any, ranges: list) -> np.ndarray:
@@ -557,8 +657,9 @@ def _device_bytes(n: int) -> Any:
     return cuda.device_array(1 << 12 if device.simulator_active() else n, dtype=np.uint8)
 
 
-def _fill(array: Any, byte: int) -> None:
-    """Every byte of a device array set to `byte`, on the device (a memset, through the L2)."""
+def _fill(array: Any, byte: int, stream: Any = 0) -> None:
+    """Every byte of a device array set to `byte`, on the device (a memset, through the L2);
+    with a `stream`, asynchronously on it (queued between timed launches)."""
     if device.simulator_active():
         array.copy_to_device(
             np.frombuffer(bytes([byte]) * array.nbytes, dtype=array.dtype).reshape(array.shape)
@@ -566,7 +667,7 @@ def _fill(array: Any, byte: int) -> None:
         return
     from numba.cuda.cudadrv import driver  # lazy: the real target only
 
-    driver.device_memset(array, byte, array.nbytes)
+    driver.device_memset(array, byte, array.nbytes, stream)
 
 
 class KernelHost:

@@ -288,3 +288,25 @@ def write_frame(fd: int, data: bytes) -> None:
     view = memoryview(frame(data))
     while view:
         view = view[os.write(fd, view) :]
+
+
+# ---- the timing messages
+
+
+def run_sample(ok: Any, launches: int) -> dict | None:
+    """A ``kernel_run`` reply's payload (`grader.sandbox.harness._Staged`), checked for shape:
+    ``gpu_s`` (one positive float per launch: CUDA events, or the simulator's host clock),
+    ``launch_s`` (the host's launch cost per launch, the median), ``queued`` (every launch was
+    queued behind the hold before the first ran), ``warm_l2_bytes`` (what a launch may have
+    found in the L2: 0 when flushed before each). None when malformed. The values are still
+    the worker's word: the trusted side bounds them by its own clock (`grader.core.timing`)."""
+    if not isinstance(ok, dict):
+        return None
+    gpu, launch = ok.get("gpu_s"), ok.get("launch_s")
+    if not (isinstance(gpu, list) and len(gpu) == launches):
+        return None
+    if not all(isinstance(t, float) for t in gpu) or not isinstance(launch, float):
+        return None
+    if not (isinstance(ok.get("queued"), bool) and isinstance(ok.get("warm_l2_bytes"), int)):
+        return None
+    return ok

@@ -1,29 +1,42 @@
-"""The GPU tests' side of the one timing routine (`grader.core.timing`): a student's kernel as a
-timing target, a baseline in this process as another, the device they run on, and what each
-test leaves in result.json.
+"""The GPU tests' side of the one timing routine (`grader.core.timing`): a kernel on the kernel
+worker as a timing target (the student's, or the grader's own baseline, launched and timed by the
+same harness), the device they run on, the NVML watch that discards a throttled round, and what
+each test leaves in result.json.
 
 `KernelTarget` stages a kernel on the trusted side's kernel worker with two input variants and
-three NaN-filled output copies (`grader.core.timing`'s rotation), times each sample's one
-`kernel_run` request on this process's clock, and after every sample checks what each output copy
-holds at indices this process draws (first and last element included) against what the test
+three NaN-filled output copies (`grader.core.timing`'s rotation). Each sample is one
+`kernel_run` request: the harness times every launch with CUDA events (all launches queued behind
+a hold kernel, the L2 flushed before each when one launch's footprint is under twice the L2) and
+reports the host's launch cost beside them; the trusted side keeps its own clock around the
+request (`wall_s`), which bounds the events' sum. After every sample it checks what each output
+copy holds at indices this process draws (first and last element included) against what the test
 expects from the variant that copy was last written from, and that the inputs are unchanged;
-`final_check` fetches every copy whole after the last sample. `CallTarget` is the same contract
-for a baseline that runs here (torch's `a + b`). `judge` measures and decides, records the
-figures with the GPU's NVML readings before and after (`record`, taken by the plugin into the
-test's `timings` in result.json), and turns a wrong output into the test's failure.
+`final_check` fetches every copy whole after the last sample. `baseline` is the grader's own
+kernel as a `KernelTarget` (`ADD`: one element per thread, a + b), so a baseline and a student's
+kernel differ in nothing but the kernel: the same worker, launch path, events, L2 policy and
+checks. (Torch in this process would be timed by another path in another kind of process; torch
+in the kernel worker would bring torch into the sandbox for one test.) `CallTarget` is the same
+contract for a callable in this process (the bench's torch figures), timed by events when given.
+`judge` measures and decides, records the figures with the GPU's NVML readings before and after
+(`record`, taken by the plugin into the test's `timings` in result.json), and turns a wrong
+output into the test's failure.
 """
 
 from __future__ import annotations
 
+import statistics
 import time
+import types
 import zlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from grader.core import nvml, timing
+from grader.core import kernel_source, nvml, timing
 from grader.core.course import Course
+from grader.sandbox import protocol
+from grader.sandbox.harness import next_hold
 from grader.suites.errors import malformed
 from grader.suites.kernels import dims, signature
 
@@ -88,6 +101,16 @@ class Outputs:
 
         `got`: {"outputs": {arg: {copy: values}}, "inputs": {arg: {variant: values}}}, each the
         flat elements at `where[arg]` (flat indices) of that array."""
+        # inputs first: a kernel that changed one makes every later output wrong too
+        for i, variants in got.get("inputs", {}).items():
+            i = int(i)
+            for v, values in variants.items():
+                want = np.asarray(self.variants[int(v)][i]).reshape(-1)[where[str(i)]]
+                if _mismatch(np.asarray(values).reshape(-1), want, None) is not None:
+                    raise timing.WrongOutput(
+                        f"{self.label} changed its input (argument {i}) during timed launches; "
+                        "a timed kernel must leave its inputs unchanged"
+                    )
         writes = timing.last_writes(sample, launches)
         for i, copies in got.get("outputs", {}).items():
             i = int(i)
@@ -105,15 +128,6 @@ class Outputs:
                 if bad is not None:
                     raise timing.WrongOutput(
                         self._said(i, sample, launches, bad, values, want, first.shape, at)
-                    )
-        for i, variants in got.get("inputs", {}).items():
-            i = int(i)
-            for v, values in variants.items():
-                want = np.asarray(self.variants[int(v)][i]).reshape(-1)[where[str(i)]]
-                if _mismatch(np.asarray(values).reshape(-1), want, None) is not None:
-                    raise timing.WrongOutput(
-                        f"{self.label} changed its input (argument {i}) during timed launches; "
-                        "a timed kernel must leave its inputs unchanged"
                     )
 
     def _said(
@@ -156,6 +170,7 @@ class KernelTarget:
         tolerance: dict[int, Sequence[Any]] | None = None,
         label: str | None = None,
         clock: Callable[[], float] = time.monotonic,
+        source: kernel_source.KernelSource | None = None,
     ):
         self.launch, self.clock = launch, clock
         self.label = label or launch.function.name
@@ -165,19 +180,17 @@ class KernelTarget:
         s, name = launch.function._student, launch.function.name
         grid, block = dims(launch.grid, "grid"), dims(launch.block, "block")
         args = list(variants[0])
-        s._ptx(name, signature(args, name), s._cc)  # the GPU compiler goes first
+        if source is None:  # the student's: the GPU compiler goes first
+            s._ptx(name, signature(args, name), s._cc)
         # every array argument of variant 0 (outputs included), for the read-back's indices
         self.arrays = [a if isinstance(a, np.ndarray) else None for a in args]
         outs = {str(i): [list(args[i].shape), args[i].dtype.str] for i in sorted(expected)}
         sent = [[None if i in expected else a for i, a in enumerate(v)] for v in variants]
-        req = s._kernel_req(
-            "kernel_stage",
-            name,
-            grid=grid,
-            block=block,
-            variants=sent,
-            outputs=outs,
-            slot=self.label,
+        extra = {"grid": grid, "block": block, "variants": sent, "outputs": outs}
+        req = (
+            s._kernel_req("kernel_stage", name, slot=self.label, **extra)
+            if source is None
+            else protocol.kernel_request("kernel_stage", source, slot=self.label, **extra)
         )
         self.device = self._ask(req)
 
@@ -193,11 +206,20 @@ class KernelTarget:
         self.sample += 1
         self._ask({"op": "kernel_prepare"})
 
-    def run(self, launches: int) -> float:
+    def run(self, launches: int) -> timing.Sample:
         t0 = self.clock()
         reply = self._ask({"op": "kernel_run", "repeat": launches, "sample": self.sample})
         wall = reply.get("wall_s")  # the backend's trusted clock around its one exchange
-        return float(wall) if isinstance(wall, float) else self.clock() - t0
+        got = protocol.run_sample(reply.get("ok"), launches)
+        if got is None:
+            raise malformed("a timed kernel's launch times", self.launch.function.name)
+        return timing.Sample(
+            got["gpu_s"],
+            float(wall) if isinstance(wall, float) else self.clock() - t0,
+            got["launch_s"],
+            got["queued"],
+            got["warm_l2_bytes"],
+        )
 
     def check(self, launches: int) -> None:
         ranges = {
@@ -241,9 +263,13 @@ class KernelTarget:
 
 
 class CallTarget:
-    """A baseline run in this (trusted) process, e.g. torch's `a + b`, as a `Target`:
-    `launch(variant, copy)` runs it once, `fill()` NaN-fills its output copies and flushes the
-    L2, `sync()` waits for the device, `fetch(copy)` returns an output copy as numpy."""
+    """A callable run in this (trusted) process, e.g. torch's `a + b` in the bench, as a
+    `Target`: `launch(variant, copy)` runs it once, `fill()` NaN-fills its output copies and
+    flushes the L2, `sync()` waits for the device, `fetch(copy)` returns an output copy as numpy.
+    With `events` (make an event, seconds between two) each launch is timed on the GPU between
+    two events, and with `hold` (enqueue a GPU sleep of so many seconds) every launch is queued
+    behind it first, as the harness does; without events, on this process's clock with a
+    `sync()` after each launch."""
 
     def __init__(
         self,
@@ -255,10 +281,13 @@ class CallTarget:
         expected: Sequence[np.ndarray],
         min_bytes: int,
         clock: Callable[[], float] = time.monotonic,
+        events: tuple[Callable[[], Any], Callable[[Any, Any], float]] | None = None,
+        hold: Callable[[float], Any] | None = None,
     ):
         self.label, self.min_bytes, self.clock = label, int(min_bytes), clock
         self._launch, self._fill, self._sync, self._fetch = launch, fill, sync, fetch
-        self.expected = expected
+        self.expected, self.events, self.hold = expected, events, hold
+        self.hold_s, self.hold_scale = 0.005, 1.5
         self.sample = -1
 
     def prepare(self) -> None:
@@ -266,12 +295,43 @@ class CallTarget:
         self._fill()
         self._sync()
 
-    def run(self, launches: int) -> float:
+    def run(self, launches: int) -> timing.Sample:
+        if self.events is None:
+            return self._run_on_host(launches)
+        make, elapsed = self.events
+        marks, host = [make() for _ in range(2 * launches + 2)], []
         t0 = self.clock()
+        begin = time.perf_counter()
+        if self.hold is not None:
+            marks[-2].record()
+            self.hold(self.hold_s)
+            marks[-1].record()
         for j in range(launches):
+            marks[2 * j].record()
+            h0 = time.perf_counter()
             self._launch(timing.variant(self.sample, j), timing.copy(j))
+            host.append(time.perf_counter() - h0)
+            marks[2 * j + 1].record()
+        span = time.perf_counter() - begin
         self._sync()
-        return self.clock() - t0
+        queued = True
+        if self.hold is not None:
+            held = elapsed(marks[-2], marks[-1])
+            queued = span <= held
+            self.hold_s, self.hold_scale = next_hold(
+                self.hold_s, self.hold_scale, held, span, queued
+            )
+        gpu = [elapsed(marks[2 * j], marks[2 * j + 1]) for j in range(launches)]
+        return timing.Sample(gpu, self.clock() - t0, statistics.median(host), queued)
+
+    def _run_on_host(self, launches: int) -> timing.Sample:
+        t0, gpu = self.clock(), []
+        for j in range(launches):
+            h0 = time.perf_counter()
+            self._launch(timing.variant(self.sample, j), timing.copy(j))
+            self._sync()
+            gpu.append(time.perf_counter() - h0)
+        return timing.Sample(gpu, self.clock() - t0, None)
 
     def check(self, launches: int) -> None:
         writes = timing.last_writes(self.sample, launches)
@@ -313,8 +373,9 @@ def judge(
     last sample, and record the figures with NVML's readings before and after. A wrong output
     fails the test with its feedback; an impossible time raises the grader's refusal."""
     before = nvml.snapshot()
+    watch = nvml.RoundWatch()
     try:
-        judgement = timing.judge(targets, checks, policy or timing.Policy(), device, clock)
+        judgement = timing.judge(targets, checks, policy or timing.Policy(), device, clock, watch)
         for t in targets:
             if isinstance(t, KernelTarget):
                 t.final_check(judgement.series[t.label].launches)
@@ -323,6 +384,7 @@ def judge(
 
         pytest.fail(str(exc), pytrace=False)
     finally:
+        watch.close()
         for t in targets:
             if isinstance(t, KernelTarget):
                 t.close()
@@ -332,7 +394,7 @@ def judge(
         "name": device.name,
         "peak_bandwidth_gbs": round(device.peak_bytes_s / 1e9, 1) if device.peak_bytes_s else None,
     }
-    record.update(test=test, nvml_before=before, nvml_after=after)
+    record.update(test=test, nvml_before=before, nvml_after=after, nvml_watch=watch.why or "rounds")
     record["notes"] = [timing.describe(v) for v in judgement.verdicts if v.by_median]
     targets_by = {t.label: t for t in targets}
     for entry in record["targets"]:
@@ -378,4 +440,51 @@ def torch_target(
         lambda c: outs[c].cpu().numpy(),
         expected,
         min_bytes,
+        events=(
+            lambda: torch.cuda.Event(enable_timing=True),
+            lambda a, b: a.elapsed_time(b) / 1e3,
+        ),
+        # torch's GPU sleep counts clock cycles: 2 GHz overestimates every course GPU's clock
+        hold=lambda seconds: torch.cuda._sleep(int(seconds * 2e9)),
+    )
+
+
+# The grader's own a + b: one element per thread, what the notebook teaches; a baseline staged,
+# launched and timed by the same harness as the student's kernel.
+ADD = """
+from numba import cuda
+
+
+@cuda.jit
+def grader_add(a, b, c):
+    i = cuda.grid(1)
+    if i < c.size:
+        c[i] = a[i] + b[i]
+"""
+
+
+def baseline_add(
+    student: Any,
+    variants: Sequence[Sequence[np.ndarray]],
+    expected: Sequence[np.ndarray],
+    min_bytes: int,
+    threads: int = 256,
+    label: str = "grader a + b",
+) -> KernelTarget:
+    """The grader's `ADD` kernel on the student's kernel worker as a `KernelTarget`: `variants`
+    are (a, b) pairs, `expected` each pair's sum; its output is a third argument."""
+    n = int(expected[0].size)
+    launch = types.SimpleNamespace(
+        function=types.SimpleNamespace(_student=student, name="grader_add"),
+        grid=-(-n // threads),
+        block=threads,
+    )
+    out = np.empty_like(expected[0])
+    return KernelTarget(
+        launch,  # type: ignore[arg-type]
+        [[a, b, out] for a, b in variants],
+        {2: list(expected)},
+        min_bytes,
+        label=label,
+        source=kernel_source.extract(ADD, "grader_add"),
     )

@@ -57,12 +57,23 @@ def test_a_fake_run_writes_every_figure_and_a_summary(tmp_path, capsys):
     }
     for t in tests:
         (record,) = t["timings"]
+        # the rounds it took: at least the six whose range covers 95%, none discarded here
+        assert 6 <= record["rounds"] <= 30 and record["discarded_rounds"] == 0
         for target in record["targets"]:
             assert target["median_ms"] > 0 and 0 <= target["spread"] < 0.05 and target["gbs"] > 0
+            # the launch cost beside the kernel time, not inside it: the fake H200's vector add
+            # (about 47 us) is shorter than its 50 us launch path, and still timed as the kernel
+            assert target["launch_us"] == 50.0
+            assert target["wall_per_launch_ms"] > target["median_ms"]
         for v in record["verdicts"]:
             assert v["passed"] and v["margin"] > 1 and v["threshold"] > 0
+            assert v["coverage"] >= 0.95 and v["low"] <= v["median"] <= v["high"]
+    vector = next(t for t in tests if t["test"] == "hidden/test_vector_add_bandwidth")
+    kernel = next(e for e in vector["timings"][0]["targets"] if e["label"] == "vector_add")
+    assert kernel["median_ms"] < 0.050 < kernel["wall_per_launch_ms"]
     screen = capsys.readouterr().out
     assert "FAKE" in screen and "margin" in screen and len(screen.splitlines()) <= 40
+    assert "launch us" in screen and "kernel ms" in screen and "6 rounds" in screen
 
 
 def test_the_gpu_tests_are_found_by_their_marker():

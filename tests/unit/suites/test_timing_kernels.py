@@ -218,3 +218,69 @@ def test_the_final_check_reads_back_in_ranges_under_the_reply_cap(student, monke
     partial, copy = _targets(student, "partial_when_large", 48, np.random.default_rng(7))
     with pytest.raises(pytest.fail.Exception, match="still NaN"):
         judge([copy, partial], [], Device("simulator", None), QUICK)
+
+
+def test_the_graders_baseline_runs_in_the_same_harness_each_launch_timed(student):
+    """`baseline_add` stages the grader's own a + b on the student's kernel worker: each launch
+    comes back with its own time (the simulator's clock here, CUDA events on a GPU), the host's
+    launch cost beside it, and every timed output checked like a student's."""
+    suite_timing.take_records()
+    rng = np.random.default_rng(8)
+    pairs = [(rng.random(300, dtype=np.float32), rng.random(300, dtype=np.float32)) for _ in "ab"]
+    want = [a + b for a, b in pairs]
+    base = suite_timing.baseline_add(student, pairs, want, 12 * 300, threads=128)
+    assert base.label == "grader a + b" and base.device["ok"]["footprint_bytes"] == 3600
+    base.prepare()
+    sample = base.run(5)
+    assert len(sample.gpu_s) == 5 and all(t > 0 for t in sample.gpu_s)
+    assert sample.launch_s > 0 and sample.queued and sample.wall_s >= sum(sample.gpu_s)
+    base.check(5)
+    judge([base], [], Device("simulator", None), QUICK, test="t")
+    (record,) = suite_timing.take_records()
+    (entry,) = record["targets"]
+    # the median launch can exceed the mean that the wall clock bounds: only the sums compare
+    assert entry["launch_us"] > 0 and entry["wall_per_launch_ms"] > 0 and entry["median_ms"] > 0
+    assert entry["flush_before_each_launch"] is False  # the simulator has no L2
+
+
+def test_event_times_the_trusted_clock_contradicts_are_refused(student, monkeypatch):
+    """The worker's times are its word: a reply whose launches add up to more than the trusted
+    clock saw around the request is the grader's refusal (exit 3), and a reply without one time
+    per launch is malformed, never a time."""
+    kernel, copy = _targets(student, "transpose", 16, np.random.default_rng(9))
+    real = student._backend.kernel
+
+    def squeezed(req, timeout, target="run"):
+        reply = real(req, timeout, target)
+        if req.get("op") == "kernel_run":
+            reply["wall_s"] = sum(reply["ok"]["gpu_s"]) / 10
+        return reply
+
+    monkeypatch.setattr(student._backend, "kernel", squeezed)
+    with pytest.raises(timing.ImpossibleTime, match="exceed the trusted clock") as exc:
+        judge([copy, kernel], [], Device("simulator", None), QUICK)
+    assert exc.value.exit_code == 3
+
+    def short(req, timeout, target="run"):
+        reply = real(req, timeout, target)
+        if req.get("op") == "kernel_run":
+            reply["ok"]["gpu_s"] = reply["ok"]["gpu_s"][:-1]
+        return reply
+
+    monkeypatch.setattr(student._backend, "kernel", short)
+    kernel, copy = _targets(student, "transpose", 16, np.random.default_rng(10))
+    with pytest.raises(Exception, match="launch times"):
+        judge([copy, kernel], [], Device("simulator", None), QUICK)
+
+
+def test_the_hold_outlasts_the_host_and_learns_from_a_miss():
+    """The next hold is 1.5x the host's enqueue span, corrected for a GPU sleep that held for
+    less than asked; a hold that was too short doubles the margin for good."""
+    from grader.sandbox.harness import HOLD_MAX_S, next_hold
+
+    asked, scale = next_hold(0.005, 1.5, 0.005, 0.002, queued=True)
+    assert (asked, scale) == (pytest.approx(0.003), 1.5)
+    # the GPU slept half as long as asked, and the host outran it: twice the margin, twice asked
+    asked, scale = next_hold(0.003, 1.5, 0.0015, 0.002, queued=False)
+    assert scale == 3.0 and asked == pytest.approx(3.0 * 0.002 / 0.5)
+    assert next_hold(0.1, 3.0, 0.1, 10.0, queued=True)[0] == HOLD_MAX_S
