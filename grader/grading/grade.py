@@ -226,6 +226,69 @@ def _compiles_ptx(root: Path, assignment: str) -> bool:
     )
 
 
+PHASES = (("public",), ("hidden",))  # every assignment's public suites, then the hidden ones
+
+
+def _run_suites(
+    root: Path,
+    ids: list[str],
+    work: Path,
+    intake: Any,
+    backend: GradingBackend,
+    course: Course,
+    student: str | None,
+    warnings: list[str],
+) -> list[AssignmentResult]:
+    """The suites of `ids` on one set of workers: the public suites of every assignment, then
+    the cell warnings (the worker's own account, shown under every feedback policy), then the
+    hidden suites. Nothing a hidden test gives the student's code can reach what is shown
+    before the hidden feedback is due (docs/PRIVACY.md): student state lives on in the worker
+    (a list in `builtins`, a file in its scratch), but every public test, and every word the
+    worker says that is shown anyway, comes before the first hidden call. One result per
+    assignment, its public tests first (`merge_phases`)."""
+    phases: list[dict[str, AssignmentResult]] = []
+    for n, suites in enumerate(PHASES):
+        if n == 1:  # between the phases: the last thing the worker says before a hidden call
+            for a in ids:
+                warnings += backend.cell_warnings(a, course.limits_for(a).call_timeout_s)
+        done: dict[str, AssignmentResult] = {}
+        for a in ids:
+            if n == 1 and not suite_dirs(root, a, suites) and a in phases[0]:
+                continue  # no hidden suites: the public run's result is the assignment's
+            done[a] = run_assignment(
+                root,
+                a,
+                work / "exercises",
+                intake.metrics_path,
+                suites=suites,
+                backend=backend,
+                course=course,
+                identity=student or intake.digest,
+            )
+            backend.raise_refusal()  # a failed probe: nothing graded is returned
+        phases.append(done)
+    return [merge_phases([p[a] for p in phases if a in p]) for a in ids]
+
+
+def merge_phases(parts: Sequence[AssignmentResult]) -> AssignmentResult:
+    """One assignment's result from its public and its hidden runs (in that order): the tests
+    and memory profiles in order, the points added; a run that found no suites adds nothing."""
+    found = [p for p in parts if p.tests or not p.error] or list(parts[:1])
+    first = found[0]
+    tests = [t for p in found for t in p.tests]
+    score = points.total(t.score for t in tests)
+    errors = [p.error for p in found if p.error]
+    return dataclasses.replace(
+        first,
+        score=score,
+        raw_score=score,
+        max_score=points.total(t.max_score for t in tests) if tests else first.max_score,
+        error="; ".join(errors) if errors else None,
+        tests=tests,
+        memory=[m for p in found for m in p.memory],
+    )
+
+
 def apply_late_policy(result: AssignmentResult, course: Course, submitted: datetime | None) -> None:
     """Take the late penalty off (the course's due date; `finalize` adds the staff's data)."""
     late(result, course.assignment(result.id).due, submitted, course)
@@ -435,26 +498,14 @@ def _grade_group(
         ptx = [a for a in compiles if a not in errors]
         if sandbox:  # the compile probe runs in the warm-up, before any graded kernel
             backend.warm(ids, ptx, limits.kernel_timeout_s, early)
-        results = []
         warnings = list(intake.warnings)
         try:
-            for a in ids:
-                res = run_assignment(
-                    root,
-                    a,
-                    work / "exercises",
-                    intake.metrics_path,
-                    backend=backend,
-                    course=course,
-                    identity=student or intake.digest,
-                )
-                backend.raise_refusal()  # a failed probe: nothing graded is returned
-                if a in errors:
-                    res.error = errors[a]
-                nb = intake.notebooks.get(a)
+            results = _run_suites(root, ids, work, intake, backend, course, student, warnings)
+            for res in results:
+                if res.id in errors:
+                    res.error = errors[res.id]
+                nb = intake.notebooks.get(res.id)
                 res.graded_file = str(nb.relative_to(work)) if nb else None
-                results.append(res)
-                warnings += backend.cell_warnings(a, limits.call_timeout_s)
         finally:
             backend.close()
         isolation = list(getattr(inner, "isolation", ()))
