@@ -24,12 +24,13 @@ from typing import Any
 from grader import __version__
 from grader.core import compiler, device, parse_lock, points, sourcemap
 from grader.core.course import Course, Limits, load_course
+from grader.core.errors import InfrastructureError
 from grader.core.feedback import EXCERPT_CHARS, clip
 from grader.core.preflight import gpu_preflight
 from grader.core.results import AssignmentResult, Environment, GradeResult
 from grader.core.staff import Staff
 from grader.grading.finalize import finalize, late
-from grader.grading.intake import prepare
+from grader.grading.intake import Intake, prepare
 from grader.sandbox import Budget, KernelWorkers, WorkerBackend, kernel_workers, protocol
 from grader.sandbox.isolation import Decision, decide
 from grader.suites.runner import run_assignment, suite_dirs
@@ -233,7 +234,7 @@ def _run_suites(
     root: Path,
     ids: list[str],
     work: Path,
-    intake: Any,
+    intake: Intake,
     backend: GradingBackend,
     course: Course,
     student: str | None,
@@ -255,19 +256,36 @@ def _run_suites(
         for a in ids:
             if n == 1 and not suite_dirs(root, a, suites) and a in phases[0]:
                 continue  # no hidden suites: the public run's result is the assignment's
-            done[a] = run_assignment(
-                root,
-                a,
-                work / "exercises",
-                intake.metrics_path,
-                suites=suites,
-                backend=backend,
-                course=course,
-                identity=student or intake.digest,
-            )
+            try:
+                done[a] = run_assignment(
+                    root,
+                    a,
+                    work / "exercises",
+                    intake.metrics_path,
+                    suites=suites,
+                    backend=backend,
+                    course=course,
+                    identity=student or intake.digest,
+                )
+            except InfrastructureError as exc:
+                if n == 0:
+                    raise
+                raise _hidden_refusal(exc, a) from None
             backend.raise_refusal()  # a failed probe: nothing graded is returned
         phases.append(done)
     return [merge_phases([p[a] for p in phases if a in p]) for a in ids]
+
+
+def _hidden_refusal(exc: InfrastructureError, assignment: str) -> InfrastructureError:
+    """A refusal a hidden test raised (an impossible time), its detail, which names what the
+    test measured, replaced: the "not graded" comment is public (docs/PRIVACY.md)."""
+    exc.detail = (
+        f"It happened in a hidden test of {assignment}; what that test measured is not shown "
+        "here. Staff: grade this commit with `grader grade` to see it, and rerun "
+        "`make gpu-check`."
+    )
+    exc.args = (f"{exc.headline}\n{exc.detail}",)
+    return exc
 
 
 def merge_phases(parts: Sequence[AssignmentResult]) -> AssignmentResult:

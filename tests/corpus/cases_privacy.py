@@ -17,6 +17,7 @@ after the due date (`grader.core.visibility.student_view`), and the reports writ
 from __future__ import annotations
 
 import builtins
+import contextlib
 import dataclasses
 import re
 import tempfile
@@ -26,6 +27,7 @@ from pathlib import Path
 from build import GF, M9, Case, Ctx, Expect, Rule, write_fork
 
 LOG = "_privacy_log"  # the student's list in builtins
+FILE = "privacy-log.txt"  # the same log in a file of the worker's scratch
 SEEN = "PRIVACY-LOG"  # what the reader returns: "PRIVACY-LOG <n> calls: ..."
 POLICIES = ("full", "hidden-after-due", "score-only")
 GF_LOGGED = ("ridge_point", "attainable_flops", "is_memory_bound", "gemm_intensity",
@@ -35,8 +37,9 @@ M9_LOGGED = ("kv_bytes_per_token", "decode_intensity", "num_params", "matmul_par
 
 
 def _logger(names: tuple[str, ...]) -> str:
-    """A cell (appended to a notebook) that wraps `names` so every call is logged in builtins."""
-    return f'''
+    """A cell (appended to a notebook) that wraps `names` so every call is logged in builtins
+    and, one line a call, in a file of the working directory (`FILE`)."""
+    return f"""
 # %%
 import builtins as _pb
 import functools as _pft
@@ -48,6 +51,8 @@ def _plogged(_f):
     @_pft.wraps(_f)
     def _w(*a, **k):
         _plog.append(f"{{_f.__name__}}{{a!r}}")
+        with open({FILE!r}, "a") as _fh:  # the same log, in the worker's scratch (its cwd)
+            _fh.write(_plog[-1].replace("\\n", " ") + "\\n")
         return _f(*a, **k)
 
     return _w
@@ -56,7 +61,7 @@ def _plogged(_f):
 for _pn in {names!r}:
     if _pn in globals():
         globals()[_pn] = _plogged(globals()[_pn])
-'''
+"""
 
 
 # The reader: m9's crossover_batch returns the log for the public test's recognisable call
@@ -75,6 +80,23 @@ def crossover_batch(cfg, ridge, context_len, dtype_bytes=2):
         _log = _rb.__dict__.get({LOG!r}, [])
         return f"{SEEN} {{len(_log)}} calls: " + " | ".join(_log[-20:])
     return _real_crossover_batch(cfg, ridge, context_len, dtype_bytes)
+'''
+
+# The reader of the file: the same, from the scratch file a gpu_fundamentals test wrote.
+_FILE_READER = f'''
+# %%
+import builtins as _frb
+import os as _fos
+
+_freal_crossover_batch = crossover_batch
+
+
+def crossover_batch(cfg, ridge, context_len, dtype_bytes=2):
+    if ridge == 100.0 and context_len == 0 and not _frb.__dict__.get("_privacy_read"):
+        _frb._privacy_read = True  # the first such call only: the public test's
+        _lines = open({FILE!r}).read().splitlines() if _fos.path.exists({FILE!r}) else []
+        return f"{SEEN} {{len(_lines)}} calls: " + " | ".join(_lines[-20:])
+    return _freal_crossover_batch(cfg, ridge, context_len, dtype_bytes)
 '''
 
 # The same log read back through the cell warnings: in the worker only (never the trusted
@@ -120,8 +142,9 @@ def _public_calls(ctx: Ctx, aid: str, source: str) -> int:
             builtins.__dict__.pop(name, None)
         backend = InProcessBackend({aid: nb}, children=False)
         try:
-            run_assignment(ctx.root, aid, fork / "exercises", fork / "metrics.json",
-                           suites=("public",), backend=backend)  # fmt: skip
+            with contextlib.chdir(fork):  # the logger's file goes there
+                run_assignment(ctx.root, aid, fork / "exercises", fork / "metrics.json",
+                               suites=("public",), backend=backend)  # fmt: skip
             return len(builtins.__dict__.get(LOG, []))
         finally:
             for name in (LOG, "_privacy_read"):
@@ -173,6 +196,23 @@ def _cross_assignment(result, ctx: Ctx) -> None:
     PRIVACY_SHOWN["cross_assignment"] = public
 
 
+def _gf_logs_m9_reads_file(dest: Path, ctx: Ctx) -> None:
+    write_fork(dest, {GF: ctx.solutions[GF] + _logger(GF_LOGGED),
+                      M9: ctx.solutions[M9] + _FILE_READER}, ctx=ctx)  # fmt: skip
+
+
+def _cross_assignment_file(result, ctx: Ctx) -> None:
+    """The same through a file of the worker's scratch, written by gpu_fundamentals' calls and
+    read by m9's public test: it holds the public suites' own calls only."""
+    public = _public_calls(ctx, GF, ctx.solutions[GF] + _logger(GF_LOGGED))
+    (m9,) = [a for a in result.assignments if a.id == M9]
+    (seen,) = [t for t in m9.tests if t.name.endswith("test_crossover_batch_examples")]
+    assert _count(seen.feedback) == public, (public, seen.feedback[:300])
+    for policy, when, view in _views(result, ctx):
+        assert set(_shown_counts(view)) == {public}, (policy, when, _shown_counts(view))
+    PRIVACY_SHOWN["cross_assignment_file"] = public
+
+
 def _m9_logs_and_reads(dest: Path, ctx: Ctx) -> None:
     write_fork(dest, {M9: ctx.solutions[M9] + _logger(M9_LOGGED) + _READER + _CELLS_READER},
                ctx=ctx)  # fmt: skip
@@ -194,7 +234,7 @@ def _one_assignment(result, ctx: Ctx) -> None:
     PRIVACY_SHOWN["one_assignment"] = public
 
 
-_SLEEPER = '''
+_SLEEPER = """
 # %%
 import time as _st
 
@@ -205,7 +245,7 @@ def kv_bytes_per_token(cfg, dtype_bytes=2):
     layers = cfg.get("n_layers") if isinstance(cfg, dict) else 0
     _st.sleep(min(layers, 64) * 1e-3 if isinstance(layers, int) and layers > 0 else 0)
     return _real_kv_bytes_per_token(cfg, dtype_bytes)
-'''
+"""
 
 
 def _duration(result, ctx: Ctx) -> None:
@@ -248,6 +288,14 @@ CASES: list[Case] = [
         "log to a public m9 test graded after gpu_fundamentals' hidden tests in the same worker",
         _gf_logs_m9_reads,
         Expect(M9, [_READER_RULE], first=(GF,), max_s=150.0, check=_cross_assignment),
+        slow=True,
+    ),
+    Case(
+        "privacy_cross_assignment_scratch_file",
+        "the same log in a file of the worker's scratch (its working directory), written by "
+        "gpu_fundamentals' calls and read by m9's crossover_batch for a public m9 test",
+        _gf_logs_m9_reads_file,
+        Expect(M9, [_READER_RULE], first=(GF,), max_s=150.0, check=_cross_assignment_file),
         slow=True,
     ),
     Case(

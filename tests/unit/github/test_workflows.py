@@ -686,8 +686,8 @@ def test_one_students_gates_run_one_at_a_time_and_a_cancelled_gate_is_held():
     names = [s.get("name") for s in gate["steps"]]
     reserve = gate["steps"][names.index(cap.RESERVE_STEP)]
     assert reserve["if"] == "steps.gate.outputs.grade == 'true'"
-    assert names.index(cap.RESERVE_STEP) == names.index("Count the student's gradings in the "
-                                                         "cap's window") + 1
+    count = names.index("Count the student's gradings in the cap's window")
+    assert names.index(cap.RESERVE_STEP) == count + 1
     held = next(s for s in comment["steps"] if "held-comment" in s.get("run", ""))
     assert held["if"] == "needs.gate.result == 'cancelled'"
     tolerant = [s["name"] for s in comment["steps"]
