@@ -73,6 +73,24 @@ def test_every_public_suite_then_the_cell_warnings_then_every_hidden_suite(monke
         assert (r.score, r.raw_score, r.max_score, r.seed) == (2.0, 2.0, 4.0, "s")
 
 
+def test_the_hidden_runs_own_failure_quotes_none_of_its_output(monkeypatch):
+    """pytest could not run the hidden suites (a grader fault): the error says so, without the
+    excerpt of pytest's output that the public run's error keeps."""
+
+    def run_assignment(root, a, submission, metrics, *, suites, **kwargs):
+        error = f"the test suites could not run (pytest exit code 3): {suites[0]}/test_{SECRET}"
+        return AssignmentResult(a, 0.0, 2.0, raw_score=0.0, error=error, seed="s")
+
+    monkeypatch.setattr(grade, "run_assignment", run_assignment)
+    intake = SimpleNamespace(metrics_path=None, digest="d")
+    results = grade._run_suites(ROOT, IDS, Path("/nonexistent"), intake, Backend([]), COURSE,
+                                "ada", [])  # fmt: skip
+    for r in results:
+        assert r.error is not None and f"hidden/test_{SECRET}" not in r.error
+        assert f"public/test_{SECRET}" in r.error and "pytest exit code 3" in r.error
+        assert grade.HIDDEN_OUTPUT in r.error
+
+
 def test_a_refusal_in_a_hidden_test_names_no_hidden_measurement(monkeypatch):
     with pytest.raises(ImpossibleTime) as info:
         _grade(monkeypatch, [], refuse="hidden")
@@ -86,3 +104,12 @@ def test_a_refusal_in_a_public_test_keeps_its_detail(monkeypatch):
     with pytest.raises(ImpossibleTime) as info:
         _grade(monkeypatch, [], refuse="public")
     assert SECRET in info.value.detail
+
+
+def test_a_run_without_suites_adds_nothing_to_the_merge():
+    none = AssignmentResult("m9_roofline", 0.0, 70.0, error="no test suites found for m9_roofline")
+    t = Case("hidden/test_x", 1.0, 2.0, "failed", "why", "hidden", 0.5, ["x"])
+    hidden = AssignmentResult("m9_roofline", 1.0, 2.0, raw_score=1.0, tests=[t], seed="s")
+    merged = grade.merge_phases([none, hidden])
+    assert (merged.error, merged.tests, merged.score, merged.max_score) == (None, [t], 1.0, 2.0)
+    assert grade.merge_phases([none]).error == none.error
