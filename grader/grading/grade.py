@@ -274,8 +274,9 @@ def _run_suites(
                     raise
                 raise _hidden_refusal(exc, a) from None
             backend.raise_refusal()  # a failed probe: nothing graded is returned
-            if n == 1 and done[a].error:  # pytest's own output of the hidden run names tests
-                done[a].error = done[a].error.split(":", 1)[0] + HIDDEN_OUTPUT
+            error = done[a].error
+            if n == 1 and error:  # pytest's own output of the hidden run names hidden tests
+                done[a].error = error.split(":", 1)[0] + HIDDEN_OUTPUT
         phases.append(done)
     return [merge_phases([p[a] for p in phases if a in p]) for a in ids]
 
