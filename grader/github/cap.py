@@ -25,7 +25,8 @@ K pushes at once with N of the cap used therefore grade at most cap - N. GitHub 
 running and one waiting per group and cancels an older waiting one when a newer one queues: a
 cancelled gate's run writes the comment of a held push (`write_held`: no grading, the sweep
 re-runs the run at its next pass, whose gate then decides). A grading grades every assignment
-of the pull request, so the count is per student (docs/PRIVACY.md, "The cap").
+of the pull request, so the count is per student (docs/PRIVACY.md, "The cap under
+simultaneous pushes").
 
 `gate` (the `gate` verb, grade.yml's first job, on a free runner) decides before any GPU runner
 starts: under the cap, or the student's cap lifted by the staff (the repository variable
