@@ -14,6 +14,12 @@ notebook (`TestResult.functions`, recorded by the suites' plugin) are one entry,
 those functions, with their summed points and an outcome, and no test name, input, expected
 value or message. Points are untouched: the sum of the entries is the raw score, as before.
 The student's local check (public tests only) is not affected.
+
+Durations: a held or scores-only view carries no time the hidden tests' run makes up (student
+code may sleep as long as a hidden input says): the hidden entries have no duration, and the
+grading's total is left out (`duration_s` 0, which the reports do not print). The public tests'
+durations stay: every public test runs before any hidden one (grader.grading.grade), so nothing
+a hidden test gave the student's code is in them. docs/PRIVACY.md lists every channel.
 """
 
 from __future__ import annotations
@@ -48,6 +54,8 @@ def student_view(result: GradeResult, course: Course, now: datetime, staff: Staf
         a.feedback_until = due.isoformat() if a.hidden_feedback == "held" else None
         if a.hidden_feedback != "full":
             _scores_only(a)
+    if any(a.hidden_feedback != "full" for a in view.assignments):
+        view.duration_s = 0.0  # the whole grading's time includes the hidden tests'
     return view
 
 
@@ -87,6 +95,6 @@ def _entry(key: str, tests: list[TestResult], a: AssignmentResult) -> TestResult
             f"{points.fraction(score, top)} points; their feedback is not shown {when}"
         ),
         suite=HIDDEN,
-        duration_s=round(sum(t.duration_s for t in tests), 3),
+        duration_s=0.0,  # the hidden tests' time is the student code's to set: not shown
         functions=sorted({f for t in tests for f in t.functions}),
     )

@@ -38,6 +38,9 @@
         OUT/comment.md saying what failed and that no score was recorded (`comment`).
     python -m grader.github post-comment --pr N --body FILE --repo OWNER/NAME [--head-sha SHA]
         create or update the one PR comment that starts with the marker, with `gh api`.
+    python -m grader.github held-comment --event EVENT.json --run-id ID --out OUT
+        grade.yml's comment job, when GitHub cancelled the gate while it waited behind another
+        gate of the same student: OUT/comment.md saying the push is held for the sweep (`cap`).
     python -m grader.github gate --repo R --event EVENT.json --run-id ID [--run-attempt N]
                                  [--lifted LOGINS] --out OUT [--github-output FILE]
         grade.yml's first job, on a free runner: is the push under course.toml's grading cap
@@ -73,7 +76,13 @@ from grader.github.artifact import (
     show,
     validate_artifact,
 )
-from grader.github.cap import LIFTED_VARIABLE, gradings, lifted_logins, write_capped
+from grader.github.cap import (
+    LIFTED_VARIABLE,
+    gradings,
+    lifted_logins,
+    write_capped,
+    write_held,
+)
 from grader.github.cap import decide as cap_decide
 from grader.github.comment import (
     BOT_LOGIN,
@@ -195,6 +204,15 @@ def gate(args: argparse.Namespace) -> str:
     return f"not graded now ({decision.why}); next grading at {decision.next_at}"
 
 
+def held(args: argparse.Namespace) -> Path:
+    """The `held-comment` verb: the comment of a push whose gate was cancelled (module `cap`)."""
+    event = load_event(args.event)
+    head = head_of(event)
+    if not _is_sha(head):
+        raise EventError("the event names no head commit")
+    return write_held(Path(args.out), head, student_of(event), args.run_id, datetime.now(UTC))
+
+
 def _parser() -> argparse.ArgumentParser:
     """The verbs the workflows call, with their flags.
 
@@ -264,6 +282,11 @@ def _parser() -> argparse.ArgumentParser:
     gt.add_argument("--out", required=True, help="where a capped push's comment.md goes")
     gt.add_argument("--root", default=".")
     gt.add_argument("--github-output", help="append grade=true|false here")
+
+    hd = sub.add_parser("held-comment", help="comment for a push whose gate GitHub cancelled")
+    hd.add_argument("--event", required=True)
+    hd.add_argument("--run-id", required=True, type=int)
+    hd.add_argument("--out", required=True)
 
     hs = sub.add_parser("head-submission", help="a swept head's tree as its submission")
     hs.add_argument("--git-dir", required=True)
@@ -348,6 +371,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"exported from instructor commit {commit}")
         elif args.cmd == "gate":
             print(gate(args))
+        elif args.cmd == "held-comment":
+            print(f"wrote {held(args)}")
         elif args.cmd == "sweep":
             course = load_course(Path(args.root))
             try:

@@ -12,6 +12,22 @@ the grader's failure never costs a student a grading. A job cancelled before its
 the sweep's re-run of a capped push is a grading of its own. All of it is read with the run's
 read-only token through `gh api`; nothing comes from the pull request.
 
+A reservation counts too: the gate job's `RESERVE_STEP`, which runs only when the gate lets
+the push grade, succeeded in an attempt whose GPU job GitHub has not listed yet and whose run is
+still going (the GPU job is created only once the gate has finished). A reservation lapses when
+the run ends without that GPU job (cancelled in between); once the GPU job is listed, it decides.
+
+Simultaneous pushes (issue 50): one student's gates run one at a time. grade.yml's gate job is
+in a concurrency group of its own per repository and student (`cancel-in-progress: false`), so
+a gate starts only after the previous one of that student finished, and that one's reservation
+is in GitHub's record before it finished (a step's conclusion is recorded when the step ends).
+K pushes at once with N of the cap used therefore grade at most cap - N. GitHub keeps one gate
+running and one waiting per group and cancels an older waiting one when a newer one queues: a
+cancelled gate's run writes the comment of a held push (`write_held`: no grading, the sweep
+re-runs the run at its next pass, whose gate then decides). A grading grades every assignment
+of the pull request, so the count is per student (docs/PRIVACY.md, "The cap under
+simultaneous pushes").
+
 `gate` (the `gate` verb, grade.yml's first job, on a free runner) decides before any GPU runner
 starts: under the cap, or the student's cap lifted by the staff (the repository variable
 `GRADING_CAP_LIFTED`, logins separated by spaces or commas), the push is graded; over it, the
@@ -43,6 +59,8 @@ from grader.github.event import REPO_RE
 GRADE_WORKFLOW = "grade.yml"
 GPU_JOB = "Grade on GPU"  # grade.yml's GPU job (its `name`)
 GRADING_STEP = "Grade in the sandbox"  # that job's grading step (its `name`)
+GATE_JOB = "Hold the push against the grading cap"  # grade.yml's gate job (its `name`)
+RESERVE_STEP = "Reserve a grading"  # the gate's step that runs only when the push grades
 RUN_TITLE = "Grade {student} {head}"  # grade.yml's `run-name`
 COUNTED = ("success", "cancelled")  # a finished grading step that counts
 LIFTED_VARIABLE = "GRADING_CAP_LIFTED"
@@ -167,14 +185,44 @@ def gradings(
         run_id = run.get("id")
         if head is None or not isinstance(run_id, int):
             continue
-        for job in _jobs(gh, repo, run_id):
-            attempt = int(job.get("run_attempt") or 1)
+        for attempt, at in _counted(run, _jobs(gh, repo, run_id), now):
             if own is not None and run_id == own[0] and attempt >= own[1]:
                 continue
-            at = read_time(job.get("started_at")) or read_time(run.get("created_at")) or now
-            if _counts(job) and now - window < at <= now:
+            if now - window < at <= now:
                 found.append(Grading(run_id, attempt, at, head))
     return sorted(found, key=lambda g: g.at)
+
+
+def _counted(run: dict, jobs: list[dict], now: datetime) -> list[tuple[int, datetime]]:
+    """The attempts of `run` that count, with their time: the GPU job's (`_counts`), else a
+    reservation of the gate's that has not lapsed (`_reserved`)."""
+    by_attempt: dict[int, dict[str, dict]] = {}
+    for job in jobs:
+        by_attempt.setdefault(int(job.get("run_attempt") or 1), {})[str(job.get("name"))] = job
+    out = []
+    for attempt, named in sorted(by_attempt.items()):
+        gpu = named.get(GPU_JOB)
+        if gpu is not None:
+            if _counts(gpu):
+                at = read_time(gpu.get("started_at")) or read_time(run.get("created_at")) or now
+                out.append((attempt, at))
+        elif (at_ := _reserved(named.get(GATE_JOB), run, attempt, now)) is not None:
+            out.append((attempt, at_))
+    return out
+
+
+def _reserved(gate: dict | None, run: dict, attempt: int, now: datetime) -> datetime | None:
+    """When the gate of `attempt` reserved a grading whose GPU job is not listed yet, while the
+    run goes on (a finished run without that GPU job let its reservation lapse); else None."""
+    if gate is None:
+        return None
+    step = next((s for s in gate.get("steps") or [] if s.get("name") == RESERVE_STEP), None)
+    if step is None or step.get("conclusion") != "success":
+        return None
+    latest = int(run.get("run_attempt") or 1)
+    if run.get("status") == "completed" or attempt < latest:
+        return None
+    return read_time(step.get("completed_at")) or read_time(gate.get("started_at")) or now
 
 
 def next_grading(times: list[datetime], cap: GradingCap) -> datetime:
@@ -229,6 +277,33 @@ def write_capped(
     state = {"head": head, "status": "capped", "run": run, "student": student,
              "next": github_time(decision.next_at or datetime.now(UTC))}  # fmt: skip
     body = capped_body(head, cap, decision)
+    trailer = f"<sub>commit {head[:12]}</sub>"
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write(out / "comment.md", f"{MARKER}\n{state_line(state)}\n{body}\n\n{trailer}\n")
+    atomic_write(out / "summary.md", f"{body}\n\n{trailer}\n")
+    return out / "comment.md"
+
+
+def held_body(head: str) -> str:
+    """The comment of a push whose gate GitHub cancelled while it waited behind another gate of
+    the same student (the module doc): held for the sweep, nothing graded."""
+    return (
+        f"## ⏳ Held: commit `{head[:12]}`\n\n"
+        "Another push of yours reached the grading cap's check at the same moment. This course "
+        "checks one student's pushes against the cap one at a time, and GitHub keeps only the "
+        "newest waiting check, so this one was not checked. The scheduled sweep (twice an "
+        "hour) checks it again and grades the latest commit of this pull request if the cap "
+        "allows; push again whenever you like. The free check (the public tests, on CPU) ran "
+        "on this push as on every push. No score was recorded for this commit."
+    )
+
+
+def write_held(out: Path, head: str, student: str, run: int, now: datetime) -> Path:
+    """OUT/comment.md (its state asks the sweep to re-run `run` from `now` on, as for a capped
+    push) and summary.md of a push whose gate was cancelled in GitHub's queue."""
+    state = {"head": head, "status": "capped", "run": run, "student": student,
+             "next": github_time(now), "why": "gate queue"}  # fmt: skip
+    body = held_body(head)
     trailer = f"<sub>commit {head[:12]}</sub>"
     out.mkdir(parents=True, exist_ok=True)
     atomic_write(out / "comment.md", f"{MARKER}\n{state_line(state)}\n{body}\n\n{trailer}\n")

@@ -24,12 +24,13 @@ from typing import Any
 from grader import __version__
 from grader.core import compiler, device, parse_lock, points, sourcemap
 from grader.core.course import Course, Limits, load_course
+from grader.core.errors import InfrastructureError
 from grader.core.feedback import EXCERPT_CHARS, clip
 from grader.core.preflight import gpu_preflight
 from grader.core.results import AssignmentResult, Environment, GradeResult
 from grader.core.staff import Staff
 from grader.grading.finalize import finalize, late
-from grader.grading.intake import prepare
+from grader.grading.intake import Intake, prepare
 from grader.sandbox import Budget, KernelWorkers, WorkerBackend, kernel_workers, protocol
 from grader.sandbox.isolation import Decision, decide
 from grader.suites.runner import run_assignment, suite_dirs
@@ -223,6 +224,92 @@ def _compiles_ptx(root: Path, assignment: str) -> bool:
         _COMPILES.search(p.read_text(encoding="utf-8", errors="replace"))
         for d in suite_dirs(root, assignment)
         for p in sorted(d.rglob("*.py"))
+    )
+
+
+PHASES = (("public",), ("hidden",))  # every assignment's public suites, then the hidden ones
+NO_SUITES = "no test suites found"  # run_assignment's error for a run with no suite folder
+HIDDEN_OUTPUT = " (the hidden suites' output is not shown; `grader grade` shows it to the staff)"
+
+
+def _run_suites(
+    root: Path,
+    ids: list[str],
+    work: Path,
+    intake: Intake,
+    backend: GradingBackend,
+    course: Course,
+    student: str | None,
+    warnings: list[str],
+) -> list[AssignmentResult]:
+    """The suites of `ids` on one set of workers: the public suites of every assignment, then
+    the cell warnings (the worker's own account, shown under every feedback policy), then the
+    hidden suites. Nothing a hidden test gives the student's code can reach what is shown
+    before the hidden feedback is due (docs/PRIVACY.md): student state lives on in the worker
+    (a list in `builtins`, a file in its scratch), but every public test, and every word the
+    worker says that is shown anyway, comes before the first hidden call. One result per
+    assignment, its public tests first (`merge_phases`)."""
+    phases: list[dict[str, AssignmentResult]] = []
+    for n, suites in enumerate(PHASES):
+        if n == 1:  # between the phases: the last thing the worker says before a hidden call
+            for a in ids:
+                warnings += backend.cell_warnings(a, course.limits_for(a).call_timeout_s)
+        done: dict[str, AssignmentResult] = {}
+        for a in ids:
+            if n == 1 and not suite_dirs(root, a, suites) and a in phases[0]:
+                continue  # no hidden suites: the public run's result is the assignment's
+            try:
+                done[a] = run_assignment(
+                    root,
+                    a,
+                    work / "exercises",
+                    intake.metrics_path,
+                    suites=suites,
+                    backend=backend,
+                    course=course,
+                    identity=student or intake.digest,
+                )
+            except InfrastructureError as exc:
+                if n == 0:
+                    raise
+                raise _hidden_refusal(exc, a) from None
+            backend.raise_refusal()  # a failed probe: nothing graded is returned
+            error = done[a].error
+            if n == 1 and error:  # pytest's own output of the hidden run names hidden tests
+                done[a].error = error.split(":", 1)[0] + HIDDEN_OUTPUT
+        phases.append(done)
+    return [merge_phases([p[a] for p in phases if a in p]) for a in ids]
+
+
+def _hidden_refusal(exc: InfrastructureError, assignment: str) -> InfrastructureError:
+    """A refusal a hidden test raised (an impossible time), its detail, which names what the
+    test measured, replaced: the "not graded" comment is public (docs/PRIVACY.md)."""
+    exc.detail = (
+        f"It happened in a hidden test of {assignment}; what that test measured is not shown "
+        "here. Staff: grade this commit with `grader grade` to see it, and rerun "
+        "`make gpu-check`."
+    )
+    exc.args = (f"{exc.headline}\n{exc.detail}",)
+    return exc
+
+
+def merge_phases(parts: Sequence[AssignmentResult]) -> AssignmentResult:
+    """One assignment's result from its public and its hidden runs (in that order): the tests
+    and memory profiles in order, the points added; a run that found no suites adds nothing."""
+    found = [p for p in parts if p.tests or not (p.error or "").startswith(NO_SUITES)]
+    found = found or list(parts[:1])
+    first = found[0]
+    tests = [t for p in found for t in p.tests]
+    score = points.total(t.score for t in tests)
+    errors = [p.error for p in found if p.error]
+    return dataclasses.replace(
+        first,
+        score=score,
+        raw_score=score,
+        max_score=points.total(t.max_score for t in tests) if tests else first.max_score,
+        error="; ".join(errors) if errors else None,
+        tests=tests,
+        memory=[m for p in found for m in p.memory],
     )
 
 
@@ -435,26 +522,14 @@ def _grade_group(
         ptx = [a for a in compiles if a not in errors]
         if sandbox:  # the compile probe runs in the warm-up, before any graded kernel
             backend.warm(ids, ptx, limits.kernel_timeout_s, early)
-        results = []
         warnings = list(intake.warnings)
         try:
-            for a in ids:
-                res = run_assignment(
-                    root,
-                    a,
-                    work / "exercises",
-                    intake.metrics_path,
-                    backend=backend,
-                    course=course,
-                    identity=student or intake.digest,
-                )
-                backend.raise_refusal()  # a failed probe: nothing graded is returned
-                if a in errors:
-                    res.error = errors[a]
-                nb = intake.notebooks.get(a)
+            results = _run_suites(root, ids, work, intake, backend, course, student, warnings)
+            for res in results:
+                if res.id in errors:
+                    res.error = errors[res.id]
+                nb = intake.notebooks.get(res.id)
                 res.graded_file = str(nb.relative_to(work)) if nb else None
-                results.append(res)
-                warnings += backend.cell_warnings(a, limits.call_timeout_s)
         finally:
             backend.close()
         isolation = list(getattr(inner, "isolation", ()))

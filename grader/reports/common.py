@@ -71,7 +71,8 @@ def env_line(result: GradeResult) -> str:
         parts.append(f"grader {env.grader_version}")
     if env.python:
         parts.append(f"Python {env.python}")
-    parts.append(f"{result.duration_s:.1f} s")
+    if result.duration_s:  # 0 in a student view that holds hidden feedback back (visibility)
+        parts.append(f"{result.duration_s:.1f} s")
     return " · ".join(parts)
 
 

@@ -83,7 +83,10 @@ def run_assignment(
         reference=Path(reference or root / "solutions").resolve(),
         backend=backend,
     )
-    seed = assignment_seed(assignment_id, identity, suite_digest(root, dirs))
+    # the assignment's seed is over all its suites, whichever this run runs: a grading runs the
+    # public and the hidden suites in runs of their own (grader.grading.grade) and draws the same
+    every = suite_dirs(root, assignment_id)
+    seed = assignment_seed(assignment_id, identity, suite_digest(root, every))
     session.seeds[assignment_id] = seed
     if not dirs:
         return AssignmentResult(

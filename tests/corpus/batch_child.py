@@ -3,7 +3,7 @@ only the grader: not build.py and its cases (matplotlib through grader.demo, the
 which cost a child more than a second before its grading starts.
 
 Everything a case needs besides its folder travels in the partial (`build.batch_grade_one`):
-its assignment, its trusted-process environment, its own limits (already scaled by the
+its assignments, its trusted-process environment, its own limits (already scaled by the
 parent's SCALE, so a child under load does not scale them again), and the parent's isolation
 probe, adopted as `grader.batch.entry.grade_entry` adopts the batch's.
 """
@@ -21,12 +21,12 @@ def grade_one(
     student: str,
     work_dir: Path,
     root: str,
-    assignments: dict[str, str],
+    assignments: dict[str, list[str]],
     envs: dict[str, dict[str, str]],
     limits: dict[str, dict[str, Any]],
     probe: Any = None,
 ) -> Any:
-    """Grade one corpus case on its own assignment, as when it is graded alone."""
+    """Grade one corpus case on its own assignments, as when it is graded alone."""
     from grader.core.course import load_course
     from grader.grading.grade import grade_submission
     from grader.sandbox.isolation import adopt
@@ -36,7 +36,7 @@ def grade_one(
     os.environ.update(envs.get(student, {}))
     course = with_limits(load_course(Path(root)), limits.get(student, {}))
     return grade_submission(
-        Path(submission), student=student, assignments=[assignments[student]], course=course
+        Path(submission), student=student, assignments=assignments[student], course=course
     )
 
 

@@ -109,6 +109,14 @@ class Expect:
     max_s: float = 40.0  # wall-time bound of the whole grading
     limits: dict[str, Any] = field(default_factory=dict)  # per-case sandbox limits override
     check: Callable[[Any, Ctx], None] | None = None  # extra assertions on the GradeResult
+    # assignments graded before `assignment` in the same grading (the same workers): what one
+    # assignment's tests leave behind, another's may read (the privacy family)
+    first: tuple[str, ...] = ()
+
+    @property
+    def graded(self) -> list[str]:
+        """The assignments the case's grading grades, in order."""
+        return [*self.first, self.assignment]
 
 
 @dataclass
@@ -844,7 +852,7 @@ CASES: list[Case] = [
 # Each attack family added after the first corpus keeps its cases in a module of its own
 # (cases_<family>.py beside this file, each defining CASES: list[Case]), so that families grow
 # without touching one another's lines.
-FAMILIES = ("forgery", "isolation", "bounds", "metrics", "cells", "memory")
+FAMILIES = ("forgery", "isolation", "bounds", "metrics", "cells", "memory", "privacy")
 
 
 def _family_cases() -> list[Case]:
@@ -940,7 +948,7 @@ def batch_grade_one(root: Path, names: list[str], probe: Any = None
     grade_one = functools.partial(
         batch_child.grade_one,
         root=str(root),
-        assignments=students,
+        assignments={student_of(c): c.expect.graded for c in cases},
         envs={student_of(c): c.env for c in cases if c.env},
         limits={student_of(c): scaled(c.expect.limits) for c in cases if c.expect.limits},
         probe=probe,

@@ -98,3 +98,25 @@ def test_full_shows_everything_and_the_original_is_untouched():
         "full",
         "full",
     )
+
+
+@pytest.mark.parametrize("policy", ["hidden-after-due", "score-only", "full"])
+def test_a_view_that_holds_hidden_feedback_shows_no_time_the_hidden_tests_made(policy):
+    """Student code may sleep as long as a hidden input says (docs/PRIVACY.md): the hidden
+    entries have no duration and the grading's total is left out of the view and its reports;
+    the public tests' durations stay (they ran before any hidden test)."""
+    from grader.reports.common import env_line
+
+    graded = dataclasses.replace(result(), duration_s=12.5)
+    view = student_view(graded, course(policy), DUE - timedelta(hours=1), Staff())
+    [a] = view.assignments
+    public = [t.duration_s for t in a.tests if t.suite == "public"]
+    hidden = [t.duration_s for t in a.tests if t.suite == "hidden"]
+    assert public == [0.1, 0.1]
+    if policy == "full":
+        assert hidden == [0.2, 0.2, 0.3, 0.1] and view.duration_s == 12.5
+        assert env_line(view).endswith("12.5 s")
+        return
+    assert hidden == [0.0, 0.0, 0.0] and view.duration_s == 0
+    assert not env_line(view).endswith(" s")
+    assert "12.5" not in markdown(view, course(policy))
