@@ -7,6 +7,8 @@
   shared memory and barriers (`block_sum`) and its host wrapper that returns a number
   (`gpu_sum`), each with its docstring, its stated rules and its self-check cell;
 - `tests/public/<id>/test_<id>_public.py`: public tests, the kernels' sizes and values drawn;
+- `tests/public/<id>/profiles.py`: the profiling shapes, so that `grader profile <id>` and
+  `grader check` show how the kernel uses memory from the first run;
 - `tests/hidden/<id>/test_<id>_hidden.py`: hidden tests (hypothesis and the `rng` fixture,
   compared with the reference) whose docstring lists the "Stated rules";
 - its `[[assignments]]` entry in course.toml, after the last one, its points those of the tests.
@@ -140,6 +142,9 @@ def new_assignment(
         ),
         f"tests/public/{assignment_id}/test_{assignment_id}_public.py": _fill(
             _template("test_public.py.tmpl"), assignment_id, title
+        ),
+        f"tests/public/{assignment_id}/profiles.py": _fill(
+            _template("profiles.py.tmpl"), assignment_id, title
         ),
         f"tests/hidden/{assignment_id}/test_{assignment_id}_hidden.py": _fill(
             _template("test_hidden.py.tmpl"), assignment_id, title

@@ -119,7 +119,7 @@ def test_an_ipynb_names_the_cell_as_jupyter_shows_it_and_the_line_in_it(tmp_path
     cells = h.handle({"op": "cells"})["ok"]
     # the markdown cell is not counted: first is code cell 1, the scratch cell 2, second 3
     assert cells[1]["where"].startswith(
-        'nb.ipynb code cell 3 (under "## 2. Doubling"; cell \'second\', starting `def second'
+        "nb.ipynb code cell 3 (under \"## 2. Doubling\"; cell 'second', starting `def second"
     )
     assert "line 1 of the cell" in cells[1]["where"]
     assert "counting markdown" not in cells[1]["where"]
