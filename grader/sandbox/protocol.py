@@ -220,7 +220,8 @@ def compile_request(ks: KernelSource, signature: str, cc: Sequence[int]) -> dict
 def load_request(assignment: str, cells: Sequence[GradedCell] | None) -> dict:
     """Run the notebook of `assignment`: the graded cells as the trusted side read them (each
     ``[index, source, grade_id, line, in_file, code, heading]``), so the worker neither imports
-    jupytext nor parses the file again; None leaves the reading to the worker (`harness.load_cells`)."""
+    jupytext nor parses the file again; None leaves the reading to the worker
+    (`harness.load_cells`)."""
     req: dict[str, Any] = {"assignment": assignment, "op": "load"}
     if cells is not None:
         req["cells"] = [
