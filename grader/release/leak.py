@@ -12,6 +12,10 @@ tests/hidden belongs to the whole course), and every line of other files under `
   nbgrader marker; an import statement; shorter than 8 characters (`return`, `pass`, `else:`,
   `try:`, `break`, `)`, a lone triple quote); or naming fewer than two things once Python
   keywords and `None/True/False/self/cls` are left out (`return None`, `except ValueError:`);
+* it is an *idiom* (`is_idiom`, read with Python's `tokenize`): one name bound to a short
+  expression, at most `IDIOM_TOKENS` tokens with no arithmetic or comparison operator, such as ``tid = cuda.threadIdx.x`` or
+  ``i = cuda.grid(1)``, which every kernel's text holds and a markdown hint may show (a block
+  of them the grader package holds still counts, below);
 * the instructor marked it public where it is written: a trailing `# grader: public` comment
   (optionally followed by why, in parentheses), or a line holding only that mark just above it;
 * it is a hidden test's line that the same assignment's public tests hold too (the instructor
@@ -42,9 +46,11 @@ check, and the export it runs) and export-student run this one proof.
 from __future__ import annotations
 
 import ast
+import io
 import json
 import keyword
 import re
+import tokenize
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,6 +69,9 @@ if TYPE_CHECKING:
     from nbformat import NotebookNode
 
 MIN_LINE_CHARS = 8
+IDIOM_TOKENS = 8  # `tid = cuda.threadIdx.x` (7), `i = cuda.grid(1)` (8): one-token idioms
+# Python's operator tokens that only bind, group or separate (not arithmetic or comparison)
+_PLAIN_OPS = frozenset({"=", ".", ",", "(", ")", "[", "]", "{", "}", ":", ";", "->"})
 GRADER_RUN = 3  # this many secret lines in a row that the grader package holds too: a paste
 # Decorators called with literals that say how a test runs (points, fixture scope, hypothesis
 # settings), never what it checks
@@ -128,6 +137,25 @@ def is_generic(line: str) -> bool:
         return True
     names = [t for t in _WORD_RE.findall(s) if t not in _GENERIC_WORDS]
     return len(names) < 2
+
+
+def is_idiom(line: str) -> bool:
+    """True for one name bound to a short expression: at most `IDIOM_TOKENS` tokens (`tokenize`:
+    a name or a number is one token), no arithmetic or comparison operator and no string, such
+    as ``tid = cuda.threadIdx.x``: a shape every kernel holds, no secret (see the module
+    docstring). A line `tokenize` cannot read (half a bracket) is no idiom."""
+    try:
+        found = list(tokenize.generate_tokens(io.StringIO(strip_comment(line).strip()).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return False
+    skip = {tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER, tokenize.COMMENT, tokenize.INDENT}
+    kept = [t for t in found if t.type not in skip]
+    if any(t.type == tokenize.ERRORTOKEN for t in kept):
+        return False
+    operators = [t for t in kept if t.type == tokenize.OP and t.string not in _PLAIN_OPS]
+    strings = [t for t in kept if t.type == tokenize.STRING]
+    one_name = len(kept) > 2 and kept[0].type == tokenize.NAME and kept[1].string == "="
+    return one_name and len(kept) <= IDIOM_TOKENS and not operators and not strings
 
 
 def is_boilerplate(line: str) -> bool:
@@ -316,7 +344,8 @@ def secret_and_public_lines(root: Path) -> tuple[dict[str, str], set[str]]:
                 run.append((s, origin))
                 continue
             close_run()
-            into.setdefault(s, origin)
+            if not is_idiom(s):
+                into.setdefault(s, origin)
         close_run()
 
     def numbered(prefix: str, lines: Sequence[str]) -> list[str]:
@@ -483,7 +512,8 @@ class SecretIndex:
             at = np.minimum(np.searchsorted(known, hashes), len(known) - 1)
             for s in np.flatnonzero(known[at] == hashes).tolist():
                 for secret, text_, origin in keys.get(stream.skeleton(s, s + n), ()):
-                    if same_code(secret, stream, s):
+                    shape = origin.startswith("solutions/") and secret.shape
+                    if same_code(secret, stream, s, shape):
                         yield stream.lines[s], text_, origin
 
 
