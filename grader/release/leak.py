@@ -120,7 +120,7 @@ class Leak:
         where = (
             f"{self.path}:{self.line}"
             if self.cell is None
-            else (f"{self.path} cell {self.cell} line {self.line}")
+            else (f"{self.path} cell {self.cell + 1} line {self.line}")  # as nbformat counts
         )
         inside = f" inside a {self.encoded} string" if self.encoded else ""
         return (
@@ -298,6 +298,7 @@ def secret_and_public_lines(root: Path) -> tuple[dict[str, str], set[str]]:
     strays: dict[str, str] = {}  # other files under solutions/
     scaffold: set[str] = set()
     public: set[str] = set()
+    holders: dict[str, list[str]] = {}  # every place a secret line is written, for `origin_for`
     ids = load_course(root).assignment_ids
     notebooks = {(root / "solutions" / a / f"{a}.py").resolve() for a in ids}
     declared = declared_data(root)
@@ -327,6 +328,7 @@ def secret_and_public_lines(root: Path) -> tuple[dict[str, str], set[str]]:
             if len(run) >= GRADER_RUN:  # a block pasted into the package stays secret
                 for line, origin in run:
                     into.setdefault(line, origin)
+                    holders.setdefault(line, []).append(origin)
             run.clear()
 
         kept = zip(_marked_public(lines), _unmarked(lines, origins), strict=True)
@@ -346,6 +348,7 @@ def secret_and_public_lines(root: Path) -> tuple[dict[str, str], set[str]]:
             close_run()
             if not is_idiom(s):
                 into.setdefault(s, origin)
+                holders.setdefault(s, []).append(origin)
         close_run()
 
     def numbered(prefix: str, lines: Sequence[str]) -> list[str]:
@@ -389,7 +392,24 @@ def secret_and_public_lines(root: Path) -> tuple[dict[str, str], set[str]]:
     merged.update(secrets)
     for s in public:
         merged.pop(s, None)
-    return merged, public
+    return {s: origin_for(holders.get(s, [o]), "") for s, o in merged.items()}, public
+
+
+def origin_for(origins: Sequence[str], found_in: str) -> str:
+    """Of the places a secret line is written, the one a fix names for a leak found in the
+    file `found_in`: one of the same assignment (`exercises/<id>/...`, `tests/public/<id>/...`
+    against `solutions/<id>/...`, `tests/hidden/<id>/...`), else the first. Each place is
+    separated from the next by ``\0`` when several hold it (`secret_and_public_lines`)."""
+    places = [p for o in origins for p in o.split("\0")]
+    parts = found_in.split("/")
+    ids = {parts[1]} if len(parts) > 2 and parts[0] in ("exercises", "solutions") else set()
+    if len(parts) > 3 and parts[:2] == ["tests", "public"]:
+        ids = {parts[2]}
+    for place in places:
+        bits = place.split("/")
+        if ids & {bits[1] if len(bits) > 1 else "", bits[2] if len(bits) > 2 else ""}:
+            return place
+    return "\0".join(dict.fromkeys(places)) if not found_in else places[0]
 
 
 def _module_docstring(lines: Sequence[str]) -> range:
@@ -570,5 +590,7 @@ def leak_check_trees(root: Path, trees: dict[str, Path]) -> list[Leak]:
                     key = (cell, line, secret, how)
                     if key not in seen:
                         seen.add(key)
-                        leaks.append(Leak(prefix + rel, line, secret, origin, cell, how))
+                        where = prefix + rel
+                        origin = origin_for([origin], where)
+                        leaks.append(Leak(where, line, secret, origin, cell, how))
     return leaks

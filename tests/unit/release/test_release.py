@@ -467,7 +467,7 @@ def test_release_refuses_to_write_a_leak(course: Path) -> None:
     (folder / "release-files.txt").write_text("notes.txt\n")
     report = release(course)
     assert not report.ok
-    assert any(f.startswith("leak: m9_roofline/notes.txt:1:") for f in report.findings)
+    assert any(f.startswith("leak: exercises/m9_roofline/notes.txt:1:") for f in report.findings)
     assert not (course / "exercises").exists()
 
 
@@ -913,6 +913,14 @@ def test_a_solution_line_with_every_name_renamed_is_a_leak(course: Path) -> None
     _paste_into_markdown(course, "acc += math.exp(xs[r, k] - m)")
     leaks = [f for f in release(course).findings if f.startswith("leak: ")]
     assert leaks and all(SOFTMAX_LINES[1] in f for f in leaks), leaks
+    # every assignment's solution holds the line; the fix names the one it leaked from, with
+    # the release's folder in the path
+    assert {f.split(":")[1].split()[0] for f in leaks} == {
+        f"exercises/m9_roofline/m9_roofline.{ext}" for ext in ("py", "ipynb")
+    }
+    for leak in leaks:
+        assert "(secret from solutions/m9_roofline/m9_roofline.py:" in leak
+        assert "end the line at solutions/m9_roofline/m9_roofline.py:" in leak
     # the same shape with another operator or attribute is another line
     _softmax_region(course)
     _paste_into_markdown(course, "acc += math.log(xs[r, k] * m)")
