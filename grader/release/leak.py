@@ -13,9 +13,9 @@ tests/hidden belongs to the whole course), and every line of other files under `
   `try:`, `break`, `)`, a lone triple quote); or naming fewer than two things once Python
   keywords and `None/True/False/self/cls` are left out (`return None`, `except ValueError:`);
 * it is an *idiom* (`is_idiom`, read with Python's `tokenize`): one name bound to a short
-  expression, at most `IDIOM_TOKENS` tokens with no arithmetic or comparison operator, such as ``tid = cuda.threadIdx.x`` or
-  ``i = cuda.grid(1)``, which every kernel's text holds and a markdown hint may show (a block
-  of them the grader package holds still counts, below);
+  expression, at most `IDIOM_TOKENS` tokens with no arithmetic or comparison operator, such
+  as ``tid = cuda.threadIdx.x`` or ``i = cuda.grid(1)``, which every kernel's text holds and
+  a markdown hint may show (a block of them the grader package holds still counts, below);
 * the instructor marked it public where it is written: a trailing `# grader: public` comment
   (optionally followed by why, in parentheses), or a line holding only that mark just above it;
 * it is a hidden test's line that the same assignment's public tests hold too (the instructor
