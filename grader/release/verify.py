@@ -42,7 +42,7 @@ from grader.core.course import Assignment, Course, load_course
 from grader.core.errors import GraderError
 from grader.core.kernels import ipc_kernel_config
 from grader.core.notebook import NotebookError, read_notebook
-from grader.core.points import fraction
+from grader.core.points import fraction, uneven
 from grader.core.results import AssignmentResult, TestResult
 from grader.core.tables import format_table
 from grader.grading.grade import grade_submission
@@ -260,6 +260,10 @@ def _check_scores(
             f"{by['hidden']:g}); course.toml says {a.points:g}"
         )
     report.add("points match course.toml", a.id, probs, f"{total:g} = {a.points:g} points")
+    cases: dict[str, list[float]] = {}
+    for t in sol.tests:
+        cases.setdefault(t.name.split("[", 1)[0], []).append(t.max_score)
+    report.notes += [f"{a.id}: {w}" for n, s in cases.items() if (w := uneven(n, s))]
     # the stubs score zero on every graded test
     stub = run_assignment(
         root,
