@@ -1585,11 +1585,15 @@ plt.show()
 # memory. For stride 2 it reads:
 #
 # ```
-# line                       array  memory  op     requests  sectors/req  ideal  efficiency
-# line 1460 of gpu_fund...   src    global  load   2         8.0          4.0    50%
-# line 1460 of gpu_fund...   dst    global  store  2         4.0          4.0    100%
+# line                      array  memory  op     requests  sectors/req  ideal  efficiency
+# line N of gpu_fundam...   src    global  load   2         8.0          4.0    50%
+# line N of gpu_fundam...   dst    global  store  2         4.0          4.0    100%
 #   global memory: 768 B moved (512 B loaded for 256 B asked, 256 B stored for 256 B asked)
 # ```
+#
+# where `line N of gpu_fundamentals.py` is the line of your own file that reads `src` and writes
+# `dst` (if you edit the `.ipynb`, it names the cell instead: `code cell C (under "### ..."),
+# line L of gpu_fundamentals.ipynb`, C counting code cells only);
 #
 # * **requests**: warp-wide accesses made by that line (2 warps, one each);
 # * **sectors/req** against the **ideal**: 32-byte sectors each request touched, and the fewest
