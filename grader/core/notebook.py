@@ -293,9 +293,12 @@ def headings(nb: NotebookNode) -> list[tuple[int, str]]:
     return out
 
 
-def graded_cells(nb: NotebookNode, text: str | None = None) -> list[GradedCell]:
+def graded_cells(
+    nb: NotebookNode, text: str | None = None, every: bool = False, demos: bool = True
+) -> list[GradedCell]:
     """The graded code cells of `nb` in order; `text`: the .py file it was read from, whose
-    line numbers the cells then carry (None for an .ipynb)."""
+    line numbers the cells then carry (None for an .ipynb); `every`: the self-checks and (unless
+    not `demos`) the demos too, as Jupyter's "Run all" runs them (`grader run`)."""
     lines = text.splitlines() if text is not None else None
     markers = [i for i, ln in enumerate(lines or ()) if ln.startswith("# %%")]
     offset = len(nb.cells) - len(markers)  # 1 when a cell sits before the first marker
@@ -304,7 +307,8 @@ def graded_cells(nb: NotebookNode, text: str | None = None) -> list[GradedCell]:
     for index, cell in enumerate(nb.cells):
         if lines is not None and 0 <= index - offset < len(markers):
             searched = max(searched, markers[index - offset] + 1)
-        if cell.cell_type != "code" or is_demo(cell) or is_test_cell(cell):
+        kept = (every and (demos or not is_demo(cell))) or not (is_demo(cell) or is_test_cell(cell))
+        if cell.cell_type != "code" or not kept:
             continue
         line = 1
         if lines is not None:
@@ -332,12 +336,15 @@ def _start_line(lines: list[str], source: str, start: int) -> int:
     return start + 1
 
 
-def read_graded_cells(path: Path | str) -> list[GradedCell]:
+def read_graded_cells(
+    path: Path | str, every: bool = False, demos: bool = True
+) -> list[GradedCell]:
     """The graded cells of the notebook file at `path` (a .py's carry their lines of the file);
-    NotebookError if it cannot be read."""
+    with `every`, all its code cells (`graded_cells`); NotebookError if it cannot be read."""
     p = Path(path)
     nb = read_notebook(p)
-    return graded_cells(nb, p.read_text(encoding="utf-8") if p.suffix != ".ipynb" else None)
+    text = p.read_text(encoding="utf-8") if p.suffix != ".ipynb" else None
+    return graded_cells(nb, text, every, demos)
 
 
 def graded_text(path: Path | str) -> str:
