@@ -132,24 +132,7 @@ def new_assignment(
         raise ScaffoldError(f"course.toml already has an assignment {assignment_id!r}")
     title = title or assignment_id.replace("_", " ").capitalize()
     due = due or (max(a.due for a in course.assignments) + timedelta(days=7)).isoformat()
-    files = {
-        f"solutions/{assignment_id}/{assignment_id}.py": _fill(
-            _template("solution.py.tmpl").replace(
-                SETUP_PLACEHOLDER, shared_cells.SETUP_CELLS.read_text(encoding="utf-8").rstrip()
-            ),
-            assignment_id,
-            title,
-        ),
-        f"tests/public/{assignment_id}/test_{assignment_id}_public.py": _fill(
-            _template("test_public.py.tmpl"), assignment_id, title
-        ),
-        f"tests/public/{assignment_id}/profiles.py": _fill(
-            _template("profiles.py.tmpl"), assignment_id, title
-        ),
-        f"tests/hidden/{assignment_id}/test_{assignment_id}_hidden.py": _fill(
-            _template("test_hidden.py.tmpl"), assignment_id, title
-        ),
-    }
+    files = _files(assignment_id, title)
     taken = [rel for rel in files if (root / rel).exists()]
     taken += [
         f"{d}/{assignment_id}/"
@@ -177,6 +160,28 @@ def new_assignment(
         raise
     atomic_write(root / "course.toml", updated)
     return Scaffolded(assignment_id, [*written, "course.toml"], points)
+
+
+def _files(assignment_id: str, title: str) -> dict[str, str]:
+    """The new assignment's files (relative path -> text), from the templates."""
+    return {
+        f"solutions/{assignment_id}/{assignment_id}.py": _fill(
+            _template("solution.py.tmpl").replace(
+                SETUP_PLACEHOLDER, shared_cells.SETUP_CELLS.read_text(encoding="utf-8").rstrip()
+            ),
+            assignment_id,
+            title,
+        ),
+        f"tests/public/{assignment_id}/test_{assignment_id}_public.py": _fill(
+            _template("test_public.py.tmpl"), assignment_id, title
+        ),
+        f"tests/public/{assignment_id}/profiles.py": _fill(
+            _template("profiles.py.tmpl"), assignment_id, title
+        ),
+        f"tests/hidden/{assignment_id}/test_{assignment_id}_hidden.py": _fill(
+            _template("test_hidden.py.tmpl"), assignment_id, title
+        ),
+    }
 
 
 def _check_manifest(root: Path, text: str) -> None:
