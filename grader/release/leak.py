@@ -33,7 +33,10 @@ markdown cell or in another assignment's public tests is still secret, so pastin
 leak. Only the lines of stray files under `solutions/` that the release's scaffold ships anyway
 are excused. Every refusal says how to fix it (`Leak.fix`).
 
-Matching sees through rewording (`SecretIndex`, on `grader.release.normalise`'s token streams):
+Matching sees through rewording (`SecretIndex`, on `grader.release.normalise`'s token streams;
+a solution's line long and particular enough is compared by its shape, every name renamed,
+unless the solution notebook's own code outside its regions shows that shape, as a self-check
+that computes the same grid size with its own names does):
 comments, whitespace, backticks and quotes do not count, a solution's line of code is found
 inside any text (after "Example: ", in inline code, with a comment appended, with a variable
 renamed), and long base64 or hex strings (gzip inside or not) are decoded and searched too.
@@ -52,6 +55,7 @@ import keyword
 import re
 import tokenize
 from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,7 +65,15 @@ import numpy as np
 
 from grader.core.course import load_course
 from grader.core.regions import MARKERS, scan
-from grader.release.normalise import NAME, Stream, decoded, same_code, strip_comment, tokens
+from grader.release.normalise import (
+    NAME,
+    NUMBER,
+    Stream,
+    decoded,
+    same_code,
+    strip_comment,
+    tokens,
+)
 from grader.release.tree import JUNK_DIRS, rel_name, student_grader, tree_files
 from grader.release.validate import cell_ranges, declared_data
 
@@ -278,8 +290,9 @@ def _marked_public(lines: Iterable[str]) -> list[tuple[str, bool]]:
     return out
 
 
-def secret_and_public_lines(root: Path) -> tuple[dict[str, str], set[str]]:
-    """(secret line -> where it comes from, lines the instructor marked public at their source).
+def secret_and_public_lines(root: Path) -> tuple[dict[str, str], set[str], set[tuple]]:
+    """(secret line -> where it comes from, lines the instructor marked public at their source,
+    the shapes (`shape_key`) of the code the solution notebooks show outside their regions).
 
     Each assignment's secrets are its own (the module docstring): the lines of its SOLUTION and
     HIDDEN TESTS regions, of `tests/hidden/<id>/**` and of other files under `solutions/<id>/`,
@@ -297,6 +310,7 @@ def secret_and_public_lines(root: Path) -> tuple[dict[str, str], set[str]]:
     secrets: dict[str, str] = {}  # regions and hidden tests
     strays: dict[str, str] = {}  # other files under solutions/
     scaffold: set[str] = set()
+    shown: set[tuple] = set()  # shapes of code lines outside every region (self-checks...)
     public: set[str] = set()
     holders: dict[str, list[str]] = {}  # every place a secret line is written, for `origin_for`
     ids = load_course(root).assignment_ids
@@ -371,6 +385,8 @@ def secret_and_public_lines(root: Path) -> tuple[dict[str, str], set[str]]:
                     None,
                 )
                 scaffold.update(x.strip() for x in outside)
+                if cell.cell_type == "code":
+                    shown.update(shape_key(x) for x in outside if not is_generic(x))
             continue
         if cells is not None and path.suffix == ".ipynb":
             for k, cell in enumerate(cells):
@@ -392,7 +408,18 @@ def secret_and_public_lines(root: Path) -> tuple[dict[str, str], set[str]]:
     merged.update(secrets)
     for s in public:
         merged.pop(s, None)
-    return {s: origin_for(holders.get(s, [o]), "") for s, o in merged.items()}, public
+    merged = {s: origin_for(holders.get(s, [o]), "") for s, o in merged.items()}
+    return merged, public, shown
+
+
+def shape_key(line: str) -> tuple[str, ...]:
+    """A line of code with its renamable names, numbers and string words abstracted: what a
+    secret line compared by its shape (`grader.release.normalise`) is compared on."""
+    stream = tokens(line, code=True)
+    return tuple(
+        NAME if r else "" if not c else NUMBER if t[0].isdigit() else t
+        for t, r, c in zip(stream.tokens, stream.renamable, stream.code, strict=True)
+    )
 
 
 def origin_for(origins: Sequence[str], found_in: str) -> str:
@@ -468,8 +495,11 @@ class SecretIndex:
     has the same tokens as is public too: the mark covers the code, not its spacing.
     """
 
-    def __init__(self, secrets: dict[str, str], public: set[str]):
+    def __init__(
+        self, secrets: dict[str, str], public: set[str], shown: AbstractSet[tuple] = frozenset()
+    ):
         public_forms = {tuple(tokens(p, code=True).tokens) for p in public}
+        self.shown = shown  # shapes the solutions show in their own code: matched by name
         self.vocab: dict[str, int] = {NAME: 1}
         self.windows: dict[int, dict[tuple[str, ...], list[tuple[Stream, str, str]]]] = {}
         self.lines: dict[tuple[str, ...], tuple[str, str]] = {}
@@ -533,6 +563,7 @@ class SecretIndex:
             for s in np.flatnonzero(known[at] == hashes).tolist():
                 for secret, text_, origin in keys.get(stream.skeleton(s, s + n), ()):
                     shape = origin.startswith("solutions/") and secret.shape
+                    shape = shape and shape_key(text_) not in self.shown
                     if same_code(secret, stream, s, shape):
                         yield stream.lines[s], text_, origin
 
@@ -573,11 +604,11 @@ def leak_check(root: Path, tree: Path, prefix: str = "") -> list[Leak]:
 
 def leak_check_trees(root: Path, trees: dict[str, Path]) -> list[Leak]:
     """`leak_check` over several trees (prefix -> tree) with the secrets read once."""
-    secrets, public = secret_and_public_lines(root)
+    secrets, public, shown = secret_and_public_lines(root)
     leaks: list[Leak] = []
     if not secrets:
         return leaks
-    index = SecretIndex(secrets, public)
+    index = SecretIndex(secrets, public, shown)
     if not index:
         return leaks
     for prefix, tree in trees.items():
