@@ -74,7 +74,8 @@ def check(
                 r.error = errors[a]
             c = chosen[a]
             shown = shown_path(c.path, root) if c.path is not None else "nothing"
-            warnings, memory, notes = list(c.warnings), [], compile_notes(inner, course, before)
+            warnings, notes = list(c.warnings), compile_notes(inner, course, before)
+            memory: list[KernelProfile] = []
             if c.path is not None:
                 warnings += backend.cell_warnings(a, limits[a].call_timeout_s)
                 memory, said = _memory(root, a, course, inner, backend)

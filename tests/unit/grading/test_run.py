@@ -26,7 +26,7 @@ print("self-check ran")
 
 # %% tags=["demo"]
 print("demo ran")
-"""
+"""  # noqa: E501
 
 
 def _submission(tmp_path: Path, suffix: str) -> Path:
