@@ -120,7 +120,7 @@ def test_without_a_compiler_kernels_are_graded_and_the_ptx_check_is_deferred():
         s.vector_add[2, 256](a, b, c)  # graded in the simulator all the same
         np.testing.assert_array_equal(c, a + b)
         assert backend.compiler_missing and "simulator" in backend.compiler_missing
-        with pytest.raises(pytest.skip.Exception, match=compiler.DEFERRED):
+        with pytest.raises(pytest.skip.Exception, match=re.escape(compiler.DEFERRED)):
             s.vector_add.ptx("void(float32[:], float32[:], float32[:])")
         # authoritative grading refuses such a machine instead of grading without the check
         with pytest.raises(compiler.PtxCompilerMissing, match="grading refused"):
