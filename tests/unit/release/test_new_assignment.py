@@ -290,3 +290,23 @@ def test_a_reduction_of_256_thread_blocks_grades_in_the_sandbox_at_full_marks(tm
     [graded] = result.assignments
     lost = [(t.name, t.feedback[:300]) for t in graded.tests if t.score < t.max_score]
     assert graded.score == graded.max_score and not lost, lost
+
+
+def test_verify_notes_a_parametrized_test_whose_cases_weigh_differently():
+    """1 point over 6 cases gives two cases double weight: verify says so, naming the test and
+    the weights; an even split (the scaffold's 8 invalid cases for 1 point) says nothing."""
+    from grader.core.points import split
+    from grader.core.results import AssignmentResult, TestResult
+    from grader.release.verify import uneven_splits
+
+    def result(name: str, points: float, n: int) -> AssignmentResult:
+        tests = [
+            TestResult(f"hidden/{name}[{k}]", p, p, "passed", suite="hidden")
+            for k, p in enumerate(split(points, n))
+        ]
+        return AssignmentResult(NEW, points, points, tests=tests)
+
+    [note] = uneven_splits(NEW, result("test_crossover", 1, 6))
+    assert note.startswith(f"{NEW}: hidden/test_crossover: 1 point over 6 cases")
+    assert "the first 2 weigh 0.25, the other 4 0.125 each" in note
+    assert uneven_splits(NEW, result("test_reduction_bytes_invalid", 1, 8)) == []
