@@ -57,6 +57,15 @@ def cmd_profile(args: argparse.Namespace) -> int:
     return ExitCode.OK if all(k.profile is not None for k in found.kernels) else ExitCode.FAILED
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    """The notebook top to bottom, headless, cell by cell: Jupyter's "Run all" without Jupyter."""
+    from grader.grading.run import run_notebook  # lazy: the notebook reader
+
+    submission = Path(args.submission) if args.submission else None
+    code = run_notebook(_root(args), args.assignment, submission, demos=not args.skip_demos)
+    return ExitCode.OK if code == 0 else ExitCode.FAILED
+
+
 def _profiled_assignment(course: Course, root: Path) -> str:
     """The course's first assignment with profiling shapes (`grader profile` without one)."""
     from grader.grading.profile import PROFILES  # lazy: as in cmd_profile
@@ -301,6 +310,22 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("kernel", nargs="*", help="only these kernels (default: every one profiled)")
     pr.add_argument("--submission", help="folder holding <id>/<id>.py (default: exercises/)")
     pr.set_defaults(func=cmd_profile)
+
+    rn = sub.add_parser(
+        "run",
+        help="students: run your notebook top to bottom, headless (Jupyter's Run all)",
+        description="Runs every code cell of the notebook grading would choose (the one you "
+        "changed), self-checks and demos included, in order, in a fresh Python process in the "
+        "notebook's folder; a cell that fails is named as `grader check` names it, and the rest "
+        "still run. Exit 1 when a cell failed. No GPU needed (the notebook switches to the "
+        "simulator).",
+    )
+    rn.add_argument("assignment")
+    rn.add_argument("--submission", help="folder holding <id>/<id>.py (default: exercises/)")
+    rn.add_argument(
+        "--skip-demos", action="store_true", help="leave out the cells tagged demo (plots, timings)"
+    )
+    rn.set_defaults(func=cmd_run)
 
     g = sub.add_parser("grade", help="grade one submission in the sandbox")
     g.add_argument("submission", help="a directory laid out like a student's fork")

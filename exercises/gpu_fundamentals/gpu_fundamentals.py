@@ -54,6 +54,15 @@
 #   belongs). The grader's bad calls have one fault each, apart from that case, so the order of
 #   your checks never costs a point.
 # * The message names the argument and says what was expected.
+# * Four cases settled once: where a `bool` belongs (a config's `tied_embeddings`), only Python's
+#   `True` or `False` will do, and a `numpy.bool_` is a `TypeError`, as `1` is; where a function
+#   takes an array of numbers (`attainable_flops`' `intensity`), a list or a tuple of numbers is
+#   one too, and the result is a NumPy array of its shape; a figure that may be fractional (a
+#   bandwidth, a peak, `memory_bytes` in a `gpu` dict) may be an `int` or a float, `16e9`
+#   included, while a count (`sm_count`, `memory_mib`, every limit in an `sm` dict) must be an
+#   `int`, and `40.0` is not one; every limit in an `sm` dict is positive except
+#   `reserved_shared_memory_per_block`, which may be 0 (the T4 reserves none), so a zero limit
+#   anywhere else is a `ValueError` naming its key.
 #
 # And for the rest:
 #
@@ -536,12 +545,12 @@ print("ridge_point: self-checks passed")
 # when only one element of an array is bad. Peaks follow `ridge_point`'s rules. An intensity that
 # is not a number raises `TypeError`.
 
-# %% deletable=false nbgrader={"grade": false, "grade_id": "attainable_flops", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "2d7667ca438f9bd490bdc53681948a2b", "cell_type": "code"}
+# %% deletable=false nbgrader={"grade": false, "grade_id": "attainable_flops", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "dc4ccbe00cee12ef0df93e61b201fc77", "cell_type": "code"}
 def attainable_flops(intensity, peak_flops, peak_bandwidth):
     """Roofline: min(intensity * peak_bandwidth, peak_flops), in FLOP/s.
 
-    intensity is in FLOP/byte: a scalar (returns a float) or a numpy array (returns a float64
-    array of the same shape). Negative or NaN intensity -> ValueError; non-positive peaks ->
+    intensity is in FLOP/byte: a scalar (returns a float) or an array of numbers, a numpy array,
+    a list or a tuple (returns a float64 numpy array of the same shape). Negative or NaN intensity -> ValueError; non-positive peaks ->
     ValueError; non-numbers -> TypeError. An infinite intensity attains peak_flops.
     """
     # YOUR CODE HERE
@@ -966,7 +975,8 @@ for label, taken in conditions.items():
 # naming the resource. A non-integer argument raises `TypeError`, and so does an `sm` that is
 # not a dict; an `sm` dict that lacks one of the thirteen keys above raises `ValueError` (the
 # notebook's convention for a dict missing a key it needs), and a value in it that is not an
-# integer `TypeError`. The grader compares your answers with its own copy
+# integer `TypeError`. A limit in `sm` below 1 raises `ValueError` naming its key, but
+# `reserved_shared_memory_per_block`, which may be 0. The grader compares your answers with its own copy
 # of CUDA's rules on a thousand launch shapes drawn across the T4 and the H100,
 # including the three cases above.
 
@@ -1588,11 +1598,15 @@ plt.show()
 # memory. For stride 2 it reads:
 #
 # ```
-# line                       array  memory  op     requests  sectors/req  ideal  efficiency
-# line 1460 of gpu_fund...   src    global  load   2         8.0          4.0    50%
-# line 1460 of gpu_fund...   dst    global  store  2         4.0          4.0    100%
+# line                      array  memory  op     requests  sectors/req  ideal  efficiency
+# line N of gpu_fundam...   src    global  load   2         8.0          4.0    50%
+# line N of gpu_fundam...   dst    global  store  2         4.0          4.0    100%
 #   global memory: 768 B moved (512 B loaded for 256 B asked, 256 B stored for 256 B asked)
 # ```
+#
+# where `line N of gpu_fundamentals.py` is the line of your own file that reads `src` and writes
+# `dst` (if you edit the `.ipynb`, it names the cell instead: `code cell C (under "### ..."),
+# line L of gpu_fundamentals.ipynb`, C counting code cells only);
 #
 # * **requests**: warp-wide accesses made by that line (2 warps, one each);
 # * **sectors/req** against the **ideal**: 32-byte sectors each request touched, and the fewest

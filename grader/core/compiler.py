@@ -21,7 +21,13 @@ from typing import Any
 from grader.core.errors import InfrastructureError
 from grader.core.kernel_source import KernelSource, extract
 
-DEFERRED = "the compile check for the course GPU runs when your PR is graded"
+# The extra that brings the compiler (NVVM, from numba-cuda[cu13]: no GPU, no driver needed) to a
+# student's Linux machine, so that `grader check` runs the compile check itself
+STUDENT_COMPILE = 'pip install -e ".[student,student-compile]"'
+DEFERRED = (
+    "the compile check for the course GPU runs when your PR is graded (to run it here, on any "
+    f"Linux machine, no GPU needed: `{STUDENT_COMPILE}`)"
+)
 PROBE_SIGNATURE = "void(float32[:])"
 PROBE_KERNEL = """
 from numba import cuda

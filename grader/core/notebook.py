@@ -247,7 +247,9 @@ class GradedCell:
     `index` is the cell's position in the notebook (0-based, markdown cells counted); `line` is
     the line of the student's .py where `source` starts (1 in an .ipynb, where `in_file` is
     False and lines count within the cell); `grade_id` is "" for a cell nbgrader does not track
-    (the student's scratch cells).
+    (the student's scratch cells). `code` (its position among the notebook's code cells, from 1)
+    and `heading` (the last markdown heading above it) name it the way a student finds it in
+    Jupyter, which numbers no cells (`cell_name`).
     """
 
     index: int
@@ -255,31 +257,58 @@ class GradedCell:
     grade_id: str
     line: int
     in_file: bool
+    code: int = 0
+    heading: str = ""
 
     def where(self, filename: str) -> str:
-        """Where the student finds this cell, e.g. ``lab.py line 201 (cell 'save_metric')``."""
-        first = next((ln.strip() for ln in self.source.splitlines() if ln.strip()), "")
-        first = first if len(first) <= 60 else first[:57] + "..."
+        """Where the student finds this cell, e.g. ``lab.py line 201 (cell 'save_metric')`` or
+        ``lab.ipynb code cell 27 (under "## 5. ..."; cell 'save_metric', starting `...`)``."""
+        first = _clipped(next((ln.strip() for ln in self.source.splitlines() if ln.strip()), ""))
         tag = f"cell '{self.grade_id}'" if self.grade_id else "an untagged cell"
-        place = (
-            f"{filename} line {self.line}"
-            if self.in_file
-            else f"{filename} cell {self.index + 1} (counting markdown cells)"
-        )
-        return f"{place} ({tag}, starting `{first}`)"
+        if self.in_file:
+            return f"{filename} line {self.line} ({tag}, starting `{first}`)"
+        under = f'under "{self.heading}"; ' if self.heading else ""
+        return f"{filename} code cell {self.code} ({under}{tag}, starting `{first}`)"
 
 
-def graded_cells(nb: NotebookNode, text: str | None = None) -> list[GradedCell]:
+def cell_name(code: int, heading: str) -> str:
+    """A cell of an .ipynb as the student finds it: ``code cell 27 (under "## 5. ...")``."""
+    return f'code cell {code} (under "{heading}")' if heading else f"code cell {code}"
+
+
+def _clipped(text: str, width: int = 60) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def headings(nb: NotebookNode) -> list[tuple[int, str]]:
+    """(position among the code cells from 1, the last markdown heading above) for each cell of
+    `nb` (0 for a markdown cell): how a cell is named to a student (`cell_name`)."""
+    out, code, heading = [], 0, ""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            found = [ln.strip() for ln in cell.source.splitlines() if ln.lstrip().startswith("#")]
+            heading = _clipped(found[-1]) if found else heading
+        code += cell.cell_type == "code"
+        out.append((code if cell.cell_type == "code" else 0, heading))
+    return out
+
+
+def graded_cells(
+    nb: NotebookNode, text: str | None = None, every: bool = False, demos: bool = True
+) -> list[GradedCell]:
     """The graded code cells of `nb` in order; `text`: the .py file it was read from, whose
-    line numbers the cells then carry (None for an .ipynb)."""
+    line numbers the cells then carry (None for an .ipynb); `every`: the self-checks and (unless
+    not `demos`) the demos too, as Jupyter's "Run all" runs them (`grader run`)."""
     lines = text.splitlines() if text is not None else None
     markers = [i for i, ln in enumerate(lines or ()) if ln.startswith("# %%")]
     offset = len(nb.cells) - len(markers)  # 1 when a cell sits before the first marker
+    named = headings(nb)
     cells, searched = [], 0
     for index, cell in enumerate(nb.cells):
         if lines is not None and 0 <= index - offset < len(markers):
             searched = max(searched, markers[index - offset] + 1)
-        if cell.cell_type != "code" or is_demo(cell) or is_test_cell(cell):
+        kept = (every and (demos or not is_demo(cell))) or not (is_demo(cell) or is_test_cell(cell))
+        if cell.cell_type != "code" or not kept:
             continue
         line = 1
         if lines is not None:
@@ -287,9 +316,8 @@ def graded_cells(nb: NotebookNode, text: str | None = None) -> list[GradedCell]:
             searched = max(searched, line - 1)
         nbg = cell.get("metadata", {}).get("nbgrader", {})
         grade_id = str(nbg.get("grade_id", "")) if isinstance(nbg, dict) else ""
-        cells.append(
-            GradedCell(index, _strip_magics(cell.source), grade_id, line, lines is not None)
-        )
+        source = _strip_magics(cell.source)
+        cells.append(GradedCell(index, source, grade_id, line, lines is not None, *named[index]))
     return cells
 
 
@@ -308,12 +336,15 @@ def _start_line(lines: list[str], source: str, start: int) -> int:
     return start + 1
 
 
-def read_graded_cells(path: Path | str) -> list[GradedCell]:
+def read_graded_cells(
+    path: Path | str, every: bool = False, demos: bool = True
+) -> list[GradedCell]:
     """The graded cells of the notebook file at `path` (a .py's carry their lines of the file);
-    NotebookError if it cannot be read."""
+    with `every`, all its code cells (`graded_cells`); NotebookError if it cannot be read."""
     p = Path(path)
     nb = read_notebook(p)
-    return graded_cells(nb, p.read_text(encoding="utf-8") if p.suffix != ".ipynb" else None)
+    text = p.read_text(encoding="utf-8") if p.suffix != ".ipynb" else None
+    return graded_cells(nb, text, every, demos)
 
 
 def graded_text(path: Path | str) -> str:

@@ -7,7 +7,8 @@ Decimal cents are not exact in binary floating point (0.1 + 0.2 != 0.3), so thos
 is exact, and every eighth has a short decimal form (0.125). Hence the identities that every
 output must keep, checked by the tests over the demo class:
 
-- a test's parametrized cases add up to its points (`split`: whole eighths, largest first);
+- a test's parametrized cases add up to its points (`split`: whole eighths, largest first;
+  `uneven` is the warning when they cannot weigh the same);
 - an assignment's raw score is the sum of its tests' scores;
 - score = raw score - late penalty, the score rounded to the nearest eighth (`after_penalty`);
 - the total is the sum of the assignments' scores.
@@ -19,7 +20,7 @@ rounded again, so what a person adds up on a page agrees with the total on the s
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from fractions import Fraction
 
 PER_POINT = 8  # the unit is 1/PER_POINT of a point
@@ -64,6 +65,25 @@ def split(points: float, n: int) -> list[float]:
         )
     base, extra = divmod(whole, n)
     return [from_units(base + (1 if k < extra else 0)) for k in range(n)]
+
+
+def uneven(test: str, shares: Sequence[float]) -> str | None:
+    """The warning for a test whose parametrized cases `split` could not share evenly (1 point
+    over 6 cases: 0.25, 0.25, 0.125 x 4, so two cases weigh double), naming the test, the
+    weights and the nearest totals that split evenly; None when every case weighs the same.
+    `grader verify` says it (the suite's author decides: more points, fewer cases, or as is)."""
+    if len(set(shares)) < 2:
+        return None
+    n, whole = len(shares), sum(units(x) for x in shares)
+    heavy = sum(1 for x in shares if x == max(shares))
+    lower, upper = (whole // n) * n, -(-whole // n) * n
+    even = [shown(from_units(u)) for u in dict.fromkeys((lower, upper)) if u > 0]
+    return (
+        f"{test}: {shown(from_units(whole))} point{'' if whole == PER_POINT else 's'} over "
+        f"{n} cases in whole eighths: the first "
+        f"{heavy} weigh {shown(max(shares))}, the other {n - heavy} {shown(min(shares))} each; "
+        f"{' or '.join(even)} points would split evenly"
+    )
 
 
 def after_penalty(raw: float, fraction: float) -> tuple[float, float]:

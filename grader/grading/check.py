@@ -19,7 +19,7 @@ from grader.core.course import Course, load_course
 from grader.core.results import AssignmentResult
 from grader.grading.grade import GradingBackend
 from grader.grading.intake import pair, release_for
-from grader.grading.profile import KernelProfile, profile_kernels, shapes
+from grader.grading.profile import KernelProfile, no_shapes, profile_kernels, shapes, shown_path
 from grader.suites.runner import run_assignment
 from grader.suites.student import InProcessBackend, Student
 
@@ -27,7 +27,8 @@ from grader.suites.student import InProcessBackend, Student
 @dataclass
 class Checked:
     """One assignment checked: its result, the notebook chosen as the student names it
-    (`exercises/<id>/<id>.py`, or "nothing"), the intake's warnings and the check's notes
+    (`exercises/<id>/<id>.py`, or "nothing"), the intake's warnings and the cells that failed
+    to run (as grading words them), and the check's notes
     (the PTX check deferred to grading where this machine has no CUDA compiler, or that it ran
     here and whether every kernel passed)."""
 
@@ -72,22 +73,36 @@ def check(
             if a in errors:
                 r.error = errors[a]
             c = chosen[a]
-            shown = _shown_path(c.path, submission) if c.path is not None else "nothing"
-            memory = []
+            shown = shown_path(c.path, root) if c.path is not None else "nothing"
+            warnings, notes = list(c.warnings), compile_notes(inner, course, before)
+            memory: list[KernelProfile] = []
             if c.path is not None:
-                student = Student(
-                    inner,
-                    a,
-                    call_timeout=course.limits.call_timeout_s,
-                    kernel_timeout=course.limits.kernel_timeout_s,
-                    cc=course.gpu.compute_capability,
-                )
-                memory = profile_kernels(student, shapes(root, a), brief=True)
-            notes = compile_notes(inner, course, before)
-            checked.append(Checked(r, shown, list(c.warnings), notes, memory))
+                warnings += backend.cell_warnings(a, limits[a].call_timeout_s)
+                memory, said = _memory(root, a, course, inner, backend)
+                notes += said
+            checked.append(Checked(r, shown, warnings, notes, memory))
     finally:
         backend.close()
     return checked
+
+
+def _memory(
+    root: Path, a: str, course: Course, inner: InProcessBackend, backend: GradingBackend
+) -> tuple[list[KernelProfile], list[str]]:
+    """The brief profile of `a`'s kernels, and the note when it has kernels but no profiling
+    shapes (the instructor's to add; `grader profile` says the same)."""
+    launches = shapes(root, a)
+    if not launches:
+        kernels = "cuda.jit" in backend.graded_source(a)
+        return [], [no_shapes(a)] if kernels else []
+    student = Student(
+        inner,
+        a,
+        call_timeout=course.limits.call_timeout_s,
+        kernel_timeout=course.limits.kernel_timeout_s,
+        cc=course.gpu.compute_capability,
+    )
+    return profile_kernels(student, launches, brief=True), []
 
 
 def compile_notes(inner: InProcessBackend, course: Course, before: tuple[int, int]) -> list[str]:
@@ -101,13 +116,6 @@ def compile_notes(inner: InProcessBackend, course: Course, before: tuple[int, in
         failed = inner.compile_failed[before[1] :]
         return [compiler.ran_note(compiled, failed, course.gpu.compute_capability)]
     return []
-
-
-def _shown_path(path: Path, submission: Path) -> str:
-    try:
-        return f"exercises/{path.resolve().relative_to(submission.resolve()).as_posix()}"
-    except ValueError:
-        return str(path)
 
 
 def all_passed(checked: Sequence[Checked]) -> bool:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib.util
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,20 @@ from grader.suites.student import InProcessBackend, Student, StudentError
 
 PROFILES = "profiles.py"  # in tests/public/<id>/: the course's profiling shapes
 SEED = 20261206  # the values in the profiled arrays (the shapes are what matters)
+GUIDE = 'docs/ADDING_AN_ASSIGNMENT.md, section 3, "Profiling shapes"'
+# An assignment that teaches no occupancy() (gpu_fundamentals does): the occupancy is not shown
+NO_OCCUPANCY = (
+    "occupancy not shown: this notebook defines no occupancy(threads_per_block, "
+    "registers_per_thread, shared_bytes, sm), which `grader profile` asks for it"
+)
+
+
+def no_shapes(assignment: str) -> str:
+    """What `grader profile` and `grader check` say of an assignment without profiling shapes."""
+    return (
+        f"{assignment} has no profiling shapes (tests/public/{assignment}/{PROFILES}), so none "
+        f"of its kernels is profiled; its instructor adds them ({GUIDE})"
+    )
 
 
 @dataclass(frozen=True)
@@ -120,6 +134,8 @@ def launch_stats(
     if isinstance(found, str):
         return {"launch_note": found}
     threads = math.prod(block if isinstance(block, tuple) else (block,))
+    if not student.has("occupancy"):
+        return {"resources": found, "launch_note": NO_OCCUPANCY}
     try:
         occ = student.occupancy(threads, found.registers, found.shared_bytes, sm)
     except StudentError as exc:
@@ -142,6 +158,8 @@ def profile(
     course = course or load_course(root)
     course.assignment(assignment)
     launches = shapes(root, assignment)
+    if not launches:
+        raise UsageError(no_shapes(assignment))
     known = {spec["kernel"] for spec in launches}
     unknown = [k for k in kernels if k not in known]
     if unknown:
@@ -166,4 +184,17 @@ def profile(
     finally:
         backend.close()
     notes = [compiler.DEFERRED] if backend.compiler_missing else []
-    return Profiled(assignment, str(chosen.path), found, notes)
+    if notes:  # said once, as the profile's note: not again as each launch's missing figures
+        found = [replace(k, launch_note="") if compiler.DEFERRED in k.launch_note else k
+                 for k in found]  # fmt: skip
+    return Profiled(assignment, shown_path(chosen.path, root), found, notes)
+
+
+def shown_path(path: Path, root: Path) -> str:
+    """The file profiled or checked, as the student names it: relative to the course's root when
+    it lies inside it (`exercises/m9_roofline/m9_roofline.py`, `solutions/...` with
+    `--submission solutions`), else as given."""
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(path)

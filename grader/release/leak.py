@@ -12,6 +12,10 @@ tests/hidden belongs to the whole course), and every line of other files under `
   nbgrader marker; an import statement; shorter than 8 characters (`return`, `pass`, `else:`,
   `try:`, `break`, `)`, a lone triple quote); or naming fewer than two things once Python
   keywords and `None/True/False/self/cls` are left out (`return None`, `except ValueError:`);
+* it is an *idiom* (`is_idiom`, read with Python's `tokenize`): one name bound to a short
+  expression, at most `IDIOM_TOKENS` tokens with no arithmetic or comparison operator, such
+  as ``tid = cuda.threadIdx.x`` or ``i = cuda.grid(1)``, which every kernel's text holds and
+  a markdown hint may show (a block of them the grader package holds still counts, below);
 * the instructor marked it public where it is written: a trailing `# grader: public` comment
   (optionally followed by why, in parentheses), or a line holding only that mark just above it;
 * it is a hidden test's line that the same assignment's public tests hold too (the instructor
@@ -29,7 +33,10 @@ markdown cell or in another assignment's public tests is still secret, so pastin
 leak. Only the lines of stray files under `solutions/` that the release's scaffold ships anyway
 are excused. Every refusal says how to fix it (`Leak.fix`).
 
-Matching sees through rewording (`SecretIndex`, on `grader.release.normalise`'s token streams):
+Matching sees through rewording (`SecretIndex`, on `grader.release.normalise`'s token streams;
+a solution's line long and particular enough is compared by its shape, every name renamed,
+unless the solution notebook's own code outside its regions shows that shape, as a self-check
+that computes the same grid size with its own names does):
 comments, whitespace, backticks and quotes do not count, a solution's line of code is found
 inside any text (after "Example: ", in inline code, with a comment appended, with a variable
 renamed), and long base64 or hex strings (gzip inside or not) are decoded and searched too.
@@ -42,10 +49,13 @@ check, and the export it runs) and export-student run this one proof.
 from __future__ import annotations
 
 import ast
+import io
 import json
 import keyword
 import re
+import tokenize
 from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,7 +65,15 @@ import numpy as np
 
 from grader.core.course import load_course
 from grader.core.regions import MARKERS, scan
-from grader.release.normalise import NAME, Stream, decoded, same_code, strip_comment, tokens
+from grader.release.normalise import (
+    NAME,
+    NUMBER,
+    Stream,
+    decoded,
+    same_code,
+    strip_comment,
+    tokens,
+)
 from grader.release.tree import JUNK_DIRS, rel_name, student_grader, tree_files
 from grader.release.validate import cell_ranges, declared_data
 
@@ -63,6 +81,9 @@ if TYPE_CHECKING:
     from nbformat import NotebookNode
 
 MIN_LINE_CHARS = 8
+IDIOM_TOKENS = 8  # `tid = cuda.threadIdx.x` (7), `i = cuda.grid(1)` (8): one-token idioms
+# Python's operator tokens that only bind, group or separate (not arithmetic or comparison)
+_PLAIN_OPS = frozenset({"=", ".", ",", "(", ")", "[", "]", "{", "}", ":", ";", "->"})
 GRADER_RUN = 3  # this many secret lines in a row that the grader package holds too: a paste
 # Decorators called with literals that say how a test runs (points, fixture scope, hypothesis
 # settings), never what it checks
@@ -111,7 +132,7 @@ class Leak:
         where = (
             f"{self.path}:{self.line}"
             if self.cell is None
-            else (f"{self.path} cell {self.cell} line {self.line}")
+            else (f"{self.path} cell {self.cell + 1} line {self.line}")  # as nbformat counts
         )
         inside = f" inside a {self.encoded} string" if self.encoded else ""
         return (
@@ -128,6 +149,25 @@ def is_generic(line: str) -> bool:
         return True
     names = [t for t in _WORD_RE.findall(s) if t not in _GENERIC_WORDS]
     return len(names) < 2
+
+
+def is_idiom(line: str) -> bool:
+    """True for one name bound to a short expression: at most `IDIOM_TOKENS` tokens (`tokenize`:
+    a name or a number is one token), no arithmetic or comparison operator and no string, such
+    as ``tid = cuda.threadIdx.x``: a shape every kernel holds, no secret (see the module
+    docstring). A line `tokenize` cannot read (half a bracket) is no idiom."""
+    try:
+        found = list(tokenize.generate_tokens(io.StringIO(strip_comment(line).strip()).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return False
+    skip = {tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER, tokenize.COMMENT, tokenize.INDENT}
+    kept = [t for t in found if t.type not in skip]
+    if any(t.type == tokenize.ERRORTOKEN for t in kept):
+        return False
+    operators = [t for t in kept if t.type == tokenize.OP and t.string not in _PLAIN_OPS]
+    strings = [t for t in kept if t.type == tokenize.STRING]
+    one_name = len(kept) > 2 and kept[0].type == tokenize.NAME and kept[1].string == "="
+    return one_name and len(kept) <= IDIOM_TOKENS and not operators and not strings
 
 
 def is_boilerplate(line: str) -> bool:
@@ -250,8 +290,9 @@ def _marked_public(lines: Iterable[str]) -> list[tuple[str, bool]]:
     return out
 
 
-def secret_and_public_lines(root: Path) -> tuple[dict[str, str], set[str]]:
-    """(secret line -> where it comes from, lines the instructor marked public at their source).
+def secret_and_public_lines(root: Path) -> tuple[dict[str, str], set[str], set[tuple]]:
+    """(secret line -> where it comes from, lines the instructor marked public at their source,
+    the shapes (`shape_key`) of the code the solution notebooks show outside their regions).
 
     Each assignment's secrets are its own (the module docstring): the lines of its SOLUTION and
     HIDDEN TESTS regions, of `tests/hidden/<id>/**` and of other files under `solutions/<id>/`,
@@ -269,7 +310,9 @@ def secret_and_public_lines(root: Path) -> tuple[dict[str, str], set[str]]:
     secrets: dict[str, str] = {}  # regions and hidden tests
     strays: dict[str, str] = {}  # other files under solutions/
     scaffold: set[str] = set()
+    shown: set[tuple] = set()  # shapes of code lines outside every region (self-checks...)
     public: set[str] = set()
+    holders: dict[str, list[str]] = {}  # every place a secret line is written, for `origin_for`
     ids = load_course(root).assignment_ids
     notebooks = {(root / "solutions" / a / f"{a}.py").resolve() for a in ids}
     declared = declared_data(root)
@@ -299,6 +342,7 @@ def secret_and_public_lines(root: Path) -> tuple[dict[str, str], set[str]]:
             if len(run) >= GRADER_RUN:  # a block pasted into the package stays secret
                 for line, origin in run:
                     into.setdefault(line, origin)
+                    holders.setdefault(line, []).append(origin)
             run.clear()
 
         kept = zip(_marked_public(lines), _unmarked(lines, origins), strict=True)
@@ -316,7 +360,9 @@ def secret_and_public_lines(root: Path) -> tuple[dict[str, str], set[str]]:
                 run.append((s, origin))
                 continue
             close_run()
-            into.setdefault(s, origin)
+            if not is_idiom(s):
+                into.setdefault(s, origin)
+                holders.setdefault(s, []).append(origin)
         close_run()
 
     def numbered(prefix: str, lines: Sequence[str]) -> list[str]:
@@ -339,6 +385,8 @@ def secret_and_public_lines(root: Path) -> tuple[dict[str, str], set[str]]:
                     None,
                 )
                 scaffold.update(x.strip() for x in outside)
+                if cell.cell_type == "code":
+                    shown.update(shape_key(x) for x in outside if not is_generic(x))
             continue
         if cells is not None and path.suffix == ".ipynb":
             for k, cell in enumerate(cells):
@@ -360,7 +408,35 @@ def secret_and_public_lines(root: Path) -> tuple[dict[str, str], set[str]]:
     merged.update(secrets)
     for s in public:
         merged.pop(s, None)
-    return merged, public
+    merged = {s: origin_for(holders.get(s, [o]), "") for s, o in merged.items()}
+    return merged, public, shown
+
+
+def shape_key(line: str) -> tuple[str, ...]:
+    """A line of code with its renamable names, numbers and string words abstracted: what a
+    secret line compared by its shape (`grader.release.normalise`) is compared on."""
+    stream = tokens(line, code=True)
+    return tuple(
+        NAME if r else "" if not c else NUMBER if t[0].isdigit() else t
+        for t, r, c in zip(stream.tokens, stream.renamable, stream.code, strict=True)
+    )
+
+
+def origin_for(origins: Sequence[str], found_in: str) -> str:
+    """Of the places a secret line is written, the one a fix names for a leak found in the
+    file `found_in`: one of the same assignment (`exercises/<id>/...`, `tests/public/<id>/...`
+    against `solutions/<id>/...`, `tests/hidden/<id>/...`), else the first. Each place is
+    separated from the next by ``\0`` when several hold it (`secret_and_public_lines`)."""
+    places = [p for o in origins for p in o.split("\0")]
+    parts = found_in.split("/")
+    ids = {parts[1]} if len(parts) > 2 and parts[0] in ("exercises", "solutions") else set()
+    if len(parts) > 3 and parts[:2] == ["tests", "public"]:
+        ids = {parts[2]}
+    for place in places:
+        bits = place.split("/")
+        if ids & {bits[1] if len(bits) > 1 else "", bits[2] if len(bits) > 2 else ""}:
+            return place
+    return "\0".join(dict.fromkeys(places)) if not found_in else places[0]
 
 
 def _module_docstring(lines: Sequence[str]) -> range:
@@ -419,8 +495,11 @@ class SecretIndex:
     has the same tokens as is public too: the mark covers the code, not its spacing.
     """
 
-    def __init__(self, secrets: dict[str, str], public: set[str]):
+    def __init__(
+        self, secrets: dict[str, str], public: set[str], shown: AbstractSet[tuple] = frozenset()
+    ):
         public_forms = {tuple(tokens(p, code=True).tokens) for p in public}
+        self.shown = shown  # shapes the solutions show in their own code: matched by name
         self.vocab: dict[str, int] = {NAME: 1}
         self.windows: dict[int, dict[tuple[str, ...], list[tuple[Stream, str, str]]]] = {}
         self.lines: dict[tuple[str, ...], tuple[str, str]] = {}
@@ -483,7 +562,9 @@ class SecretIndex:
             at = np.minimum(np.searchsorted(known, hashes), len(known) - 1)
             for s in np.flatnonzero(known[at] == hashes).tolist():
                 for secret, text_, origin in keys.get(stream.skeleton(s, s + n), ()):
-                    if same_code(secret, stream, s):
+                    shape = origin.startswith("solutions/") and secret.shape
+                    shape = shape and shape_key(text_) not in self.shown
+                    if same_code(secret, stream, s, shape):
                         yield stream.lines[s], text_, origin
 
 
@@ -523,11 +604,11 @@ def leak_check(root: Path, tree: Path, prefix: str = "") -> list[Leak]:
 
 def leak_check_trees(root: Path, trees: dict[str, Path]) -> list[Leak]:
     """`leak_check` over several trees (prefix -> tree) with the secrets read once."""
-    secrets, public = secret_and_public_lines(root)
+    secrets, public, shown = secret_and_public_lines(root)
     leaks: list[Leak] = []
     if not secrets:
         return leaks
-    index = SecretIndex(secrets, public)
+    index = SecretIndex(secrets, public, shown)
     if not index:
         return leaks
     for prefix, tree in trees.items():
@@ -540,5 +621,7 @@ def leak_check_trees(root: Path, trees: dict[str, Path]) -> list[Leak]:
                     key = (cell, line, secret, how)
                     if key not in seen:
                         seen.add(key)
-                        leaks.append(Leak(prefix + rel, line, secret, origin, cell, how))
+                        where = prefix + rel
+                        origin = origin_for([origin], where)
+                        leaks.append(Leak(where, line, secret, origin, cell, how))
     return leaks

@@ -12,8 +12,13 @@ leak proof (`grader.release.leak`) compares token streams, not lines:
   that is not a keyword, a builtin or an attribute (a name after ``.``) may be renamed,
   consistently, as long as two in three of the line's names keep their own (`same_code`): a
   pasted line with a variable renamed is the same line, while a public test that calls the
-  same function with its own variables is not. `Stream.skeleton` (every identifier as one
-  symbol) is the cheap key candidates are found by before that check.
+  same function with its own variables is not. A solution's line long and particular enough
+  to be nobody else's (`Stream.shape`: `MIN_SHAPE_TOKENS` tokens, `MIN_SHAPE_OPERATORS`
+  arithmetic or comparison operators) is compared by its shape instead: every name may be
+  renamed (consistently) and every number and string word changed, so `acc += math.exp(xs[r,
+  k] - m)` is `local_sum += math.exp(x[row, k] - m)`; keywords, builtins, attributes and
+  operators still count. `Stream.skeleton` (every identifier as one symbol, every number as
+  another) is the cheap key candidates are found by before that check.
 * `decoded` finds long base64 or hex strings (joined across the lines of a wrapped block) and
   yields what they decode to, gunzipped when it is gzip or zlib data, when that is UTF-8 text.
 """
@@ -31,7 +36,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 NAME = "\0name"  # the skeleton's symbol for a renamable identifier
+NUMBER = "\0number"  # ... and for a number
 MIN_RENAME_TOKENS = 10  # a secret line shorter than this must match with its own names
+# A secret line compared by its shape alone (every name, number and string word free): this
+# many tokens, and this many arithmetic or comparison operators outside its strings
+MIN_SHAPE_TOKENS = 12
+MIN_SHAPE_OPERATORS = 2
+SHAPE_OPERATORS = frozenset("+-*/%<>&|^~@")
 MIN_ENCODED_CHARS = 40  # shorter strings are ids and hashes, not pasted files
 MAX_DECODED_BYTES = 20 * 1024 * 1024
 MAX_DEPTH = 3  # base64 of gzip of hex... at most this many layers
@@ -57,9 +68,21 @@ class Stream:
     code: list[bool]  # outside a string literal (always, for text that is not a secret line)
 
     def skeleton(self, start: int = 0, end: int | None = None) -> tuple[str, ...]:
-        """Tokens start..end with every identifier as one symbol: the key candidates share."""
+        """Tokens start..end with every identifier as one symbol and every number as another:
+        the key candidates share."""
         end = len(self.tokens) if end is None else end
-        return tuple(NAME if self.ident[k] else self.tokens[k] for k in range(start, end))
+        return tuple(
+            NAME if self.ident[k] else NUMBER if self.tokens[k][0].isdigit() else self.tokens[k]
+            for k in range(start, end)
+        )
+
+    @property
+    def shape(self) -> bool:
+        """Whether this secret line is compared by its shape (the module docstring)."""
+        operators = sum(
+            t in SHAPE_OPERATORS and c for t, c in zip(self.tokens, self.code, strict=True)
+        )
+        return len(self.tokens) >= MIN_SHAPE_TOKENS and operators >= MIN_SHAPE_OPERATORS
 
     @property
     def names(self) -> set[str]:
@@ -130,14 +153,18 @@ def tokens(text: str, code: bool = False) -> Stream:
     return Stream(toks, lines, ident, renamable, in_code)
 
 
-def same_code(secret: Stream, stream: Stream, start: int) -> bool:
+def same_code(secret: Stream, stream: Stream, start: int, shape: bool = False) -> bool:
     """Whether `stream`'s window at `start` is `secret`, every token as it is but for names
     renamed consistently: one in three at most, in a line of `MIN_RENAME_TOKENS` tokens or more
-    (a short line with its one name changed is any other line of that shape)."""
+    (a short line with its one name changed is any other line of that shape). With `shape` (a
+    solution's line whose `Stream.shape` holds), any number of names, and numbers and string
+    words too."""
     to: dict[str, str] = {}
     back: dict[str, str] = {}
     for j, t in enumerate(secret.tokens):
         r = stream.tokens[start + j]
+        if shape and (not secret.code[j] or t[0].isdigit()):
+            continue  # a string's word or a number: the skeleton already matched its kind
         if not secret.renamable[j]:
             if r != t:
                 return False
@@ -147,7 +174,7 @@ def same_code(secret: Stream, stream: Stream, start: int) -> bool:
         if to.setdefault(t, r) != r or back.setdefault(r, t) != t:
             return False
     renamed = sum(1 for t, r in to.items() if t != r)
-    if renamed == 0:
+    if renamed == 0 or shape:
         return True
     return len(secret.tokens) >= MIN_RENAME_TOKENS and renamed <= len(secret.names) // 3
 

@@ -7,6 +7,8 @@
   shared memory and barriers (`block_sum`) and its host wrapper that returns a number
   (`gpu_sum`), each with its docstring, its stated rules and its self-check cell;
 - `tests/public/<id>/test_<id>_public.py`: public tests, the kernels' sizes and values drawn;
+- `tests/public/<id>/profiles.py`: the profiling shapes, so that `grader profile <id>` and
+  `grader check` show how the kernel uses memory from the first run;
 - `tests/hidden/<id>/test_<id>_hidden.py`: hidden tests (hypothesis and the `rng` fixture,
   compared with the reference) whose docstring lists the "Stated rules";
 - its `[[assignments]]` entry in course.toml, after the last one, its points those of the tests.
@@ -130,21 +132,7 @@ def new_assignment(
         raise ScaffoldError(f"course.toml already has an assignment {assignment_id!r}")
     title = title or assignment_id.replace("_", " ").capitalize()
     due = due or (max(a.due for a in course.assignments) + timedelta(days=7)).isoformat()
-    files = {
-        f"solutions/{assignment_id}/{assignment_id}.py": _fill(
-            _template("solution.py.tmpl").replace(
-                SETUP_PLACEHOLDER, shared_cells.SETUP_CELLS.read_text(encoding="utf-8").rstrip()
-            ),
-            assignment_id,
-            title,
-        ),
-        f"tests/public/{assignment_id}/test_{assignment_id}_public.py": _fill(
-            _template("test_public.py.tmpl"), assignment_id, title
-        ),
-        f"tests/hidden/{assignment_id}/test_{assignment_id}_hidden.py": _fill(
-            _template("test_hidden.py.tmpl"), assignment_id, title
-        ),
-    }
+    files = _files(assignment_id, title)
     taken = [rel for rel in files if (root / rel).exists()]
     taken += [
         f"{d}/{assignment_id}/"
@@ -172,6 +160,28 @@ def new_assignment(
         raise
     atomic_write(root / "course.toml", updated)
     return Scaffolded(assignment_id, [*written, "course.toml"], points)
+
+
+def _files(assignment_id: str, title: str) -> dict[str, str]:
+    """The new assignment's files (relative path -> text), from the templates."""
+    return {
+        f"solutions/{assignment_id}/{assignment_id}.py": _fill(
+            _template("solution.py.tmpl").replace(
+                SETUP_PLACEHOLDER, shared_cells.SETUP_CELLS.read_text(encoding="utf-8").rstrip()
+            ),
+            assignment_id,
+            title,
+        ),
+        f"tests/public/{assignment_id}/test_{assignment_id}_public.py": _fill(
+            _template("test_public.py.tmpl"), assignment_id, title
+        ),
+        f"tests/public/{assignment_id}/profiles.py": _fill(
+            _template("profiles.py.tmpl"), assignment_id, title
+        ),
+        f"tests/hidden/{assignment_id}/test_{assignment_id}_hidden.py": _fill(
+            _template("test_hidden.py.tmpl"), assignment_id, title
+        ),
+    }
 
 
 def _check_manifest(root: Path, text: str) -> None:

@@ -136,7 +136,7 @@ def release(root: Path, ids: list[str] | None = None, check: bool = False) -> Re
                 report.findings += exc.findings
         if not report.findings:
             # The release and the public suites it ships beside: both reach students.
-            trees = {"": stage, "tests/public/": root / "tests" / "public"}
+            trees = {"exercises/": stage, "tests/public/": root / "tests" / "public"}
             report.findings += [f"leak: {lk}" for lk in leak_check_trees(root, trees)]
         if not report.findings:
             exercises = root / "exercises"

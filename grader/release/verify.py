@@ -42,7 +42,7 @@ from grader.core.course import Assignment, Course, load_course
 from grader.core.errors import GraderError
 from grader.core.kernels import ipc_kernel_config
 from grader.core.notebook import NotebookError, read_notebook
-from grader.core.points import fraction
+from grader.core.points import fraction, uneven
 from grader.core.results import AssignmentResult, TestResult
 from grader.core.tables import format_table
 from grader.grading.grade import grade_submission
@@ -251,15 +251,7 @@ def _check_scores(
     )
     if skipped:
         report.notes.append(f"{a.id}: skipped without a GPU: {', '.join(skipped)}")
-    probs = [f"{t.name} carries no points" for t in sol.tests if t.max_score <= 0]
-    total = sum(t.max_score for t in sol.tests)
-    if abs(total - a.points) > 1e-6:
-        by = {s: sum(t.max_score for t in sol.tests if t.suite == s) for s in ("public", "hidden")}
-        probs.append(
-            f"tests total {total:g} points (public {by['public']:g} + hidden "
-            f"{by['hidden']:g}); course.toml says {a.points:g}"
-        )
-    report.add("points match course.toml", a.id, probs, f"{total:g} = {a.points:g} points")
+    _check_points(report, a, sol)
     # the stubs score zero on every graded test
     stub = run_assignment(
         root,
@@ -279,6 +271,28 @@ def _check_scores(
     stubs = f"{fraction(0, stub.max_score)} on {len(stub.tests)} test(s)"
     report.add("stubs score zero", a.id, probs, stubs)
     return sol, stub
+
+
+def _check_points(report: VerifyReport, a: Assignment, sol: AssignmentResult) -> None:
+    """Every test carries points and they add up to course.toml's; a note per uneven split."""
+    probs = [f"{t.name} carries no points" for t in sol.tests if t.max_score <= 0]
+    total = sum(t.max_score for t in sol.tests)
+    if abs(total - a.points) > 1e-6:
+        by = {s: sum(t.max_score for t in sol.tests if t.suite == s) for s in ("public", "hidden")}
+        probs.append(
+            f"tests total {total:g} points (public {by['public']:g} + hidden "
+            f"{by['hidden']:g}); course.toml says {a.points:g}"
+        )
+    report.add("points match course.toml", a.id, probs, f"{total:g} = {a.points:g} points")
+    report.notes += uneven_splits(a.id, sol)
+
+
+def uneven_splits(assignment: str, result: AssignmentResult) -> list[str]:
+    """A note per parametrized test whose cases do not weigh the same (`points.uneven`)."""
+    cases: dict[str, list[float]] = {}
+    for t in result.tests:
+        cases.setdefault(t.name.split("[", 1)[0], []).append(t.max_score)
+    return [f"{assignment}: {w}" for n, s in cases.items() if (w := uneven(n, s))]
 
 
 def _forks(root: Path, ids: Sequence[str], work: Path) -> dict[str, Path]:

@@ -81,8 +81,9 @@ def error_reply(exc: BaseException, filename: str = "") -> dict:
 
 def cell_filename(path: Path | str, cell: GradedCell) -> str:
     """The file name tracebacks show for a cell: the .py itself (its lines are the file's), or
-    ``<path> cell N`` for an .ipynb's cell (registered in linecache with the cell's lines)."""
-    return str(path) if cell.in_file else f"{path} cell {cell.index + 1}"
+    ``<path> code cell N`` for an .ipynb's cell (registered in linecache with the cell's lines;
+    N counts code cells only, as `GradedCell.where` does)."""
+    return str(path) if cell.in_file else f"{path} code cell {cell.code}"
 
 
 class CellFailure(SubmissionError):

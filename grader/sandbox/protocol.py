@@ -219,26 +219,31 @@ def compile_request(ks: KernelSource, signature: str, cc: Sequence[int]) -> dict
 
 def load_request(assignment: str, cells: Sequence[GradedCell] | None) -> dict:
     """Run the notebook of `assignment`: the graded cells as the trusted side read them (each
-    ``[index, source, grade_id, line, in_file]``), so the worker neither imports jupytext nor
-    parses the file again; None leaves the reading to the worker (`harness.load_cells`)."""
+    ``[index, source, grade_id, line, in_file, code, heading]``), so the worker neither imports
+    jupytext nor parses the file again; None leaves the reading to the worker
+    (`harness.load_cells`)."""
     req: dict[str, Any] = {"assignment": assignment, "op": "load"}
     if cells is not None:
-        req["cells"] = [[c.index, c.source, c.grade_id, c.line, c.in_file] for c in cells]
+        req["cells"] = [
+            [c.index, c.source, c.grade_id, c.line, c.in_file, c.code, c.heading] for c in cells
+        ]
     return req
 
 
-def request_cells(req: dict) -> list[tuple[int, str, str, int, bool]] | None:
+def request_cells(req: dict) -> list[tuple[int, str, str, int, bool, int, str]] | None:
     """The cells of a `load_request` (None when it carries none); ValueError if malformed."""
     cells = req.get("cells")
     if cells is None:
         return None
-    kinds = (int, str, str, int, bool)
+    kinds = (int, str, str, int, bool, int, str)
 
     def valid(c: Any) -> bool:
-        return isinstance(c, list) and len(c) == 5 and all(map(isinstance, c, kinds))
+        return isinstance(c, list) and len(c) == len(kinds) and all(map(isinstance, c, kinds))
 
     if not isinstance(cells, list) or not all(valid(c) for c in cells):
-        raise ValueError("a load request's cells must be [index, source, grade_id, line, in_file]")
+        raise ValueError(
+            "a load request's cells must be [index, source, grade_id, line, in_file, code, heading]"
+        )
     return [tuple(c) for c in cells]
 
 

@@ -12,7 +12,6 @@
 #     name: python3
 # ---
 
-
 # %% [markdown]
 # # S5.2 Milestone M9: place your model's decode on the T4 roofline
 #
@@ -58,6 +57,15 @@
 #   belongs). The grader's bad calls have one fault each, apart from that case, so the order of
 #   your checks never costs a point.
 # * The message names the argument and says what was expected.
+# * Four cases settled once: where a `bool` belongs (a config's `tied_embeddings`), only Python's
+#   `True` or `False` will do, and a `numpy.bool_` is a `TypeError`, as `1` is; where a function
+#   takes an array of numbers (`attainable_flops`' `intensity`), a list or a tuple of numbers is
+#   one too, and the result is a NumPy array of its shape; a figure that may be fractional (a
+#   bandwidth, a peak, `memory_bytes` in a `gpu` dict) may be an `int` or a float, `16e9`
+#   included, while a count (`sm_count`, `memory_mib`, every limit in an `sm` dict) must be an
+#   `int`, and `40.0` is not one; every limit in an `sm` dict is positive except
+#   `reserved_shared_memory_per_block`, which may be 0 (the T4 reserves none), so a zero limit
+#   anywhere else is a `ValueError` naming its key.
 #
 # So `batch=True` or a config with `dim=128.0` is a `TypeError`, while `batch=0` or
 # `n_layers=0` is a `ValueError`. The hidden tests call every function with bad arguments of both
@@ -737,6 +745,7 @@ print("decode_intensity: self-checks passed")
 # $24 \times 10^{12} / 240 \times 10^{9} = 100$ FLOP/byte (75 against the datasheet bandwidth):
 # half the datasheet's. Everything graded here uses the datasheet ridge, as `course.toml` gives
 # it, because that is the number both you and the grader can compute; when you read a crossover
+# batch, remember that a real T4 turns compute-bound at roughly half of it.
 #
 # **The roof depends on the precision of the arithmetic.** The flat roof is the tensor cores'
 # peak *for the format they multiply in*. The T4 does 65 TFLOP/s in fp16 and 130 TOPS in INT8;
@@ -754,7 +763,6 @@ print("decode_intensity: self-checks passed")
 #
 # Everything graded here takes the roof it is given, `peak_flops` (the fp16 one from
 # `load_hardware`, unless you pass another).
-# batch, remember that a real T4 turns compute-bound at roughly half of it.
 #
 # **Batching** is the cure the serving systems use: the weights are read once and reused by every
 # sequence in the batch, so the FLOPs grow with the batch while the weight bytes do not. But the
@@ -1591,8 +1599,6 @@ def _check_save_metric():
 _check_save_metric()
 del _check_save_metric
 print("save_metric: self-checks passed")
-
-# %% [markdown]
 
 # %% [markdown]
 # ## 10. One decode step, kernel by kernel

@@ -60,10 +60,9 @@ def _names_cell_index(result, ctx: Ctx) -> None:
     import jupytext
 
     nb = jupytext.reads(_syntax_error(ctx.solutions[M9]), fmt="py:percent")
-    index = next(
-        i for i, c in enumerate(nb.cells) if c.cell_type == "code" and BROKEN_DEF in c.source
-    )
-    where = f"m9_roofline.ipynb cell {index + 1}"
+    code = [c for c in nb.cells if c.cell_type == "code"]  # Jupyter numbers no cells
+    index = next(i for i, c in enumerate(code) if BROKEN_DEF in c.source)
+    where = f"m9_roofline.ipynb code cell {index + 1} (under "
     assert any(where in w and "line 1 of the cell" in w for w in result.warnings), result.warnings
     (a,) = result.assignments
     assert any(where in t.feedback for t in a.tests if t.outcome != "passed")

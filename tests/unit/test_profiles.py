@@ -37,9 +37,11 @@ PROFILES = ("student", "instructor", "gpu-cu12", "gpu-cu13")
 # What the Makefile and the course CI install together, with `dev` (the linters, uv, act),
 # resolved on every Python as the profiles are.
 COMBOS = ("instructor,gpu-cu13,dev",)
+# A student's laptop that runs the compile check itself (README "Install profiles")
+COMPILE = "student,student-compile"
 TARGETS = [
-    *[(p, v, "linux") for p in PROFILES for v in PYTHONS],
-    *[("student", v, "mac") for v in PYTHONS],
+    *[(p, v, "linux") for p in (*PROFILES, COMPILE) for v in PYTHONS],
+    *[(p, v, "mac") for p in ("student", COMPILE) for v in PYTHONS],
     *[(p, v, "linux") for p in ("dev", *COMBOS) for v in PYTHONS],
 ]
 RESOLVE_TIMEOUT_S = 600
@@ -97,6 +99,13 @@ def test_profile_resolves(resolved, profile, python, platform):
             assert "numba-cuda" not in got and "cuda-bindings" not in got
         else:
             assert got["numba-cuda"] == "0.30.4"
+    if extras == set(COMPILE.split(",")):  # NVVM on Linux (CUDA 13's), no torch, no GPU needed
+        assert "torch" not in got and "nbgrader" not in got
+        if platform == "linux":
+            assert got["numba-cuda"] == "0.30.4" and _major(got.get("cuda-bindings")) == 13
+            assert any("nvvm" in n for n in got), sorted(got)
+        else:  # the extra is Linux only: on a Mac the student profile's simulator, as ever
+            assert "numba-cuda" not in got
     if "instructor" in extras:
         assert got["nbgrader"] == "0.9.6" and "nbclient" in got
     for cu in (12, 13):

@@ -133,6 +133,15 @@ def test_attainable_flops_array_random(student, reference, values, two_d, flops,
         + first_mismatch(got, want)
         + "; use np.minimum(intensity * bandwidth, peak)"
     )
+    # a list of numbers is an array too (the error convention's settled cases)
+    listed = student.attainable_flops(intensity.tolist(), flops, bandwidth)
+    assert isinstance(listed, np.ndarray) and listed.shape == intensity.shape, (
+        f"attainable_flops with a list of shape {intensity.shape} must return a numpy array of "
+        f"the same shape, got {type(listed).__name__} {getattr(listed, 'shape', '')}"
+    )
+    assert np.allclose(listed, want, rtol=1e-9, atol=0), (
+        "attainable_flops(list, ...) is wrong elementwise: " + first_mismatch(listed, want)
+    )
 
 
 @pytest.mark.points(2)  # grader: public

@@ -380,6 +380,15 @@ def test_occupancy_invalid_arguments(student, course, gpu):
         f"occupancy(256, 32, 0, {gpu} sm without reserved_shared_memory_per_block)",
         "an sm dict that lacks one of its thirteen keys",
     )
+    # A zero limit is out of range (the error convention's settled cases), but the reserve,
+    # which is 0 on a T4 (every T4 case above passes with it).
+    for key in ("register_granularity", "shared_memory_granularity", "max_blocks"):
+        zero = {**sm, key: 0}
+        expect_value_error(
+            lambda zero=zero: student.occupancy(256, 32, 0, zero),
+            f"occupancy(256, 32, 0, {gpu} sm with {key} = 0)",
+            f"every limit in an sm dict but the reserve is positive: name {key}",
+        )
 
 
 @pytest.mark.points(1)
@@ -391,6 +400,10 @@ def test_occupancy_type_errors(student, course):
         ("occupancy(256, '32', 0, sm)", (256, "32", 0, sm)),
         ("occupancy(256, 32, 0.0, sm)", (256, 32, 0.0, sm)),
         ("occupancy(256, 32, 0, [1, 2])", (256, 32, 0, [1, 2])),
+        (
+            "occupancy(256, 32, 0, sm with max_blocks = 16.0)",
+            (256, 32, 0, {**sm, "max_blocks": 16.0}),
+        ),
     ]
     for what, args in cases:
         try:

@@ -526,6 +526,11 @@ def batching_cases(m):
             TypeError,
             lambda s: s.split_kv_plan(m, 1, 2048, {**T4_LIKE, "sm_count": 13.5}),
         ),
+        (  # an integer-valued float is no count either (the error convention's settled cases)
+            "split_kv_plan(cfg, 1, 2048, sm_count=40.0)",
+            TypeError,
+            lambda s: s.split_kv_plan(m, 1, 2048, {**T4_LIKE, "sm_count": 40.0}),
+        ),
         (
             "split_kv_plan(cfg, 1, 2048, gpu, min_chunk=0)",
             ValueError,

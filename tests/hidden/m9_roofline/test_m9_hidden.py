@@ -275,6 +275,11 @@ BROKEN = [
     ("dim = 128.0 (a float)", TypeError, lambda m: {**m, "dim": 128.0}),
     ("n_layers = True (a bool)", TypeError, lambda m: {**m, "n_layers": True}),
     ("tied_embeddings = 1 (not a bool)", TypeError, lambda m: {**m, "tied_embeddings": 1}),
+    (
+        "tied_embeddings = numpy.bool_(True) (not Python's bool)",
+        TypeError,
+        lambda m: {**m, "tied_embeddings": np.bool_(True)},
+    ),
 ]
 T4_LIKE = {"name": "T4", "peak_flops": 65e12, "peak_bandwidth": 320e9}
 # (what, error, call(student, course model), hint)

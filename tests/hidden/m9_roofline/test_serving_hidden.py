@@ -258,6 +258,17 @@ def test_decode_tokens_per_s_bound_random(
     fraction=1.0,
     runtime=2**30,
 )
+# memory_bytes an integer-valued float (16e9): a figure that may be fractional may be a float.
+@example(
+    cfg=LLAMA_LIKE,
+    batch=1,
+    context_len=0,
+    nbytes=2,
+    kv_nbytes=None,
+    slack=None,
+    memory=16e9,
+    fraction=0.9,
+)
 # 4-bit weights beside a 4-bit cache, one byte over: fractional sizes all the way.
 @example(
     cfg=None,

@@ -12,7 +12,7 @@ from factories import ROOT
 
 from grader.core.feedback import EXCERPT_CHARS, FEEDBACK_CHARS, clip, excerpt
 from grader.core.files import atomic_path, atomic_write
-from grader.core.points import after_penalty, fraction, shown, split, stored, total
+from grader.core.points import after_penalty, fraction, shown, split, stored, total, uneven
 from grader.core.tables import points
 
 
@@ -43,6 +43,18 @@ def test_splits_add_up_exactly():
         split(1, 9)
     assert stored(35.999999999999986) == 36.0
     assert fraction(35.999999999999986, 40) == points(35.999999999999986, 40) == "36 / 40"
+
+
+def test_an_uneven_split_is_said_with_the_test_and_its_weights():
+    """1 point over 6 cases: two cases weigh double; the warning names the test, the weights
+    and the totals that would split evenly (`grader verify` prints it as a note)."""
+    said = uneven("hidden/test_crossover", split(1, 6))
+    assert said == (
+        "hidden/test_crossover: 1 point over 6 cases in whole eighths: the first 2 weigh 0.25, "
+        "the other 4 0.125 each; 0.75 or 1.5 points would split evenly"
+    )
+    assert uneven("hidden/test_even", split(3, 6)) is None
+    assert uneven("public/test_one", split(2, 1)) is None
 
 
 def test_late_penalty_keeps_score_plus_penalty_equal_to_raw():

@@ -72,16 +72,19 @@ def test_a_refused_kernel_names_the_cell_and_line_of_the_ipynb(tmp_path):
     path = tmp_path / AID / f"{AID}.ipynb"
     path.parent.mkdir()
     jupytext.write(nb, path)
+    code = [c for c in nb.cells if c.cell_type == "code"]  # Jupyter numbers no cells
     [(cell, row)] = [
         (i + 1, k + 1)
-        for i, c in enumerate(nb.cells)
+        for i, c in enumerate(code)
         for k, src in enumerate(c.source.split("\n"))
-        if c.cell_type == "code" and src.strip() == BAD
+        if src.strip() == BAD
     ]
     s, backend = _student(path)
     try:
         with pytest.raises(KernelRefused) as exc:
             s.vector_add[1, 64](*_args())
-        assert f"(cell {cell}, line {row} of {AID}.ipynb)" in exc.value.feedback()
+        feedback = exc.value.feedback()
+        assert f"(code cell {cell} (under " in feedback  # its heading, as the student sees it
+        assert f"), line {row} of {AID}.ipynb)" in feedback
     finally:
         backend.close()

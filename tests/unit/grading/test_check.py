@@ -120,7 +120,7 @@ def test_without_a_compiler_kernels_are_graded_and_the_ptx_check_is_deferred():
         s.vector_add[2, 256](a, b, c)  # graded in the simulator all the same
         np.testing.assert_array_equal(c, a + b)
         assert backend.compiler_missing and "simulator" in backend.compiler_missing
-        with pytest.raises(pytest.skip.Exception, match=compiler.DEFERRED):
+        with pytest.raises(pytest.skip.Exception, match=re.escape(compiler.DEFERRED)):
             s.vector_add.ptx("void(float32[:], float32[:], float32[:])")
         # authoritative grading refuses such a machine instead of grading without the check
         with pytest.raises(compiler.PtxCompilerMissing, match="grading refused"):
@@ -243,3 +243,28 @@ def test_the_check_says_when_the_compile_check_ran_and_passed(tmp_path):
     note = compiler.ran_note(3, [], (7, 5))
     shown = check_report([Checked(AssignmentResult(AID, 0.0, 0.0), "nothing", [], [note])], False)
     assert f"note: {note}" in shown  # printed under the tables, as the deferred note is
+
+
+def test_a_scratch_cell_that_fails_is_named_at_no_cost_and_the_file_checked_is_the_one_given(
+    tmp_path,
+):
+    """A scratch cell raising NameError: `grader check` says which cell failed, worded as the
+    grading of a pull request words it, and keeps every point (grading would too); the file
+    it names is the one it checked, not `exercises/...`."""
+    sub = tmp_path / "sub"
+    shutil.copytree(ROOT / "solutions" / "m9_roofline", sub / "m9_roofline")
+    nb = sub / "m9_roofline" / "m9_roofline.py"
+    text = nb.read_text()
+    nb.write_text(text + "\n# %%\nprint(undefined_scratch_name)\n")
+    [c] = check(ROOT, ["m9_roofline"], sub)
+    assert c.notebook == str(nb.resolve())  # outside the course: the path given
+    [warning] = [w for w in c.warnings if "undefined_scratch_name" in w]
+    line = len(text.splitlines()) + 3
+    assert f"m9_roofline.py line {line} (an untagged cell" in warning
+    assert "NameError" in warning and "costs nothing by itself" in warning
+    shown = check_report([c], verbose=False)
+    assert f"warning: {warning}" in shown
+    [inside] = check(ROOT, ["m9_roofline"], ROOT / "solutions")
+    assert inside.notebook == "solutions/m9_roofline/m9_roofline.py"
+    assert not inside.warnings
+    assert c.result.score == inside.result.score  # the scratch cell cost nothing

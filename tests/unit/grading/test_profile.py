@@ -72,3 +72,27 @@ def test_check_prints_one_line_per_profiled_kernel(reference):
     assert "loads 100%, stores 12%" in line, line
     assert all(k.profile is not None for k in checked.memory)
     assert not any(k.profile.where(GLOBAL, LOAD) == () for k in checked.memory)
+
+
+def test_without_a_compiler_the_compile_note_is_said_once(reference, monkeypatch):
+    """A machine without the CUDA compiler (the compile worker runs the simulator, as on the
+    student profile): `grader profile` says the compile check is deferred once, with how to run
+    it here (the student-compile extra), not again as every kernel's missing figures."""
+    import os
+
+    from grader.core import compiler
+    from grader.grading import profile as profile_module
+    from grader.suites.inprocess import ChildWorker, InProcessBackend
+
+    class NoCompiler(InProcessBackend):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.compiler.close()
+            self.compiler = ChildWorker(["--kernels"], {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"})
+
+    monkeypatch.setattr(profile_module, "InProcessBackend", NoCompiler)
+    found = profile(ROOT, GF, ["vector_add"], submission=reference)
+    text = profile_report(found, 320.0, "T4")
+    assert text.count("the compile check for the course GPU runs when your PR is graded") == 1
+    assert compiler.STUDENT_COMPILE in text
+    assert all(k.profile is not None for k in found.kernels)

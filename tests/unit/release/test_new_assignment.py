@@ -66,6 +66,7 @@ def test_the_entry_goes_after_the_last_assignment_and_the_manifest_still_loads(t
             "course.toml",
             f"solutions/{NEW}/{NEW}.py",
             f"tests/public/{NEW}/test_{NEW}_public.py",
+            f"tests/public/{NEW}/profiles.py",
             f"tests/hidden/{NEW}/test_{NEW}_hidden.py",
         ]
     )
@@ -128,6 +129,38 @@ def test_the_scaffold_holds_the_shared_setup_cells_and_no_placeholder(tmp_path):
         assert "__" + "TITLE__" not in tests and "__" + "TPB__" not in tests
         assert f"TPB = {SCAFFOLD_TPB}  #" in tests and "@pytest.mark.points(" in tests
     assert f"\nTPB = {SCAFFOLD_TPB}  #" in text
+
+
+def test_the_scaffold_shows_its_kernel_from_the_first_profile(tmp_path):
+    """`grader profile` on the scaffold's solution, written and never edited: its profiling
+    shapes are scaffolded too, so block_sum's memory profile shows; the scaffold teaches no
+    occupancy(), and the profile says so in a sentence that fits."""
+    from grader.grading.profile import NO_OCCUPANCY, profile
+    from grader.reports.memory import profile_report
+
+    root = _course(tmp_path)
+    new_assignment(root, NEW)
+    found = profile(root, NEW, submission=root / "solutions")
+    assert found.notebook == f"solutions/{NEW}/{NEW}.py"
+    [k] = found.kernels
+    assert k.kernel == "block_sum" and k.profile is not None, k.error
+    assert k.profile.where("shared") and k.profile.barriers > 0
+    text = profile_report(found, 320.0, "T4")
+    assert "did not answer" not in text
+    assert text.count("the compile check for the course GPU") <= 1
+    if k.resources is not None:  # this machine compiled it: the occupancy is what is missing
+        assert NO_OCCUPANCY in text
+
+
+def test_an_assignment_without_profiling_shapes_says_so(tmp_path):
+    from grader.core.errors import UsageError
+    from grader.grading.profile import profile
+
+    root = _course(tmp_path)
+    new_assignment(root, NEW)
+    (root / "tests" / "public" / NEW / "profiles.py").unlink()
+    with pytest.raises(UsageError, match=f"{NEW} has no profiling shapes.*ADDING_AN_ASSIGNMENT"):
+        profile(root, NEW, submission=root / "solutions")
 
 
 def test_a_stale_shared_cell_stops_the_release_until_sync_setup_copies_it_in(tmp_path):
@@ -257,3 +290,23 @@ def test_a_reduction_of_256_thread_blocks_grades_in_the_sandbox_at_full_marks(tm
     [graded] = result.assignments
     lost = [(t.name, t.feedback[:300]) for t in graded.tests if t.score < t.max_score]
     assert graded.score == graded.max_score and not lost, lost
+
+
+def test_verify_notes_a_parametrized_test_whose_cases_weigh_differently():
+    """1 point over 6 cases gives two cases double weight: verify says so, naming the test and
+    the weights; an even split (the scaffold's 8 invalid cases for 1 point) says nothing."""
+    from grader.core.points import split
+    from grader.core.results import AssignmentResult, TestResult
+    from grader.release.verify import uneven_splits
+
+    def result(name: str, points: float, n: int) -> AssignmentResult:
+        tests = [
+            TestResult(f"hidden/{name}[{k}]", p, p, "passed", suite="hidden")
+            for k, p in enumerate(split(points, n))
+        ]
+        return AssignmentResult(NEW, points, points, tests=tests)
+
+    [note] = uneven_splits(NEW, result("test_crossover", 1, 6))
+    assert note.startswith(f"{NEW}: hidden/test_crossover: 1 point over 6 cases")
+    assert "the first 2 weigh 0.25, the other 4 0.125 each" in note
+    assert uneven_splits(NEW, result("test_reduction_bytes_invalid", 1, 8)) == []

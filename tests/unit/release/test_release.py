@@ -467,7 +467,7 @@ def test_release_refuses_to_write_a_leak(course: Path) -> None:
     (folder / "release-files.txt").write_text("notes.txt\n")
     report = release(course)
     assert not report.ok
-    assert any(f.startswith("leak: m9_roofline/notes.txt:1:") for f in report.findings)
+    assert any(f.startswith("leak: exercises/m9_roofline/notes.txt:1:") for f in report.findings)
     assert not (course / "exercises").exists()
 
 
@@ -890,3 +890,46 @@ def test_a_line_the_grader_package_ships_is_public_but_a_pasted_block_is_not(
     region(kernel)  # the probe kernel's three lines in a row: a paste, still secret
     findings = release(root).findings
     assert findings and all("if i < x.size:" in f for f in findings), findings
+
+
+# -------------------------------------------------------------------- shapes and idioms (issue 51)
+
+SOFTMAX_LINES = ["tid = cuda.threadIdx.x", "local_sum += math.exp(x[row, k] - m)"]
+
+
+def _softmax_region(course: Path) -> None:
+    body = "".join(f"    {line}\n" for line in SOFTMAX_LINES)
+    for a in IDS:
+        src(course, a).write_text(
+            SOURCE.replace("    doubled_value = math.fsum([x, x])\n", body)
+        )
+
+
+def test_a_solution_line_with_every_name_renamed_is_a_leak(course: Path) -> None:
+    """Compared by shape (names, numbers and string words free, operators and attributes kept):
+    `acc += math.exp(xs[r, k] - m)` is the solution's `local_sum += ...` with every name
+    changed."""
+    _softmax_region(course)
+    _paste_into_markdown(course, "acc += math.exp(xs[r, k] - m)")
+    leaks = [f for f in release(course).findings if f.startswith("leak: ")]
+    assert leaks and all(SOFTMAX_LINES[1] in f for f in leaks), leaks
+    # every assignment's solution holds the line; the fix names the one it leaked from, with
+    # the release's folder in the path
+    assert {f.split(":")[1].split()[0] for f in leaks} == {
+        f"exercises/m9_roofline/m9_roofline.{ext}" for ext in ("py", "ipynb")
+    }
+    for leak in leaks:
+        assert "(secret from solutions/m9_roofline/m9_roofline.py:" in leak
+        assert "end the line at solutions/m9_roofline/m9_roofline.py:" in leak
+    # the same shape with another operator or attribute is another line
+    _softmax_region(course)
+    _paste_into_markdown(course, "acc += math.log(xs[r, k] * m)")
+    assert release(course).ok
+
+
+def test_a_one_name_idiom_in_a_markdown_hint_is_no_leak(course: Path) -> None:
+    """`tid = cuda.threadIdx.x` sits in the solution's region and in a markdown hint: one name
+    bound to a short expression without arithmetic is an idiom, public."""
+    _softmax_region(course)
+    _paste_into_markdown(course, "tid = cuda.threadIdx.x")
+    assert release(course).ok, release(course).findings

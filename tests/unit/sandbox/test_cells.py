@@ -108,16 +108,23 @@ def test_tracebacks_of_calls_quote_the_files_own_lines(tmp_path):
     assert str(tmp_path) not in reply["error"]["traceback"]  # no folder of the grader's
 
 
-def test_an_ipynb_names_the_cell_index_and_the_line_in_it(tmp_path):
-    text = NOTEBOOK.replace("def second(x):", "def second(x)")
+def test_an_ipynb_names_the_cell_as_jupyter_shows_it_and_the_line_in_it(tmp_path):
+    """Jupyter numbers no cells: a cell is its position among the code cells (markdown cells
+    not counted) and the last markdown heading above it."""
+    text = NOTEBOOK.replace("def second(x):", "def second(x)").replace(
+        "# Two functions,", "# ## 2. Doubling\n#\n# Two functions,"
+    )
     h = harness(tmp_path, text, ".ipynb")
     assert h.handle({"op": "call", "name": "first", "args": [1]}) == {"ok": 2}
     cells = h.handle({"op": "cells"})["ok"]
-    # cell 1 is markdown; first is cell 2, the scratch cell 3, second 4
-    assert cells[1]["where"].startswith("nb.ipynb cell 4 (counting markdown cells)")
+    # the markdown cell is not counted: first is code cell 1, the scratch cell 2, second 3
+    assert cells[1]["where"].startswith(
+        "nb.ipynb code cell 3 (under \"## 2. Doubling\"; cell 'second', starting `def second"
+    )
     assert "line 1 of the cell" in cells[1]["where"]
+    assert "counting markdown" not in cells[1]["where"]
     reply = h.handle({"op": "call", "name": "third", "args": [1]})
-    assert "nb.ipynb cell 5" in reply["error"]["message"]
+    assert "nb.ipynb code cell 4" in reply["error"]["message"]
 
 
 def test_missing_function_says_which_failed_cell_may_have_defined_it(tmp_path):
@@ -289,7 +296,8 @@ def test_the_worker_runs_the_cells_its_load_request_carries_without_reading_the_
     path.write_text(NOTEBOOK)
     cells = read_graded_cells(path)
     req = protocol.load_request("sent", cells)
-    assert req["cells"][0] == [cells[0].index, cells[0].source, "first", cells[0].line, True]
+    c = cells[0]
+    assert req["cells"][0] == [c.index, c.source, "first", c.line, True, c.code, c.heading]
     # what the worker is sent is what runs: first() is changed in the request, not in the file
     req["cells"][0][1] = req["cells"][0][1].replace("x + 1", "x + 100")
     out = subprocess.run(

@@ -124,6 +124,9 @@ def occupancy(threads_per_block, registers_per_thread, shared_bytes_per_block, s
     regs = _whole("registers_per_thread", registers_per_thread)
     smem = _whole("shared_bytes_per_block", shared_bytes_per_block)
     s = {k: _whole(k, sm[k]) for k in _OCC_KEYS}
+    bad = [k for k, v in s.items() if v < (k != "reserved_shared_memory_per_block")]
+    if bad:
+        raise ValueError(f"sm limits must be positive (the reserve may be 0): {bad}")
     if not 1 <= tpb <= s["max_threads_per_block"]:
         raise ValueError("threads_per_block out of range")
     if not 0 <= regs <= s["max_registers_per_thread"]:
