@@ -208,7 +208,7 @@ def profiled_layout(student, layout, q, k, stored):
 @pytest.mark.points(2)
 def test_bhsd_reads_coalesce(student, reference, rng):
     dim = int(rng.choice([2, 4, 8]))
-    seq = 32 // dim * int(rng.integers(2, 5))  # seq * head_dim a multiple of 32
+    seq = 32 * int(rng.integers(1, 3))  # whole warps of positions, and of slab elements
     q, k = cache(rng, 1, 2, seq, dim)
     profiled = profiled_layout(student, "bhsd", q, k, k)
     sites = cache_reads(profiled, k)
@@ -223,7 +223,7 @@ def test_bhsd_reads_coalesce(student, reference, rng):
 def test_bshd_reads_cost_the_rule(student, reference, rng):
     dim = int(rng.choice([2, 4]))  # rows of 8 or 16 bytes: 4x or 2x the ideal
     heads = 8 // dim  # rows of one head 32 bytes apart
-    seq = 32 // dim * int(rng.integers(1, 3))
+    seq = 32 * int(rng.integers(1, 3))  # whole warps of positions, and of slab elements
     q, k = cache(rng, 1, heads, seq, dim)
     stored = np.ascontiguousarray(k.swapaxes(1, 2))
     profiled = profiled_layout(student, "bshd", q, k, stored)
@@ -240,7 +240,7 @@ def test_bshd_reads_cost_the_rule(student, reference, rng):
 def test_paged_reads_cost_the_rule(student, reference, rng):
     for page_size, dim in ((int(rng.choice([1, 2])), 2), (int(rng.choice([8, 16])), 4)):
         heads = max(1, 8 // (page_size * dim))  # a head's pages at least 32 bytes apart
-        seq = 32 // dim * 2
+        seq = 32
         q, pool, table, gathered = paged(rng, 1, heads, seq, dim, page_size, 1)
         scores = np.zeros((1, heads, seq), np.float32)
         g = grid(seq, dim, 1, heads)
