@@ -354,7 +354,7 @@ def sm_limits(gpu):
     out["shared_memory_bytes"] = int(limits["shared_memory_kib"]) * 1024
     return out
 
-# %% deletable=false editable=false nbgrader={"grade": false, "grade_id": "serving_helpers", "locked": true, "schema_version": 3, "solution": false, "task": false, "checksum": "a4b4faffc196f413e37cb0499d63c49c", "cell_type": "code"}
+# %% deletable=false editable=false nbgrader={"grade": false, "grade_id": "serving_helpers", "locked": true, "schema_version": 3, "solution": false, "task": false, "checksum": "2e6689302eb679f0a9aa80e9b9495561", "cell_type": "code"}
 # Argument checks for this notebook's functions: each returns the value as a plain Python number
 # or raises the error the rules above ask for, with a message naming the argument.
 
@@ -363,8 +363,8 @@ def _count(name, value, least=0):
     """`value` as an int: TypeError unless it is an integer (not a bool), ValueError if < least."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {value!r}")
-    if value < least:
-        raise ValueError(f"{name} must be at least {least}, got {value!r}")
+    if least > value:
+        raise ValueError(f"{name} must be {least} or more, got {value!r}")
     return int(value)
 
 

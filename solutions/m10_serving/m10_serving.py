@@ -266,8 +266,8 @@ def _count(name, value, least=0):
     """`value` as an int: TypeError unless it is an integer (not a bool), ValueError if < least."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {value!r}")
-    if value < least:
-        raise ValueError(f"{name} must be at least {least}, got {value!r}")
+    if least > value:
+        raise ValueError(f"{name} must be {least} or more, got {value!r}")
     return int(value)
 
 
