@@ -815,7 +815,8 @@ print("min_tp_degree, allreduce_s, tp_tpot, allreduce_exposed_batch: self-checks
 # %% tags=["demo"]
 # TPOT against the TP degree for Llama-2-70B on H100 SXMs at batch 1 and 64, 2,048 tokens of
 # context each: bandwidth and NVLink from course.toml; the model's figures and an assumed ring
-# step latency of 2 us (a tuned small all-reduce) beside them.
+# step latency of 2 us beside them (28 us an all-reduce on 8 GPUs: NCCL measures tens of us for
+# small messages, which is why engines write their own one-shot all-reduce for decode).
 _bw = _hardware_figure("H100_SXM", "bandwidth_gbs")
 _link = _hardware_figure("H100_SXM", "nvlink_gbs")
 _weights, _layers, _hidden = 69e9 * 2, 80, 8192  # fp16 weights; 80 layers of width 8192
