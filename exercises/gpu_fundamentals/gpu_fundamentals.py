@@ -154,7 +154,7 @@ def _colab_install(numba_cuda="0.30.4"):
 
 _colab_install()
 
-# %% deletable=false editable=false nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false, "checksum": "dc19687152a4d78fbe5bf28fe4be8b21", "cell_type": "code"}
+# %% deletable=false editable=false nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false, "checksum": "ab03f78c4c81ace02da1b81f54e26b31", "cell_type": "code"}
 # Setup. Decide GPU or simulator BEFORE numba is imported: Numba reads NUMBA_ENABLE_CUDASIM once,
 # at import time. GRADER_DEVICE=cpu|gpu overrides the detection.
 import math
@@ -180,6 +180,7 @@ COURSE_HARDWARE = {'A100_SXM': {'bandwidth_gbs': 2039.0,
                                 'int8_tensor_tops': 624.0,
                                 'memory_mib': 81920,
                                 'name': 'NVIDIA A100 SXM 80GB',
+                                'nvlink_gbs': 600.0,
                                 'pcie_gbs': 32.0,
                                 'sm': {'max_blocks': 32,
                                        'max_registers_per_block': 65536,
@@ -204,6 +205,7 @@ COURSE_HARDWARE = {'A100_SXM': {'bandwidth_gbs': 2039.0,
                                 'int8_tensor_tops': 1979.0,
                                 'memory_mib': 81559,
                                 'name': 'NVIDIA H100 SXM',
+                                'nvlink_gbs': 900.0,
                                 'pcie_gbs': 64.0,
                                 'sm': {'max_blocks': 32,
                                        'max_registers_per_block': 65536,
@@ -228,6 +230,7 @@ COURSE_HARDWARE = {'A100_SXM': {'bandwidth_gbs': 2039.0,
                             'int8_tensor_tops': 1979.0,
                             'memory_mib': 143771,
                             'name': 'NVIDIA H200',
+                            'nvlink_gbs': 900.0,
                             'pcie_gbs': 64.0,
                             'sm': {'max_blocks': 32,
                                    'max_registers_per_block': 65536,

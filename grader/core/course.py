@@ -84,6 +84,9 @@ class Hardware:
     # (a practical roof); optional, so a GPU without a measured figure leaves it out.
     sustained_fp16_tflops: float | None = None
     fp8_tensor_tflops: float | None = None  # only where the card has FP8 tensor cores (Hopper)
+    # NVLink to its peer GPUs in one server, GB/s per GPU (all links, one direction): what a
+    # tensor-parallel all-reduce runs over; absent where the card has none (the T4: PCIe only).
+    nvlink_gbs: float | None = None
 
     @property
     def memory_bytes(self) -> int:
@@ -376,6 +379,11 @@ def _check_hardware(p: Path, hw: Hardware) -> None:
         )
     if hw.fp8_tensor_tflops is not None and hw.fp8_tensor_tflops <= 0:
         raise CourseError(f"{p}: hardware.{hw.key}.fp8_tensor_tflops must be positive")
+    if hw.nvlink_gbs is not None and hw.nvlink_gbs <= 0:
+        raise CourseError(
+            f"{p}: hardware.{hw.key}.nvlink_gbs must be positive (leave the key out for a card "
+            "without NVLink)"
+        )
     if hw.sustained_fp16_tflops is not None and not (
         0 < hw.sustained_fp16_tflops <= hw.fp16_tensor_tflops
     ):

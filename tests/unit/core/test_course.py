@@ -64,6 +64,15 @@ def test_sustained_rate_is_optional(tmp_path):
     assert gone.gpu.sustained_fp16_tflops is None
 
 
+def test_nvlink_is_optional(tmp_path):
+    """M10's all-reduce link: NVLink per GPU on the SXM cards, none on the T4 (PCIe only)."""
+    c = load_course(ROOT)
+    found = {k: h.nvlink_gbs for k, h in c.hardware.items()}
+    assert found == {"T4": None, "A100_SXM": 600.0, "H100_SXM": 900.0, "H200": 900.0}
+    gone = load_course(_write(tmp_path, "nvlink_gbs = 600.0", ""))
+    assert gone.hardware["A100_SXM"].nvlink_gbs is None
+
+
 def test_find_root_walks_up(tmp_path):
     shutil.copy(ROOT / "course.toml", tmp_path)
     deep = tmp_path / "a" / "b"
@@ -105,6 +114,8 @@ def _write(tmp_path: Path, old: str, new: str) -> Path:
             "fp8_tensor_tflops = -1.0",
             "hardware.H100_SXM.fp8_tensor_tflops must be positive",
         ),
+        ("nvlink_gbs = 600.0", "nvlink_gbs = 0.0", "hardware.A100_SXM.nvlink_gbs must be positive"),
+        ("nvlink_gbs = 600.0", 'nvlink_gbs = "600"', "hardware.A100_SXM.nvlink_gbs: expected"),
         ("sm_count = 40", "sm_count = 0", "hardware.T4.sm_count must be positive"),
         ("max_blocks = 16", "max_blocks = 16\nmax_blok = 3", "hardware.T4.sm.*max_blok"),
         ("max_warps = 32", "max_warps = 31", "hardware.T4.sm: max_threads"),
