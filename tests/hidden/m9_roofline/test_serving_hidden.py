@@ -268,6 +268,7 @@ def test_decode_tokens_per_s_bound_random(
     slack=None,
     memory=16e9,
     fraction=0.9,
+    runtime=None,
 )
 # 4-bit weights beside a 4-bit cache, one byte over: fractional sizes all the way.
 @example(
