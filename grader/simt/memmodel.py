@@ -366,8 +366,9 @@ def summarise(
     `accesses` are ``(block, thread, site, offset, instance)`` in the order the threads made
     them (block and thread as linear ids, site an index into `keys`, offset in bytes from the
     array's base, instance the dynamic instance of the instruction: equal for lanes of one warp
-    that made the access in the same iteration of every loop around it); `arrays` maps each array's name to ``(space, itemsize, elements)``; `barriers` maps a
-    block's linear id to the barriers it passed. The grouping is `sectors`, `ideal_sectors` and
+    that made the access in the same iteration of every loop around it); `arrays` maps each
+    array's name to ``(space, itemsize, elements)``; `barriers` maps a block's linear id to the
+    barriers it passed. The grouping is `sectors`, `ideal_sectors` and
     `wavefronts` applied to every request, done with NumPy over all of them at once (a profile
     of 100,000 accesses takes milliseconds, not a second).
     """

@@ -53,6 +53,7 @@ class Untraceable(SubmissionError):
 
 # ---- which dynamic instance of an instruction an access is
 
+
 class _Loops:
     """The loops of one code object, read from its bytecode: every backward jump's target is
     a loop header, and the loop spans from it to the last jump back there."""
@@ -68,9 +69,11 @@ class _Loops:
         self.keys: dict[int, tuple[int, Any]] = {}
         for ins in instructions:
             target = ins.argval
-            if (ins.opcode in dis.hasjrel or ins.opcode in dis.hasjabs) and type(
-                target
-            ) is int and target <= ins.offset:
+            if (
+                (ins.opcode in dis.hasjrel or ins.opcode in dis.hasjabs)
+                and type(target) is int
+                and target <= ins.offset
+            ):
                 ends[target] = max(ends.get(target, target), ins.offset)
         self.spans = sorted(ends.items())  # outer loops first: their headers come first
         self._enclosing: dict[int, tuple[int, ...]] = {}
@@ -224,9 +227,9 @@ def _traced_class() -> type:
                 self._ary[index] = value
 
             def _view(self, view: Any) -> Any:
-                start = view.__array_interface__["data"][0] - self._ary.__array_interface__[
-                    "data"
-                ][0]
+                start = (
+                    view.__array_interface__["data"][0] - self._ary.__array_interface__["data"][0]
+                )
                 return TracedArray(view, self._recorder, self._name, self._offset + start)
 
             # ---- views and aliases: traced at their own offsets; the rest refused
@@ -538,8 +541,19 @@ class Recorder(simulator.Observer):
         recorder = self
         atomic = kernelapi.FakeCUDAAtomic
         for name in (
-            "add", "sub", "and_", "or_", "xor", "inc", "dec", "exch", "max", "min", "nanmax",
-            "nanmin", "cas",
+            "add",
+            "sub",
+            "and_",
+            "or_",
+            "xor",
+            "inc",
+            "dec",
+            "exch",
+            "max",
+            "min",
+            "nanmax",
+            "nanmin",
+            "cas",
         ):
             original = getattr(atomic, name, None)
             if original is None:

@@ -386,10 +386,19 @@ def test_a_forged_profile_is_refused(forge):
 def test_places_name_the_students_lines_and_shared_variables():
     p = LaunchProfile.from_plain(_genuine())
     site = p.sites[0]
-    shared = dataclasses.replace(site, array="shared@12", space=SHARED, max_ways=1, sectors=0,
-                                 ideal_sectors=0, min_sectors=0, max_sectors=0)
+    shared = dataclasses.replace(
+        site,
+        array="shared@12",
+        space=SHARED,
+        max_ways=1,
+        sectors=0,
+        ideal_sectors=0,
+        min_sectors=0,
+        max_sectors=0,
+    )
     named = memmodel.with_places(
-        dataclasses.replace(p, sites=(site, shared)), {site.line: "line 40 of k.py"},
+        dataclasses.replace(p, sites=(site, shared)),
+        {site.line: "line 40 of k.py"},
         {"shared@12": "tile"},
     )
     assert named.sites[0].where == "line 40 of k.py" and named.sites[1].array == "tile"
