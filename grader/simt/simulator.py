@@ -397,3 +397,5 @@ def _located(exc: Exception, carrier: Any) -> BaseException:
         return type(exc)(message)
     except Exception:  # noqa: BLE001  # a type that cannot be built from one message
         return exc
+
+
