@@ -47,6 +47,7 @@ from collections import deque
 from typing import Any
 
 from grader.core import device
+from grader.simt import warps
 
 
 def _kernel_module() -> Any:
@@ -96,7 +97,41 @@ def install() -> bool:
 
     kernel.BlockManager = CooperativeBlockManager
     _fill_new_arrays(kernelapi)
+    _add_warp_primitives(kernelapi.FakeCUDAModule)
     return True
+
+
+def _add_warp_primitives(module_class: Any) -> None:
+    """Give the simulator's ``cuda`` every warp-level primitive (`grader.simt.warps`), each a
+    gathering of the lanes its mask names, run by the scheduler."""
+
+    def gathering(op: str, arity: int) -> Any:
+        def primitive(self: Any, mask: Any = warps.FULL, *args: Any) -> Any:
+            if len(args) != arity:
+                raise TypeError(f"cuda.{op} takes {arity + 1} arguments")
+            value = None if arity == 0 else args[0] if arity == 1 else args
+            line = sys._getframe(1).f_lineno
+            carrier: Any = threading.current_thread()  # the scheduler's carrier
+            return carrier.gather(op, mask, value, line)
+
+        primitive.__name__ = op
+        return primitive
+
+    for op in warps.GATHERINGS:
+        arity = 0 if op == "syncwarp" else 2 if op in warps.SHUFFLES else 1
+        setattr(module_class, op, gathering(op, arity))
+
+    def activemask(self: Any) -> int:
+        caller = sys._getframe(1)
+        carrier: Any = threading.current_thread()
+        return int(carrier.activemask((caller.f_code, caller.f_lasti)))
+
+    def lanemask_lt(self: Any) -> int:
+        carrier: Any = threading.current_thread()
+        return warps.lanemask_lt(carrier.thread_id)
+
+    module_class.activemask = activemask
+    module_class.lanemask_lt = lanemask_lt
 
 
 def _known_shape(manager_class: Any, kernelapi: Any) -> bool:
@@ -177,6 +212,9 @@ class Observer:
     def barrier(self, block: tuple[int, int, int]) -> None:
         """A barrier of `block` released (every live thread of the block waited at it)."""
 
+    def warp_synced(self, block: tuple[int, int, int], threads: tuple[int, ...]) -> None:
+        """A ``syncwarp`` of `block` met: `threads` (linear ids) are ordered from here on."""
+
 
 _observer: Observer | None = None
 
@@ -226,6 +264,26 @@ def _carrier_class(thread_base: type) -> type:
             if self.abort:
                 raise RuntimeError("abort flag set on syncthreads clear")
 
+        def gather(self, op: str, mask: Any, value: Any, line: int) -> Any:
+            """A warp primitive (`grader.simt.warps`): wait for the mask's lanes, then the
+            value this lane gets."""
+            return self._resumed(self._block().gather(op, mask, value, line))
+
+        def activemask(self, site: Any) -> int:
+            """``activemask()`` at `site`: the lanes of this warp there at the same time."""
+            return int(self._resumed(self._block().wait_active(site)))
+
+        def _block(self) -> _Block:
+            if self.abort:
+                raise RuntimeError("abort flag set on a warp primitive")
+            assert self.block is not None, "a warp primitive outside a simulated block"
+            return self.block
+
+        def _resumed(self, result: Any) -> Any:
+            if self.abort:
+                raise RuntimeError("abort flag set on a warp primitive")
+            return result
+
     return Carrier
 
 
@@ -253,13 +311,14 @@ class _Pool:
 class _Thread:
     """One simulated thread: its place in the block, the greenlet it runs in, its abort flag."""
 
-    __slots__ = ("index", "linear", "greenlet", "abort")
+    __slots__ = ("index", "linear", "greenlet", "abort", "result")
 
     def __init__(self, index: Any, linear: int, greenlet: Any) -> None:
         self.index = index
         self.linear = linear
         self.greenlet = greenlet
         self.abort = False
+        self.result: Any = None  # what a warp primitive handed this thread
 
 
 class _Block:
@@ -283,6 +342,8 @@ class _Block:
         self._next = 0  # the linear id of the next thread to start
         self._waiting: list[_Thread] = []  # at the barrier, in arrival order
         self._ready: deque[_Thread] = deque()  # past a released barrier, not yet resumed
+        self._room = warps.WarpRoom(self._count)  # the warps' gatherings
+        self._active: list[tuple[int, _Thread, Any]] = []  # at activemask(), with the call site
         self._current: _Thread | None = None
         self._error: tuple[BaseException, Any] | None = None
         self._hub: Any = None
@@ -315,6 +376,11 @@ class _Block:
                     self._switch(self._ready.popleft())
                 elif self._next < self._count:  # threads not yet started: a worker starts them
                     self._greenlet.greenlet(self._work).switch()
+                elif self._active:  # nothing else runs: the lanes at each activemask() meet
+                    self._resolve_active()
+                elif self._room.pending:  # a mask names lanes that never arrive
+                    stuck = self._room.stuck()
+                    self._error = (warps.WarpError(stuck or "a warp primitive never met"), None)
                 elif self._waiting:  # every live thread waits: release the barrier
                     if _observer is not None:
                         _observer.barrier(tuple(self._block_idx))
@@ -336,6 +402,39 @@ class _Block:
         assert thread is not None, "a barrier outside a simulated thread"
         self._waiting.append(thread)
         self._hub.switch()
+
+    def gather(self, op: str, mask: Any, value: Any, line: int) -> Any:
+        """In a simulated thread's worker: arrive at a warp primitive; wait until every lane of
+        the mask has; what this thread gets (the lanes resume in lane order)."""
+        thread = self._current
+        assert thread is not None, "a warp primitive outside a simulated thread"
+        complete = self._room.arrive(thread.linear, thread, op, mask, value, line)
+        if complete is None:
+            self._hub.switch()
+            return thread.result
+        for lane, result in warps.results(complete).items():
+            complete.threads[lane].result = result
+        if op == "syncwarp" and _observer is not None:
+            _observer.warp_synced(
+                tuple(self._block_idx), tuple(t.linear for t in complete.threads.values())
+            )
+        self._ready.extend(t for t in complete.threads.values() if t is not thread)
+        return thread.result
+
+    def wait_active(self, site: Any) -> int:
+        """In a simulated thread's worker: ``activemask()`` (resolved once nothing else runs)."""
+        thread = self._current
+        assert thread is not None, "activemask outside a simulated thread"
+        self._active.append((thread.linear, thread, site))
+        self._hub.switch()
+        return int(thread.result)
+
+    def _resolve_active(self) -> None:
+        arrivals, self._active = sorted(self._active, key=lambda a: a[0]), []
+        masks = warps.active_masks(arrivals)
+        for linear, thread, _ in arrivals:
+            thread.result = masks[linear]
+            self._ready.append(thread)
 
     def _work(self) -> None:
         """A worker greenlet: start threads one after another while threads are left to start
@@ -365,6 +464,7 @@ class _Block:
     def _simulate(self) -> None:
         """The current simulated thread's body, in its worker (the carrier holds its identity)."""
         carrier = self._carrier
+        linear = carrier.thread_id
         try:
             if carrier.debug:
                 import numpy as np  # lazy: numba already imported it
@@ -378,12 +478,19 @@ class _Block:
                 self._error = (_located(exc, carrier), exc.__traceback__)
         except BaseException:  # noqa: BLE001,S110  # SystemExit and kin end the thread, as there
             pass
+        self._room.ended.add(linear)
 
     def _abort(self) -> None:
         """Resume every thread still waiting with the abort flag set, one at a time, so that it
         unwinds (the simulator's rule); threads not yet started never start."""
-        pending = [*self._ready, *self._waiting]
-        self._ready, self._waiting = deque(), []
+        pending = [
+            *self._ready,
+            *self._waiting,
+            *self._room.waiting_threads(),
+            *(a[1] for a in self._active),
+        ]
+        self._ready, self._waiting, self._active = deque(), [], []
+        self._room.pending.clear()
         for thread in pending:
             thread.abort = True
             self._switch(thread)
@@ -397,5 +504,3 @@ def _located(exc: Exception, carrier: Any) -> BaseException:
         return type(exc)(message)
     except Exception:  # noqa: BLE001  # a type that cannot be built from one message
         return exc
-
-
