@@ -103,6 +103,9 @@ def install() -> bool:
     kernel.BlockManager = CooperativeBlockManager
     _fill_new_arrays(kernelapi)
     _add_warp_primitives(kernelapi.FakeCUDAModule)
+    from grader.simt import sanitizer  # lazy: the sanitizer observes this module's scheduler
+
+    sanitizer.attach()
     return True
 
 
@@ -259,6 +262,9 @@ class Observer:
     def block(self, block: tuple[int, int, int], threads: int) -> None:
         """`block` (of `threads` threads) is about to run, on fresh shared memory."""
 
+    def enter(self, linear: int) -> None:
+        """The scheduler switched to thread `linear` of the running block."""
+
     def barrier_sites(
         self, block: tuple[int, int, int], threads: list[int], sites: list[Any]
     ) -> None:
@@ -266,7 +272,7 @@ class Observer:
 
 
 _observer: Observer | None = None
-_sanitizer: Observer | None = None  # `grader.simt.sanitizer`, on every launch once installed
+_sanitizer: Any = None  # `grader.simt.sanitizer`'s Observer (with `base`, `gid`), once attached
 
 
 def observe(observer: Observer | None) -> Observer | None:
@@ -548,6 +554,8 @@ class _Block:
         carrier.thread_id = thread.linear
         carrier.abort = thread.abort
         self._current = thread
+        if _sanitizer is not None:
+            _sanitizer.gid = _sanitizer.base + thread.linear
 
     def _switch(self, thread: _Thread) -> None:
         """From the hub: resume `thread` where it waits, until it ends or waits again."""
