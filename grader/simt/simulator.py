@@ -291,11 +291,70 @@ def _turn() -> Any:
     return lock
 
 
+class _Collectives:
+    """A carrier's barriers and warp primitives (the simulator's API calls them on
+    ``threading.current_thread()``): each waits in the running block's scheduler."""
+
+    abort: bool
+    block: Any
+    thread_id: int
+
+    def syncthreads(self) -> None:
+        self._barrier(sys._getframe(2))
+
+    def syncthreads_count(self, value: Any) -> int:
+        return sum(self._vote(value, sys._getframe(2)))
+
+    def syncthreads_and(self, value: Any) -> int:
+        return int(all(self._vote(value, sys._getframe(2))))
+
+    def syncthreads_or(self, value: Any) -> int:
+        return int(any(self._vote(value, sys._getframe(2))))
+
+    def _vote(self, value: Any, caller: Any) -> Any:
+        """A barrier with a predicate: the predicates of the block's live threads (those
+        that ended are not counted, as on a GPU; the simulator counted their stale ones)."""
+        block = self.block
+        assert block is not None, "syncthreads outside a simulated block"
+        block.votes.append(bool(value))
+        self._barrier(caller)
+        return block.released_votes
+
+    def _barrier(self, caller: Any) -> None:
+        if self.abort:
+            raise RuntimeError("abort flag set on syncthreads call")
+        block = self.block
+        assert block is not None, "syncthreads outside a simulated block"
+        block.wait_at_barrier((caller.f_code, caller.f_lasti, caller.f_lineno))
+        if self.abort:
+            raise RuntimeError("abort flag set on syncthreads clear")
+
+    def gather(self, op: str, mask: Any, value: Any, line: int) -> Any:
+        """A warp primitive (`grader.simt.warps`): wait for the mask's lanes, then the
+        value this lane gets."""
+        return self._resumed(self._block().gather(op, mask, value, line))
+
+    def activemask(self, site: Any) -> int:
+        """``activemask()`` at `site`: the lanes of this warp there at the same time."""
+        return int(self._resumed(self._block().wait_active(site)))
+
+    def _block(self) -> _Block:
+        if self.abort:
+            raise RuntimeError("abort flag set on a warp primitive")
+        assert self.block is not None, "a warp primitive outside a simulated block"
+        return self.block
+
+    def _resumed(self, result: Any) -> Any:
+        if self.abort:
+            raise RuntimeError("abort flag set on a warp primitive")
+        return result
+
+
 def _carrier_class(thread_base: type) -> type:
     """The pool's thread class: a subclass of the simulator's ``BlockThread``, so the simulator's
     ``syncthreads_count/and/or`` and its ``threading.current_thread()`` reads work unchanged."""
 
-    class Carrier(thread_base):  # the simulator's class
+    class Carrier(_Collectives, thread_base):  # the simulator's class
         """The Python thread that runs blocks, a simulated thread at a time, each a greenlet."""
 
         def __init__(self) -> None:
@@ -310,56 +369,6 @@ def _carrier_class(thread_base: type) -> type:
                 block = self.block
                 if block is not None:
                     block.serve(self)
-
-        def syncthreads(self) -> None:
-            self._barrier(sys._getframe(2))
-
-        def syncthreads_count(self, value: Any) -> int:
-            return sum(self._vote(value, sys._getframe(2)))
-
-        def syncthreads_and(self, value: Any) -> int:
-            return int(all(self._vote(value, sys._getframe(2))))
-
-        def syncthreads_or(self, value: Any) -> int:
-            return int(any(self._vote(value, sys._getframe(2))))
-
-        def _vote(self, value: Any, caller: Any) -> Any:
-            """A barrier with a predicate: the predicates of the block's live threads (those
-            that ended are not counted, as on a GPU; the simulator counted their stale ones)."""
-            block = self.block
-            assert block is not None, "syncthreads outside a simulated block"
-            block.votes.append(bool(value))
-            self._barrier(caller)
-            return block.released_votes
-
-        def _barrier(self, caller: Any) -> None:
-            if self.abort:
-                raise RuntimeError("abort flag set on syncthreads call")
-            block = self.block
-            assert block is not None, "syncthreads outside a simulated block"
-            block.wait_at_barrier((caller.f_code, caller.f_lasti, caller.f_lineno))
-            if self.abort:
-                raise RuntimeError("abort flag set on syncthreads clear")
-
-        def gather(self, op: str, mask: Any, value: Any, line: int) -> Any:
-            """A warp primitive (`grader.simt.warps`): wait for the mask's lanes, then the
-            value this lane gets."""
-            return self._resumed(self._block().gather(op, mask, value, line))
-
-        def activemask(self, site: Any) -> int:
-            """``activemask()`` at `site`: the lanes of this warp there at the same time."""
-            return int(self._resumed(self._block().wait_active(site)))
-
-        def _block(self) -> _Block:
-            if self.abort:
-                raise RuntimeError("abort flag set on a warp primitive")
-            assert self.block is not None, "a warp primitive outside a simulated block"
-            return self.block
-
-        def _resumed(self, result: Any) -> Any:
-            if self.abort:
-                raise RuntimeError("abort flag set on a warp primitive")
-            return result
 
     return Carrier
 
