@@ -24,9 +24,11 @@ is the summary (`Recorder.profile`), never the objects.
 
 from __future__ import annotations
 
+import dis
 import operator
 import sys
 import threading
+from types import CodeType, FrameType
 from typing import Any
 
 from grader.core.errors import SubmissionError
@@ -39,6 +41,106 @@ MAX_ACCESSES = 2_000_000  # a profiling launch is small; past this the recorder 
 class TooManyAccesses(SubmissionError):
     """A profiled launch made more accesses than the recorder keeps (the kernel's doing: it
     reaches the trusted side as the kernel's error)."""
+
+
+class Untraceable(SubmissionError):
+    """The kernel reached memory by a path the recorder cannot place in warp requests (a
+    whole-array method, a record field...): refused by name, with the kernel's line, rather
+    than profiled as if that memory were never touched (docs/MEMORY_MODEL.md, "Every path to
+    memory")."""
+
+
+# ---- which dynamic instance of an instruction an access is
+
+class _Loops:
+    """The loops of one code object, read from its bytecode: every backward jump's target is
+    a loop header, and the loop spans from it to the last jump back there."""
+
+    __slots__ = ("header", "nested", "spans", "_enclosing")
+
+    def __init__(self, code: CodeType) -> None:
+        ends: dict[int, int] = {}
+        for ins in dis.get_instructions(code):
+            target = ins.argval
+            if (ins.opcode in dis.hasjrel or ins.opcode in dis.hasjabs) and type(
+                target
+            ) is int and target <= ins.offset:
+                ends[target] = max(ends.get(target, target), ins.offset)
+        self.spans = sorted(ends.items())  # outer loops first: their headers come first
+        self.header = {h: i for i, (h, _) in enumerate(self.spans)}
+        self.nested = [
+            tuple(j for j, (inner, _) in enumerate(self.spans) if h < inner <= e)
+            for h, e in self.spans
+        ]
+        self._enclosing: dict[int, tuple[int, ...]] = {}
+
+    def enclosing(self, lasti: int) -> tuple[int, ...]:
+        """The loops around the instruction at `lasti`, outermost first."""
+        found = self._enclosing.get(lasti)
+        if found is None:
+            found = self._enclosing[lasti] = tuple(
+                i for i, (h, e) in enumerate(self.spans) if h <= lasti <= e
+            )
+        return found
+
+
+class _Frame:
+    """One running call of kernel code: the iteration each of its loops is in (0 for the first
+    pass; reset when a loop around it starts its next iteration), learnt from the frame's line
+    events (a backward jump is always one), and the instance of the call that made it."""
+
+    __slots__ = ("loops", "counts", "prev", "context")
+
+    def __init__(self, loops: _Loops, context: int) -> None:
+        self.loops = loops
+        self.counts = [0] * len(loops.spans)
+        self.prev = -1
+        self.context = context
+
+    def trace(self, frame: FrameType, event: str, arg: Any) -> None:
+        if event == "line":
+            lasti = frame.f_lasti
+            if lasti < self.prev:  # a jump back: the loop headed there starts an iteration
+                loop = self.loops.header.get(lasti)
+                if loop is not None:
+                    counts = self.counts
+                    counts[loop] += 1
+                    for inner in self.loops.nested[loop]:
+                        counts[inner] = 0
+            self.prev = lasti
+
+    def instance(self, lasti: int) -> tuple[int, ...]:
+        """The dynamic instance of the instruction at `lasti`: the call's own instance, the
+        instruction, and the iteration of each loop around it."""
+        counts = self.counts
+        return (self.context, lasti, *[counts[i] for i in self.loops.enclosing(lasti)])
+
+
+_tracing: Recorder | None = None  # the recorder whose launch runs now (one at a time)
+
+
+def _global_trace(frame: FrameType, event: str, arg: Any) -> Any:
+    """The simulated threads' trace function: kernel code gets a `_Frame`, nothing else is
+    traced; after the recording it removes itself from the thread that runs the blocks."""
+    recorder = _tracing
+    if recorder is None:
+        sys.settrace(None)
+        return None
+    if frame.f_code.co_filename != recorder._file:
+        return None
+    return recorder._frame_started(frame)
+
+
+def _traced_entry(f: Any) -> Any:
+    """The kernel function as the block manager runs it, once per simulated thread: tracing on
+    for the thread (greenlet) that runs it, then the kernel."""
+
+    def entry(*args: Any) -> Any:
+        if _tracing is not None:
+            sys.settrace(_global_trace)
+        return f(*args)
+
+    return entry
 
 
 def _devicearray() -> Any:
@@ -63,6 +165,10 @@ def _traced_class() -> type:
                 self._offset = offset
                 self._shape = ary.shape  # read on every access: kept as plain tuples
                 self._strides = ary.strides
+                dtype = ary.dtype
+                self._elem = int(dtype.itemsize)
+                self._unit = memmodel.access_unit(self._elem, dtype.kind, bool(dtype.fields))
+                self._record = bool(dtype.fields)
 
             def __getitem__(self, index: Any) -> Any:
                 value = self._ary[index]
@@ -72,9 +178,12 @@ def _traced_class() -> type:
                 return value
 
             def __setitem__(self, index: Any, value: Any) -> None:
-                self._ary[index] = value
                 if _is_element(self._ary, index):
+                    self._ary[index] = value
                     self._recorder.access(self, index, memmodel.STORE)
+                    return
+                self._refuse("a store to a slice (a[i:j] = ...)", _WHOLE_ARRAY)
+                self._ary[index] = value
 
             def _view(self, view: Any) -> Any:
                 start = view.__array_interface__["data"][0] - self._ary.__array_interface__[
@@ -82,12 +191,99 @@ def _traced_class() -> type:
                 ][0]
                 return TracedArray(view, self._recorder, self._name, self._offset + start)
 
+            # ---- views and aliases: traced at their own offsets; the rest refused
+
+            @property
+            def T(self) -> Any:  # noqa: N802  # numpy's name
+                return self._derived(".T", self._ary.T)
+
+            def transpose(self, *axes: Any, **kw: Any) -> Any:
+                return self._derived(".transpose()", self._ary.transpose(*axes, **kw))
+
+            def reshape(self, *shape: Any, **kw: Any) -> Any:
+                return self._derived(".reshape()", self._ary.reshape(*shape, **kw))
+
+            def ravel(self, *args: Any, **kw: Any) -> Any:
+                return self._derived(".ravel()", self._ary.ravel(*args, **kw))
+
+            def view(self, *args: Any, **kw: Any) -> Any:
+                return self._derived(".view()", self._ary.view(*args, **kw))
+
+            def _derived(self, what: str, value: Any) -> Any:
+                """A view of this array (traced at its offset in the same allocation), or, for
+                a copy the kernel made, a refusal: writes to it would be lost on a GPU."""
+                if isinstance(value, _VIEW_TYPES[0]) and _shares(value, self._ary):
+                    return self._view(value)
+                self._refuse(what, "makes a copy of the array, not a view of its memory")
+                return _devicearray().FakeCUDAArray(value)
+
+            def _refuse(self, what: str, why: str) -> None:
+                line = _kernel_line(self._recorder._file)
+                if line is not None:
+                    raise Untraceable(
+                        f"line {line} of the kernel uses {what} on an array: it {why}, so the "
+                        "memory profile cannot count its accesses. Index the array's elements "
+                        "instead (see docs/MEMORY_MODEL.md, every path to memory)"
+                    )
+
+            def __getattr__(self, name: str) -> Any:
+                value = super().__getattr__(name)
+                if name in _METADATA or name.startswith("__"):
+                    return value
+                if name in ("real", "imag"):
+                    return self._derived(f".{name}", value)
+                if name == "flat" and self._ary.flags.c_contiguous:  # element i of the flattening
+                    return self._derived(".flat", self._ary.reshape(-1))
+                self._refuse(f".{name}", _WHOLE_ARRAY)
+                return value
+
+            def split(self, *args: Any, **kw: Any) -> Any:
+                self._refuse(".split()", _WHOLE_ARRAY)
+                return super().split(*args, **kw)
+
+            def bind(self, *args: Any, **kw: Any) -> Any:
+                self._refuse(".bind()", _WHOLE_ARRAY)
+                return super().bind(*args, **kw)
+
+            def copy_to_host(self, *args: Any, **kw: Any) -> Any:
+                self._refuse(".copy_to_host()", _WHOLE_ARRAY)
+                return super().copy_to_host(*args, **kw)
+
+            def copy_to_device(self, *args: Any, **kw: Any) -> Any:
+                self._refuse(".copy_to_device()", _WHOLE_ARRAY)
+                return super().copy_to_device(*args, **kw)
+
         _TRACED = TracedArray
     return _TRACED
 
 
 _TRACED: type | None = None
 _VIEW_TYPES: tuple[type, ...] = ()
+# what a kernel may read of an array without touching its elements (Numba's array attributes)
+_METADATA = frozenset({"shape", "strides", "ndim", "size", "dtype", "itemsize", "nbytes"})
+_WHOLE_ARRAY = "reads or writes many elements in one call, which no warp request describes"
+_SIMULATOR_FILES = ("numba/cuda/simulator", "numba_cuda/numba/cuda/simulator")
+
+
+def _shares(view: Any, base: Any) -> bool:
+    """Whether `view`'s elements lie in `base`'s memory (a view, not a copy)."""
+    import numpy as np  # lazy: numba already imported it
+
+    return bool(view.size == 0 or np.shares_memory(view, base))
+
+
+def _kernel_line(kernel_file: str) -> int | None:
+    """The kernel's line that called into the array now (through the simulator's wrappers),
+    or None when the grader's own code did."""
+    frame: Any = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name == kernel_file:
+            return int(frame.f_lineno)
+        if name != __file__ and not any(s in name for s in _SIMULATOR_FILES):
+            return None
+        frame = frame.f_back
+    return None
 
 
 def _is_element(array: Any, index: Any) -> bool:
@@ -122,7 +318,9 @@ class Recorder(simulator.Observer):
         self._file = kernel_file
         self._keys: list[memmodel.SiteKey] = []
         self._key_ids: dict[tuple, int] = {}
-        self._accesses: list[tuple[int, int, int, int]] = []
+        self._accesses: list[tuple[int, int, int, int, int]] = []
+        self._instances: dict[tuple[int, ...], int] = {}  # dynamic instances, numbered from 1
+        self._loops: dict[CodeType, _Loops] = {}
         self._arrays: dict[str, tuple[str, int, int]] = {}
         self._barriers: dict[int, int] = {}
         self._block: Any = None  # the Dim3 of the block that made the last access, and its id
@@ -145,16 +343,20 @@ class Recorder(simulator.Observer):
         self._grid = grid
 
     def __enter__(self) -> Recorder:
-        global _VIEW_TYPES
+        global _VIEW_TYPES, _tracing
         import numpy as np  # lazy: numba already imported it
 
         _VIEW_TYPES = (np.ndarray, np.void)
         _traced_class()
         self._previous = simulator.observe(self)
         self._patch_atomics_and_constants()
+        self._patch_block_manager()
+        _tracing = self
         return self
 
     def __exit__(self, *exc: object) -> None:
+        global _tracing
+        _tracing = None
         simulator.observe(self._previous)
         for owner, name, original in reversed(self._restore):
             setattr(owner, name, original)
@@ -180,11 +382,21 @@ class Recorder(simulator.Observer):
             frame = frame.f_back
         if frame is None:  # not made by the kernel (the grader's own copy): not the kernel's
             return
+        if array._record:
+            array._refuse("a record (structured) array's element", "is copied byte by byte")
         thread: Any = threading.current_thread()  # the scheduler's carrier, a simulated thread
-        raw = (frame.f_lineno, array._name, op)
+        raw = (frame.f_lineno, array._name, op, array._unit, array._elem)
         site = self._key_ids.get(raw)
         if site is None:
             site = self._new_site(raw)
+        state = getattr(frame.f_trace, "__self__", None)
+        if type(state) is _Frame:
+            key = state.instance(frame.f_lasti)
+            instance = self._instances.get(key)
+            if instance is None:
+                instance = self._instances[key] = len(self._instances) + 1
+        else:  # not traced (a thread that turned tracing off): each lane's n-th access here
+            instance = 0
         offset = array._offset
         if type(index) is int:
             offset += (index + array._shape[0] if index < 0 else index) * array._strides[0]
@@ -199,14 +411,58 @@ class Recorder(simulator.Observer):
         accesses = self._accesses
         if len(accesses) >= MAX_ACCESSES:
             raise TooManyAccesses(f"a profiled launch made more than {MAX_ACCESSES:,} accesses")
-        accesses.append((self._block_linear, thread.thread_id, site, offset))
+        unit = array._unit
+        if unit == array._elem:
+            accesses.append((self._block_linear, thread.thread_id, site, offset, instance))
+            return
+        for part in range(0, array._elem, unit):  # Numba's instructions for one element
+            accesses.append((self._block_linear, thread.thread_id, site, offset + part, instance))
 
-    def _new_site(self, raw: tuple[int, str, str]) -> int:
-        line, name, op = raw
-        space, itemsize, _ = self._arrays[name]
+    def _new_site(self, raw: tuple[int, str, str, int, int]) -> int:
+        line, name, op, unit, item = raw
+        space = self._arrays[name][0]
         site = self._key_ids[raw] = len(self._keys)
-        self._keys.append(memmodel.SiteKey(line, name, space, op, itemsize))
+        self._keys.append(memmodel.SiteKey(line, name, space, op, unit, item))
         return site
+
+    # ---- dynamic instances
+
+    def _frame_started(self, frame: FrameType) -> Any:
+        """A call of kernel code begins (the kernel, or a device function): its loop state,
+        whose trace method follows the frame's line events."""
+        code = frame.f_code
+        loops = self._loops.get(code)
+        if loops is None:
+            loops = self._loops[code] = _Loops(code)
+        return _Frame(loops, self._caller_instance(frame)).trace
+
+    def _caller_instance(self, frame: FrameType) -> int:
+        """The instance of the call instruction that made this call of kernel code (0 for the
+        kernel itself): a device function called twice is two instances."""
+        caller: Any = frame.f_back
+        while caller is not None:
+            state = getattr(caller.f_trace, "__self__", None)
+            if type(state) is _Frame:
+                key = state.instance(caller.f_lasti)
+                found = self._instances.get(key)
+                if found is None:
+                    found = self._instances[key] = len(self._instances) + 1
+                return found
+            caller = caller.f_back
+        return 0
+
+    def _patch_block_manager(self) -> None:
+        """Every block manager of the launch runs the kernel through `_traced_entry`."""
+        from numba.cuda.simulator import kernel  # lazy: after the simulator switch
+
+        base = kernel.BlockManager
+
+        class TracingBlockManager(base):  # type: ignore[misc, valid-type]  # the simulator's
+            def __init__(self, f: Any, *rest: Any) -> None:
+                super().__init__(_traced_entry(f), *rest)
+
+        self._restore.append((kernel, "BlockManager", base))
+        kernel.BlockManager = TracingBlockManager
 
     def _block_id(self, block: tuple[int, int, int]) -> int:
         gx, gy, _ = self._grid
