@@ -27,6 +27,7 @@ from __future__ import annotations
 import bisect
 import dis
 import operator
+import os
 import sys
 import threading
 from types import CodeType, FrameType
@@ -304,7 +305,9 @@ _VIEW_TYPES: tuple[type, ...] = ()
 # what a kernel may read of an array without touching its elements (Numba's array attributes)
 _METADATA = frozenset({"shape", "strides", "ndim", "size", "dtype", "itemsize", "nbytes"})
 _WHOLE_ARRAY = "reads or writes many elements in one call, which no warp request describes"
-_SIMULATOR_FILES = ("numba/cuda/simulator", "numba_cuda/numba/cuda/simulator")
+# between the kernel's line and the array: the simulator's wrappers and the sanitizer's, NumPy
+_SIMT_DIR = os.path.dirname(__file__) + os.sep
+_SITE_PACKAGES = os.sep + "site-packages" + os.sep
 
 
 def _shares(view: Any, base: Any) -> bool:
@@ -315,14 +318,14 @@ def _shares(view: Any, base: Any) -> bool:
 
 
 def _kernel_line(kernel_file: str) -> int | None:
-    """The kernel's line that called into the array now (through the simulator's wrappers),
-    or None when the grader's own code did."""
+    """The kernel's line that called into the array now (through the simulator's wrappers,
+    the sanitizer's or NumPy's), or None when the grader's own code did."""
     frame: Any = sys._getframe(2)
     while frame is not None:
         name = frame.f_code.co_filename
         if name == kernel_file:
             return int(frame.f_lineno)
-        if name != __file__ and not any(s in name for s in _SIMULATOR_FILES):
+        if not name.startswith(_SIMT_DIR) and _SITE_PACKAGES not in name:
             return None
         frame = frame.f_back
     return None
