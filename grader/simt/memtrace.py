@@ -439,7 +439,14 @@ class Recorder(simulator.Observer):
         site = self._key_ids.get(raw)
         if site is None:
             site = self._new_site(raw)
-        instance = self._instance(frame)
+        if frame.f_code is self._kernel_code:  # the common case, inline: see `_instance`
+            state = self._frames.get(frame) or self._frame_loops(frame)
+            lasti = frame.f_lasti
+            start, getter = state.loops.keys.get(lasti) or state.loops.key_of(lasti)
+            key = start if getter is None else (start, getter(state.counts))
+            instance = self._instances.get(key) or self._new_instance(key)
+        else:
+            instance = self._instance(frame)
         offset = array._offset
         if type(index) is int:
             offset += (index + array._shape[0] if index < 0 else index) * array._strides[0]
@@ -494,10 +501,11 @@ class Recorder(simulator.Observer):
             caller = frame.f_back
             while caller is not None and caller.f_code.co_filename != self._file:
                 caller = caller.f_back
-            key = (self._instance(caller) if caller is not None else 0, key)
-        found = self._instances.get(key)
-        if found is None:
-            found = self._instances[key] = len(self._instances) + 1
+            key = ("call", self._instance(caller) if caller is not None else 0, key)
+        return self._instances.get(key) or self._new_instance(key)
+
+    def _new_instance(self, key: Any) -> int:
+        found = self._instances[key] = len(self._instances) + 1
         return found
 
     def _patch_block_manager(self) -> None:
