@@ -376,6 +376,9 @@ def test_a_genuine_profile_round_trips():
         lambda p: {**p, "sites": [p["sites"][0]] * (memmodel.MAX_SITES + 1)},
         lambda p: {**p, "min_block_barriers": 5},
         lambda p: {**p, "grid": [1, 1]},
+        lambda p: {**p, "version": 1},  # a version-1 profile: grouped the old way
+        lambda p: {**p, "sites": [{**p["sites"][0], "serialised": 1}]},  # not an atomic
+        lambda p: {**p, "sites": [{**p["sites"][0], "item": 6}]},  # not whole requests
     ],
 )
 def test_a_forged_profile_is_refused(forge):
