@@ -365,7 +365,7 @@ class Recorder(simulator.Observer):
         self._key_ids: dict[tuple, int] = {}
         self._accesses: list[tuple[int, int, int, int, int]] = []
         self._instances: dict[tuple[int, ...], int] = {}  # dynamic instances, numbered from 1
-        self._loops: dict[CodeType, _Loops] = {}
+        self._loops: dict[CodeType, _Frame] = {}  # per code: its loops (and a loop-less state)
         self._frames: dict[FrameType, _Frame] = {}  # kept until the launch ends
         self._kernel_code: CodeType | None = None
         self._arrays: dict[str, tuple[str, int, int]] = {}
@@ -478,14 +478,17 @@ class Recorder(simulator.Observer):
     # ---- dynamic instances
 
     def _frame_loops(self, frame: FrameType) -> _Frame:
-        """The loop state of one running call of kernel code (made on its first loop)."""
+        """The loop state of one running call of kernel code (made on its first loop or access;
+        kept until the launch ends, unless its code has no loops)."""
         state = self._frames.get(frame)
         if state is None:
             code = frame.f_code
-            loops = self._loops.get(code)
-            if loops is None:
-                loops = self._loops[code] = _Loops(code)
-            state = self._frames[frame] = _Frame(loops)
+            shared = self._loops.get(code)
+            if shared is None:
+                shared = self._loops[code] = _Frame(_Loops(code))
+            if not shared.loops.spans:  # no loops: one state for every call, none kept
+                return shared
+            state = self._frames[frame] = _Frame(shared.loops)
         return state
 
     def _instance(self, frame: Any) -> Any:
