@@ -357,7 +357,7 @@ def summarise(
     grid: Sequence[int],
     block: Sequence[int],
     keys: Sequence[SiteKey],
-    accesses: Sequence[tuple[int, int, int, int]],
+    accesses: Sequence[tuple[int, int, int, int, int]],
     arrays: Mapping[str, tuple[str, int, int]],
     barriers: Mapping[int, int],
 ) -> LaunchProfile:

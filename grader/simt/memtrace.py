@@ -364,7 +364,7 @@ class Recorder(simulator.Observer):
         self._keys: list[memmodel.SiteKey] = []
         self._key_ids: dict[tuple, int] = {}
         self._accesses: list[tuple[int, int, int, int, int]] = []
-        self._instances: dict[tuple[int, ...], int] = {}  # dynamic instances, numbered from 1
+        self._instances: dict[Any, int] = {}  # dynamic instances, numbered from 1
         self._loops: dict[CodeType, _Frame] = {}  # per code: its loops (and a loop-less state)
         self._frames: dict[FrameType, _Frame] = {}  # kept until the launch ends
         self._kernel_code: CodeType | None = None
@@ -526,7 +526,7 @@ class Recorder(simulator.Observer):
                 recorder._kernel_started(f)
 
         self._restore.append((kernel, "BlockManager", base))
-        kernel.BlockManager = RecordingBlockManager
+        kernel.BlockManager = RecordingBlockManager  # type: ignore[misc]  # restored on exit
 
     def _kernel_started(self, f: Any) -> None:
         code = getattr(f, "__code__", None)
