@@ -101,7 +101,9 @@ def totals(p: LaunchProfile, bandwidth_gbs: float | None = None, gpu: str = "") 
     if p.where(op=ATOMIC):
         lines.append(
             f"atomics: {p.total('lanes', op=ATOMIC):,} lanes, {p.serialised:,} of them "
-            "serialised behind another lane of their request at the same address"
+            "serialised behind another lane of their request at the same address "
+            f"({p.total('transactions', op=ATOMIC):,} transactions for "
+            f"{p.total('requests', op=ATOMIC):,} requests)"
         )
     per_block = f", at least {p.min_block_barriers} in every block" if p.barriers else ""
     lines.append(f"barriers: {p.barriers:,} over {p.blocks:,} blocks{per_block}")

@@ -30,7 +30,7 @@ def test_the_totals_say_the_budget_store_conflicts_and_serialised_atomics():
     text = "\n".join(memory.totals(p))
     assert "64 element accesses in 3 requests" in text
     assert "31 in stores (worst 32-way)" in text
-    assert "32 lanes, 31 of them serialised" in text
+    assert "32 lanes, 31 of them serialised" in text and "(32 transactions for 1 requests)" in text
     table = memory.table(p)
     assert "load (2 x 8 B)" in table and "serialised" in table
 
