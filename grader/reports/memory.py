@@ -102,7 +102,7 @@ def totals(p: LaunchProfile, bandwidth_gbs: float | None = None, gpu: str = "") 
         lines.append(
             f"atomics: {p.total('lanes', op=ATOMIC):,} lanes, {p.serialised:,} of them "
             "serialised behind another lane of their request at the same address "
-            f"({p.total('transactions', op=ATOMIC):,} transactions for "
+            f"({sum(s.transactions for s in p.where(op=ATOMIC)):,} transactions for "
             f"{p.total('requests', op=ATOMIC):,} requests)"
         )
     per_block = f", at least {p.min_block_barriers} in every block" if p.barriers else ""
