@@ -130,10 +130,14 @@ class Finding:
         """The finding as the student reads it: `where` says a kernel line as theirs
         (``line N of <file>``), `names` a shared array's variable (``shared@12``: ``tile``)."""
         place = where or (lambda n: f"line {n}")
-        array = self._array_said(names or {})
+        array = self._array_said(names or {}, place)
         element = "[" + ", ".join(str(i) for i in self.element) + "]"
-        first = _thread_said(self.threads[0])
-        second = _thread_said(self.threads[-1])
+        first, second = (_thread_said(t) for t in (self.threads[0], self.threads[-1]))
+        if len(self.threads) == 2 and self.threads[0][3:] == self.threads[1][3:]:
+            later = "second" if self.kind == "divergent_barrier" else "first"
+            t = self.threads[1 if later == "second" else 0]
+            same = f"thread ({t[0]}, {t[1]}, {t[2]}) of the same block"
+            first, second = (first, same) if later == "second" else (same, second)
         text = _KINDS[self.kind].format(
             line=place(self.line),
             other=place(self.other_line),
@@ -144,15 +148,15 @@ class Finding:
         )
         return f"{self.check}: {text}"
 
-    def _array_said(self, names: dict[str, str]) -> str:
+    def _array_said(self, names: dict[str, str], place: Any) -> str:
         if self.array.startswith("shared@"):
             name = names.get(self.array)
-            return (
-                f"shared array `{name}`" if name else f"the shared array declared at {self.array}"
-            )
-        if self.array.startswith("local@"):
-            return "a local array"
-        return f"`{self.array}`"
+            if name:
+                return f"shared array `{name}`"
+            line, _, nth = self.array[len("shared@") :].partition(".")
+            which = f"shared array number {int(nth) + 1}" if nth else "the shared array"
+            return f"{which} declared at {place(int(line))}" if line.isdigit() else "shared memory"
+        return f"`{self.array}`" if self.array else "an array"
 
 
 def _thread_said(t: tuple[int, ...]) -> str:
@@ -574,6 +578,11 @@ class _Shared:
 
 
 _SANITIZER = _Sanitizer()
+
+
+def clear() -> None:
+    """Forget the last launch's findings (before a launch whose findings are read after)."""
+    _SANITIZER.findings = []
 
 
 def findings() -> list[Finding]:

@@ -192,7 +192,7 @@ def test_a_finding_crosses_as_checked_data():
     assert sanitizer.Finding.from_plain(f.as_plain()) == f
     said = f.said(lambda n: f"line {n + 100} of nb.py", {"shared@5": "tile"})
     assert "line 109 of nb.py reads shared array `tile` element [3] in thread (4, 0, 0)" in said
-    assert "thread (3, 0, 0) of block (0, 0, 0) wrote at line 107 of nb.py" in said
+    assert "which thread (3, 0, 0) of the same block wrote at line 107 of nb.py" in said
     for bad in (
         None,
         {**f.as_plain(), "check": "lintcheck"},
