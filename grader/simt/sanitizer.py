@@ -763,7 +763,7 @@ def _patch_device_arrays(devicearray: Any) -> None:
 
     devicearray.device_array = device_array
     plain.copy_to_device, plain.__setitem__ = copy_to_device, setitem
-    cuda = sys.modules.get("numba.cuda")
+    cuda: Any = sys.modules.get("numba.cuda")
     if cuda is not None and getattr(cuda, "device_array", None) is made:
         cuda.device_array = device_array
 
