@@ -197,7 +197,7 @@ def _traced_class() -> type:
     if _TRACED is None:
         base = _devicearray().FakeCUDAArray
 
-        class TracedArray(base):  # type: ignore[misc, valid-type]  # the simulator's class
+        class TracedArray(_Views, base):  # type: ignore[misc, valid-type]  # the simulator's
             """A simulated device array whose element accesses are recorded."""
 
             def __init__(self, ary: Any, recorder: Recorder, name: str, offset: int) -> None:
@@ -233,70 +233,78 @@ def _traced_class() -> type:
                 )
                 return TracedArray(view, self._recorder, self._name, self._offset + start)
 
-            # ---- views and aliases: traced at their own offsets; the rest refused
-
-            @property
-            def T(self) -> Any:  # noqa: N802  # numpy's name
-                return self._derived(".T", self._ary.T)
-
-            def transpose(self, *axes: Any, **kw: Any) -> Any:
-                return self._derived(".transpose()", self._ary.transpose(*axes, **kw))
-
-            def reshape(self, *shape: Any, **kw: Any) -> Any:
-                return self._derived(".reshape()", self._ary.reshape(*shape, **kw))
-
-            def ravel(self, *args: Any, **kw: Any) -> Any:
-                return self._derived(".ravel()", self._ary.ravel(*args, **kw))
-
-            def view(self, *args: Any, **kw: Any) -> Any:
-                return self._derived(".view()", self._ary.view(*args, **kw))
-
-            def _derived(self, what: str, value: Any) -> Any:
-                """A view of this array (traced at its offset in the same allocation), or, for
-                a copy the kernel made, a refusal: writes to it would be lost on a GPU."""
-                if isinstance(value, _VIEW_TYPES[0]) and _shares(value, self._ary):
-                    return self._view(value)
-                self._refuse(what, "makes a copy of the array, not a view of its memory")
-                return _devicearray().FakeCUDAArray(value)
-
-            def _refuse(self, what: str, why: str) -> None:
-                line = _kernel_line(self._recorder._file)
-                if line is not None:
-                    raise Untraceable(
-                        f"line {line} of the kernel uses {what} on an array: it {why}, so the "
-                        "memory profile cannot count its accesses. Index the array's elements "
-                        "instead (see docs/MEMORY_MODEL.md, every path to memory)"
-                    )
-
-            def __getattr__(self, name: str) -> Any:
-                value = super().__getattr__(name)
-                if name in _METADATA or name.startswith("__"):
-                    return value
-                if name in ("real", "imag"):
-                    return self._derived(f".{name}", value)
-                if name == "flat" and self._ary.flags.c_contiguous:  # element i of the flattening
-                    return self._derived(".flat", self._ary.reshape(-1))
-                self._refuse(f".{name}", _WHOLE_ARRAY)
-                return value
-
-            def split(self, *args: Any, **kw: Any) -> Any:
-                self._refuse(".split()", _WHOLE_ARRAY)
-                return super().split(*args, **kw)
-
-            def bind(self, *args: Any, **kw: Any) -> Any:
-                self._refuse(".bind()", _WHOLE_ARRAY)
-                return super().bind(*args, **kw)
-
-            def copy_to_host(self, *args: Any, **kw: Any) -> Any:
-                self._refuse(".copy_to_host()", _WHOLE_ARRAY)
-                return super().copy_to_host(*args, **kw)
-
-            def copy_to_device(self, *args: Any, **kw: Any) -> Any:
-                self._refuse(".copy_to_device()", _WHOLE_ARRAY)
-                return super().copy_to_device(*args, **kw)
-
         _TRACED = TracedArray
     return _TRACED
+
+
+class _Views:
+    """What `TracedArray` adds to the simulator's device array besides recording: views and
+    aliases traced at their own offsets, every other path to memory refused by name
+    (docs/MEMORY_MODEL.md, "Every path to memory")."""
+
+    _ary: Any
+    _recorder: Recorder
+    _view: Any  # TracedArray's
+
+    @property
+    def T(self) -> Any:  # noqa: N802  # numpy's name
+        return self._derived(".T", self._ary.T)
+
+    def transpose(self, *axes: Any, **kw: Any) -> Any:
+        return self._derived(".transpose()", self._ary.transpose(*axes, **kw))
+
+    def reshape(self, *shape: Any, **kw: Any) -> Any:
+        return self._derived(".reshape()", self._ary.reshape(*shape, **kw))
+
+    def ravel(self, *args: Any, **kw: Any) -> Any:
+        return self._derived(".ravel()", self._ary.ravel(*args, **kw))
+
+    def view(self, *args: Any, **kw: Any) -> Any:
+        return self._derived(".view()", self._ary.view(*args, **kw))
+
+    def _derived(self, what: str, value: Any) -> Any:
+        """A view of this array (traced at its offset in the same allocation), or, for
+        a copy the kernel made, a refusal: writes to it would be lost on a GPU."""
+        if isinstance(value, _VIEW_TYPES[0]) and _shares(value, self._ary):
+            return self._view(value)
+        self._refuse(what, "makes a copy of the array, not a view of its memory")
+        return _devicearray().FakeCUDAArray(value)
+
+    def _refuse(self, what: str, why: str) -> None:
+        line = _kernel_line(self._recorder._file)
+        if line is not None:
+            raise Untraceable(
+                f"line {line} of the kernel uses {what} on an array: it {why}, so the "
+                "memory profile cannot count its accesses. Index the array's elements "
+                "instead (see docs/MEMORY_MODEL.md, every path to memory)"
+            )
+
+    def __getattr__(self, name: str) -> Any:
+        value = _devicearray().FakeCUDAArray.__getattr__(self, name)
+        if name in _METADATA or name.startswith("__"):
+            return value
+        if name in ("real", "imag"):
+            return self._derived(f".{name}", value)
+        if name == "flat" and self._ary.flags.c_contiguous:  # element i of the flattening
+            return self._derived(".flat", self._ary.reshape(-1))
+        self._refuse(f".{name}", _WHOLE_ARRAY)
+        return value
+
+    def split(self, *args: Any, **kw: Any) -> Any:
+        self._refuse(".split()", _WHOLE_ARRAY)
+        return _devicearray().FakeCUDAArray.split(self, *args, **kw)
+
+    def bind(self, *args: Any, **kw: Any) -> Any:
+        self._refuse(".bind()", _WHOLE_ARRAY)
+        return _devicearray().FakeCUDAArray.bind(self, *args, **kw)
+
+    def copy_to_host(self, *args: Any, **kw: Any) -> Any:
+        self._refuse(".copy_to_host()", _WHOLE_ARRAY)
+        return _devicearray().FakeCUDAArray.copy_to_host(self, *args, **kw)
+
+    def copy_to_device(self, *args: Any, **kw: Any) -> Any:
+        self._refuse(".copy_to_device()", _WHOLE_ARRAY)
+        return _devicearray().FakeCUDAArray.copy_to_device(self, *args, **kw)
 
 
 _TRACED: type | None = None
