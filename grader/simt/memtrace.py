@@ -55,6 +55,9 @@ class Untraceable(SubmissionError):
 # ---- which dynamic instance of an instruction an access is
 
 
+_HEADER_WINDOW = 4  # instructions between taking a loop's iterator and its header, at most
+
+
 class _Loops:
     """The loops of one code object, read from its bytecode: every backward jump's target is
     a loop header, and the loop spans from it to the last jump back there."""
@@ -96,9 +99,12 @@ class _Loops:
         return found
 
     def after(self, lasti: int) -> int | None:
-        """The loop whose header is the first after `lasti` (where a ``for`` statement gets
-        its iterator: its header comes next), or None."""
-        return next((i for i, (h, _) in enumerate(self.spans) if h > lasti), None)
+        """The loop a ``for`` statement whose iterator is taken at `lasti` heads: its header
+        comes within a few instructions (``GET_ITER``, or ``enumerate(...)``/``zip(...)``'s call
+        and then ``GET_ITER``), or None (the range is iterated some other way)."""
+        at = bisect.bisect_right(self._starts, lasti)
+        near = set(self._starts[at : at + _HEADER_WINDOW])
+        return next((i for i, (h, _) in enumerate(self.spans) if h in near), None)
 
     def enclosing(self, lasti: int) -> tuple[int, ...]:
         """The loops around the instruction at `lasti`, outermost first."""

@@ -551,3 +551,26 @@ def test_the_global_budget_counts_every_access_of_every_global_array():
     p = traced(accumulate_in_global, 1, 32, np.ones((4, 32), np.float32), np.zeros(32, np.float32))
     assert p.array("a1").loads == p.array("a1").stores == 128 and p.array("a0").loads == 128
     assert p.global_accesses == 384 and p.global_requests == 12
+
+
+def test_range_loops_through_enumerate_zip_and_a_broken_loop_count_their_iterations():
+    @cuda.jit
+    def shapes(src, out):
+        lane = cuda.threadIdx.x
+        x = 0.0
+        for _, r in enumerate(range(32)):  # the triangle again, through enumerate
+            if r >= lane:
+                x += src[r, lane]
+        for r, _ in zip(range(32), range(32)):  # noqa: B905  # and through zip (Numba: no strict=)
+            if r >= lane:
+                x += src[r, lane]
+        for r in range(1):  # a loop with no jump back (its body always breaks)
+            x += src[r, lane]
+            break
+        out[lane] = x
+
+    src = np.ones((32, 32), dtype=np.float32)
+    p = traced(shapes, 1, 32, src, np.zeros(32, np.float32))
+    first, second, third = sorted(p.where(GLOBAL, LOAD, "a0"), key=lambda s: s.line)
+    assert (first.requests, first.sectors) == (second.requests, second.sectors) == (32, 80)
+    assert (third.requests, third.sectors) == (1, 4)
