@@ -3,8 +3,8 @@
 Five kernels (a coalesced copy, a stride-2 read, a transposing write, the triangular loop whose
 iteration r is one request of lanes 0..r, a complex128 copy Numba splits into halves) run on the
 GPU under `ncu` for the global load and store requests and sectors, and in the simulator under
-the memory model (a child process with the simulator forced): the counts must agree. Skipped, saying why,
-without a GPU or without `ncu` on the PATH (everywhere this project has run so far).
+the memory model (a child process with the simulator forced): the counts must agree. Skipped,
+saying why, without a GPU or without `ncu` on the PATH (everywhere this project has run so far).
 """
 
 from __future__ import annotations
