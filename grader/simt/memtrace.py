@@ -317,7 +317,7 @@ _TRACED: type | None = None
 _ABSENT = object()  # a name that was not there before the recording
 _VIEW_TYPES: tuple[type, ...] = ()
 # what a kernel may read of an array without touching its elements (Numba's array attributes)
-_METADATA = frozenset({"shape", "strides", "ndim", "size", "dtype", "itemsize", "nbytes"})
+_METADATA = frozenset({"shape", "strides", "ndim", "size", "dtype", "itemsize", "nbytes", "flags"})
 _WHOLE_ARRAY = "reads or writes many elements in one call, which no warp request describes"
 # between the kernel's line and the array: the simulator's wrappers and the sanitizer's, NumPy
 _SIMT_DIR = os.path.dirname(__file__) + os.sep
@@ -328,7 +328,8 @@ def _shares(view: Any, base: Any) -> bool:
     """Whether `view`'s elements lie in `base`'s memory (a view, not a copy)."""
     import numpy as np  # lazy: numba already imported it
 
-    return bool(view.size == 0 or np.shares_memory(view, base))
+    # a copy is another allocation: its bounds never overlap (the exact test can be slow)
+    return bool(view.size == 0 or np.may_share_memory(view, base))
 
 
 def _kernel_line(kernel_file: str) -> int | None:
