@@ -45,7 +45,7 @@ from sys import _getframe  # the caller's line, read on every access
 from typing import Any
 
 from grader.core.errors import SubmissionError
-from grader.simt import simulator
+from grader.simt import simulator, warps
 
 LOAD, STORE, ATOMIC = 0, 1, 2
 CHECKS = ("memcheck", "racecheck", "initcheck", "synccheck")
@@ -130,11 +130,11 @@ class Finding:
         """The finding as the student reads it: `where` says a kernel line as theirs
         (``line N of <file>``), `names` a shared array's variable (``shared@12``: ``tile``)."""
         place = where or (lambda n: f"line {n}")
-        array = self._array_said(names or {}, place)
+        array = self.array if self.kind == "warp_mask" else self._array_said(names or {}, place)
         element = "[" + ", ".join(str(i) for i in self.element) + "]"
         first, second = (_thread_said(t) for t in (self.threads[0], self.threads[-1]))
         if len(self.threads) == 2 and self.threads[0][3:] == self.threads[1][3:]:
-            later = "second" if self.kind == "divergent_barrier" else "first"
+            later = "second" if self.kind in ("divergent_barrier", "warp_mask") else "first"
             t = self.threads[1 if later == "second" else 0]
             same = f"thread ({t[0]}, {t[1]}, {t[2]}) of the same block"
             first, second = (first, same) if later == "second" else (same, second)
@@ -187,6 +187,12 @@ _KINDS = {
     "uninitialized": (
         "{line} reads {array} element {element} in {first} before any thread wrote it: "
         "uninitialised memory (fresh shared memory, and cuda.device_array, hold no values)"
+    ),
+    "warp_mask": (
+        "{first} calls cuda.{array} at {line} with a mask that names {second}, which cannot "
+        "meet it there (it returned, waits at another barrier or warp primitive, is not in the "
+        "block, or the mask leaves out the calling lane itself): every lane a mask names must "
+        "reach the same call"
     ),
     "divergent_barrier": (
         "{first} waits at the barrier of {line} while {second} waits at the barrier of "
@@ -779,6 +785,11 @@ def _patch_launch(kernel_class: Any) -> None:
         san.begin(self, args)
         try:
             return launch(self, *args)
+        except warps.WarpError as exc:  # synccheck: a warp mask that cannot be met
+            if exc.threads:
+                pair = tuple(san._thread(san.base + t) for t in exc.threads)
+                san.stopped.append(Finding("synccheck", "warp_mask", exc.line, exc.op, (), pair))
+            raise
         finally:
             san.end()
 

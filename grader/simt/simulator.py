@@ -475,8 +475,8 @@ class _Block:
                 elif self._active:  # nothing else runs: the lanes at each activemask() meet
                     self._resolve_active()
                 elif self._room.pending:  # a mask names lanes that never arrive
-                    stuck = self._room.stuck()
-                    self._error = (warps.WarpError(stuck or "a warp primitive never met"), None)
+                    stuck = self._room.stuck() or warps.WarpError("a warp primitive never met")
+                    self._error = (stuck, None)
                 elif self._waiting:  # every live thread waits: release the barrier
                     self._release()
                 else:
@@ -608,7 +608,10 @@ class _Block:
 
 
 def _located(exc: Exception, carrier: Any) -> BaseException:
-    """The exception with the simulator's prefix naming the thread and block."""
+    """The exception with the simulator's prefix naming the thread and block (a `WarpError`
+    as it is: it names its lanes, and the sanitizer reads its fields)."""
+    if isinstance(exc, warps.WarpError):
+        return exc
     where = f"tid={list(carrier.threadIdx)} ctaid={list(carrier.blockIdx)}"
     message = where if str(exc) == "" else f"{where}: {exc}"
     try:
