@@ -149,6 +149,13 @@ class Finding:
         return f"{self.check}: {text}"
 
     def _array_said(self, names: dict[str, str], place: Any) -> str:
+        if self.array.startswith("local@"):
+            line = self.array[len("local@") :]
+            return (
+                f"the local array declared at {place(int(line))}"
+                if line.isdigit()
+                else ("a local array")
+            )
         if self.array.startswith("shared@"):
             name = names.get(self.array)
             if name:
@@ -315,6 +322,10 @@ class _Sanitizer(simulator.Observer):
     def enter(self, linear: int) -> None:
         """The scheduler switched to thread `linear` of the running block."""
         self.gid = self.base + linear
+
+    def local_array(self, array: Any, line: int) -> Any:
+        """A thread's new local array: its indices bounded (memcheck), nothing recorded."""
+        return _Local(array, f"local@{line}")
 
     # ---- one access
 
@@ -613,6 +624,41 @@ class _Shared:
         import numpy as np  # lazy: numba already imported it
 
         return np.asarray(getattr(self._item, "_ary", self._item), *args, **kwargs)
+
+
+class _Local:
+    """A thread's local array: every element index bounded, negative ones included (memcheck);
+    nothing recorded (no other thread sees it)."""
+
+    def __init__(self, array: Any, name: str) -> None:
+        self._item = array
+        self._meta = _meta(array, name)
+        self._n = array.shape[0] if array.ndim == 1 else -1
+
+    def __getitem__(self, index: Any) -> Any:
+        if not (type(index) is int and 0 <= index < self._n):
+            self._check(index)
+        return self._item[index]
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        if not (type(index) is int and 0 <= index < self._n):
+            self._check(index)
+        self._item[index] = value
+
+    def _check(self, index: Any) -> None:
+        if _SANITIZER.active and _offset(self._meta, index) == -1:
+            _SANITIZER.out_of_bounds(self._meta, index, _getframe(2).f_lineno)
+
+    def __len__(self) -> int:
+        return len(self._item)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["_item"], name)
+
+    def __array__(self, *args: Any, **kwargs: Any) -> Any:
+        import numpy as np  # lazy: numba already imported it
+
+        return np.asarray(self._item, *args, **kwargs)
 
 
 _SANITIZER = _Sanitizer()

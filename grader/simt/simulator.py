@@ -223,6 +223,8 @@ def _fill_new_arrays(kernelapi: Any) -> None:
     def local_array(self: Any, shape: Any, dtype: Any, alignment: Any = None) -> Any:
         if alignment is not None:  # refused: the simulator's own error
             return simulators_local(self, shape, dtype, alignment)
+        if _sanitizer is not None:
+            return _sanitizer.local_array(fresh(shape, dtype), sys._getframe(1).f_lineno)
         return fresh(shape, dtype)
 
     shared.array, shared.fills = shared_array, True
