@@ -187,14 +187,10 @@ def _fill_new_arrays(kernelapi: Any) -> None:
     simulators_shared, simulators_local = shared.array, local.array
 
     def dtype_of(dtype: Any) -> Any:
-        if isinstance(dtype, kernelapi.types.Type):
-            return kernelapi.numpy_support.as_dtype(dtype)
-        return kernelapi.np.dtype(dtype)
+        return _dtype(kernelapi, dtype)
 
     def fresh(shape: Any, dtype: Any) -> Any:
-        array = kernelapi.np.empty(shape, dtype_of(dtype))
-        array.reshape(-1).view("u1").fill(UNSET_BYTE)
-        return array
+        return _fresh(kernelapi, shape, dtype)
 
     def shared_array(self: Any, shape: Any, dtype: Any, alignment: Any = None) -> Any:
         if alignment is not None:  # refused: the simulator's own error
@@ -229,6 +225,19 @@ def _fill_new_arrays(kernelapi: Any) -> None:
 
     shared.array, shared.fills = shared_array, True
     local.array = local_array
+
+
+def _dtype(kernelapi: Any, dtype: Any) -> Any:
+    if isinstance(dtype, kernelapi.types.Type):
+        return kernelapi.numpy_support.as_dtype(dtype)
+    return kernelapi.np.dtype(dtype)
+
+
+def _fresh(kernelapi: Any, shape: Any, dtype: Any) -> Any:
+    """New memory of `shape` and `dtype`, every byte `UNSET_BYTE`."""
+    array = kernelapi.np.empty(shape, _dtype(kernelapi, dtype))
+    array.reshape(-1).view("u1").fill(UNSET_BYTE)
+    return array
 
 
 def fresh_shared(shared: Any) -> None:

@@ -187,32 +187,7 @@ class WarpRoom:
         mask = int(mask) & FULL
         warp, lane = divmod(linear, WARP)
         where = f"line {line}: cuda.{op} in warp {warp}"
-        if not mask >> lane & 1:
-            raise WarpError(
-                f"{where}: lane {lane} calls it with mask {mask:#010x}, which does not name "
-                f"lane {lane} itself (CUDA leaves that undefined: a mask names the calling lane)",
-                op,
-                line,
-                (linear, linear),
-            )
-        absent = [ln for ln in lanes_of(mask) if warp * WARP + ln >= self._threads]
-        if absent:
-            raise WarpError(
-                f"{where}: mask {mask:#010x} names {said(absent)}, which this block of "
-                f"{self._threads} threads does not have: a mask names only lanes that exist",
-                op,
-                line,
-                (linear, warp * WARP + absent[0]),
-            )
-        gone = [ln for ln in lanes_of(mask) if warp * WARP + ln in self.ended]
-        if gone:
-            raise WarpError(
-                f"{where}: mask {mask:#010x} names {said(gone)}, which had already returned "
-                "and can never arrive: a mask names only lanes that reach this call",
-                op,
-                line,
-                (linear, warp * WARP + gone[0]),
-            )
+        self._refuse_unmeetable(linear, op, mask, line, where)
         waiting = self.pending.setdefault(warp, [])
         gathering = next((g for g in waiting if g.mask == mask), None)
         if gathering is None:
@@ -246,6 +221,37 @@ class WarpRoom:
         if not waiting:
             del self.pending[warp]
         return gathering
+
+    def _refuse_unmeetable(self, linear: int, op: str, mask: int, line: int, where: str) -> None:
+        """A `WarpError` for a mask that can never be met, whatever the other lanes do: it
+        leaves out the caller, or names lanes the block lacks or that have returned."""
+        warp, lane = divmod(linear, WARP)
+        if not mask >> lane & 1:
+            raise WarpError(
+                f"{where}: lane {lane} calls it with mask {mask:#010x}, which does not name "
+                f"lane {lane} itself (CUDA leaves that undefined: a mask names the calling lane)",
+                op,
+                line,
+                (linear, linear),
+            )
+        absent = [ln for ln in lanes_of(mask) if warp * WARP + ln >= self._threads]
+        if absent:
+            raise WarpError(
+                f"{where}: mask {mask:#010x} names {said(absent)}, which this block of "
+                f"{self._threads} threads does not have: a mask names only lanes that exist",
+                op,
+                line,
+                (linear, warp * WARP + absent[0]),
+            )
+        gone = [ln for ln in lanes_of(mask) if warp * WARP + ln in self.ended]
+        if gone:
+            raise WarpError(
+                f"{where}: mask {mask:#010x} names {said(gone)}, which had already returned "
+                "and can never arrive: a mask names only lanes that reach this call",
+                op,
+                line,
+                (linear, warp * WARP + gone[0]),
+            )
 
     def stuck(self) -> WarpError | None:
         """When no thread can run on: why a gathering waits for ever (None when none waits)."""
