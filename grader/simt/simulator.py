@@ -600,7 +600,7 @@ class _Block:
                 self._error = (_located(exc, carrier), exc.__traceback__)
         except BaseException:  # noqa: BLE001,S110  # SystemExit and kin end the thread, as there
             pass
-        self._room.ended.add(linear)
+        self._room.end(linear)
 
     def _abort(self) -> None:
         """Resume every thread still waiting with the abort flag set, one at a time, so that it

@@ -177,6 +177,13 @@ class WarpRoom:
         self._threads = threads
         self.pending: dict[int, list[Gathering]] = {}  # warp -> gatherings not yet complete
         self.ended: set[int] = set()  # linear ids of threads that returned
+        self._ended_bits: dict[int, int] = {}  # warp -> its lanes that returned
+
+    def end(self, linear: int) -> None:
+        """Thread `linear` returned: it arrives nowhere again."""
+        self.ended.add(linear)
+        warp, lane = divmod(linear, WARP)
+        self._ended_bits[warp] = self._ended_bits.get(warp, 0) | 1 << lane
 
     def arrive(
         self, linear: int, thread: Any, op: str, mask: int, value: Any, line: int
@@ -226,6 +233,9 @@ class WarpRoom:
         """A `WarpError` for a mask that can never be met, whatever the other lanes do: it
         leaves out the caller, or names lanes the block lacks or that have returned."""
         warp, lane = divmod(linear, WARP)
+        exist = (1 << max(0, min(WARP, self._threads - warp * WARP))) - 1
+        if mask >> lane & 1 and not mask & ~exist and not mask & self._ended_bits.get(warp, 0):
+            return  # the common case, in three integer tests
         if not mask >> lane & 1:
             raise WarpError(
                 f"{where}: lane {lane} calls it with mask {mask:#010x}, which does not name "
