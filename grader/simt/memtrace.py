@@ -383,6 +383,7 @@ class Recorder(simulator.Observer):
         self._loops: dict[CodeType, _Frame] = {}  # per code: its loops (and a loop-less state)
         self._frames: dict[FrameType, _Frame] = {}  # kept until the launch ends
         self._kernel_code: CodeType | None = None
+        self._flat: _Frame | None = None  # the kernel's one state when it has no loops
         self._arrays: dict[str, tuple[str, int, int]] = {}
         self._barriers: dict[int, int] = {}
         self._block: Any = None  # the Dim3 of the block that made the last access, and its id
@@ -455,7 +456,7 @@ class Recorder(simulator.Observer):
         if site is None:
             site = self._new_site(raw)
         if frame.f_code is self._kernel_code:  # the common case, inline: see `_instance`
-            state = self._frames.get(frame) or self._frame_loops(frame)
+            state = self._flat or self._frames.get(frame) or self._frame_loops(frame)
             lasti = frame.f_lasti
             start, getter = state.loops.keys.get(lasti) or state.loops.key_of(lasti)
             key = start if getter is None else (start, getter(state.counts))
@@ -548,6 +549,8 @@ class Recorder(simulator.Observer):
         if code is None or code is self._kernel_code:
             return
         self._kernel_code = code
+        shared = self._loops[code] = self._loops.get(code) or _Frame(_Loops(code))
+        self._flat = None if shared.loops.spans else shared
         space = f.__globals__
         if "range" not in space:
             recorder = self
