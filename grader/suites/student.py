@@ -55,6 +55,7 @@ from grader.suites.inprocess import PTX_DEFERRED, ChildWorker, InProcessBackend
 from grader.suites.kernels import (
     Launch,
     dims,
+    finding_failure,
     outputs,
     same_array,
     signature,
@@ -264,6 +265,8 @@ class Student:
         reply = self._backend.kernel(req, self._kernel_timeout, "run")
         if "error" in reply:
             raise self._error(reply["error"], name, "kernel_timeout_s")
+        if isinstance(reply["ok"], dict):  # compute-sanitizer's findings, not outputs
+            raise finding_failure(reply["ok"], self._source(name), self._source_map(), name)
         return outputs(reply["ok"], args, name)
 
 
