@@ -109,6 +109,15 @@ class KernelSource:
     # device functions: the memory profile names the student's lines, not the extracted text's
     lines: tuple[tuple[int, int], ...] = ()
 
+    def params(self) -> tuple[str, ...]:
+        """The kernel's parameter names, in order (as the student wrote them)."""
+        fn = next(
+            n
+            for n in ast.parse(self.text).body
+            if isinstance(n, ast.FunctionDef) and n.name == self.name
+        )
+        return tuple(a.arg for a in fn.args.args)
+
     def shared_arrays(self) -> dict[int, str]:
         """The variable each ``cuda.shared.array(...)`` of `text` is bound to, by its line."""
         found: dict[int, str] = {}

@@ -37,10 +37,18 @@ MODEL_TARGET = "model"
 
 @dataclass(frozen=True)
 class Profiled:
-    """One profiled launch: what it wrote and how it used memory."""
+    """One profiled launch: what it wrote and how it used memory.
+
+    The profile names each array by the student's own parameter name; a test addresses an
+    argument by its position (`arg`), never by the reference's name for it."""
 
     outputs: list
     memory: memmodel.LaunchProfile
+    params: tuple[str, ...] = ()  # the kernel's parameters, in order, as the student named them
+
+    def arg(self, position: int) -> str:
+        """The kernel's name for its argument at `position` (what the profile calls it)."""
+        return self.params[position] if 0 <= position < len(self.params) else f"#{position}"
 
 
 # Profiles already taken, per backend (one grading): the simulator runs a kernel the same way
@@ -157,4 +165,4 @@ def _take(launch: Launch, name: str, grid: Any, block: Any, args: list) -> Profi
     for text_line, graded_line in ks.lines:
         where[text_line] = smap.where(graded_line)
     names = {f"shared@{line}": var for line, var in ks.shared_arrays().items()}
-    return Profiled(written, memmodel.with_places(found, where, names))
+    return Profiled(written, memmodel.with_places(found, where, names), ks.params())
