@@ -7,7 +7,8 @@ while computing the right answer: a tile declared but bypassed, strided writes t
 tiling, tiles filled and then ignored, a "tiled" matmul that is the naive one, tiling in only
 some blocks, an unpadded tile read by column. (A matmul that tiles `a` and keeps each element of
 `b` in a register across the tile's rows loads each element once per block, exactly as the
-reference does: register reuse is reuse, and it keeps its points.) `LOSES` says which hidden tests each fake must fail, and no other.
+reference does: register reuse is reuse, and it keeps its points.) Each fake's `loses` says which
+hidden tests it must fail, and no other.
 """
 
 from __future__ import annotations

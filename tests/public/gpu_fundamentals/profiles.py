@@ -2,8 +2,9 @@
 
 Each is one launch of one of your kernels in the simulator with its memory accesses recorded
 (`grader.simt.memmodel`): small shapes, the shapes the hidden tests profile (the tiled
-transpose's graded one has partial tiles at its edges; its 64 x 96 one is the notebook's table). `brief` marks the one launch per kernel that `grader check` runs and prints a
-line for; `grader profile` runs them all. Not a test file: nothing here is graded.
+transpose's graded one has partial tiles at its edges; its 64 x 96 one is the notebook's
+table). `brief` marks the one launch per kernel that `grader check` runs and prints a line for;
+`grader profile` runs them all. Not a test file: nothing here is graded.
 """
 
 from __future__ import annotations
