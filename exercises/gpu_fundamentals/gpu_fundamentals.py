@@ -1072,9 +1072,21 @@ plt.show()
 # How kernels are graded: the grader reads each kernel from your notebook's source, compiles it
 # for the course GPU (a T4, compute capability 7.5) and only then launches it, in the simulator or
 # on a GPU. A kernel that does not compile for the GPU earns none of its points, even if the
-# simulator runs it. Keep a kernel a plain `@cuda.jit` function at the top level of its cell; it
-# may use its arguments, module-level number constants (such as `TILE = 32`),
-# `@cuda.jit(device=True)` helpers and `cuda`, `numba`, `math` and `numpy`, nothing else.
+# simulator runs it. The rules the grader reads a kernel by (a kernel that breaks one earns none
+# of its points, and the feedback names every line involved):
+#
+# * a kernel is a plain `@cuda.jit` function at the top level of its cell (that one decorator,
+#   positional parameters, no default values), defined once, or again with the same code;
+# * inside it, anything Numba compiles for a GPU: its arguments, `cuda`, `numba`, `math` and
+#   `numpy`, `@cuda.jit(device=True)` helpers, functions and lambdas defined inside the kernel,
+#   and the builtins Numba supports on a GPU (`range`, `len`, `min`, `max`, `abs`, `pow`,
+#   `divmod`, `round`, `int`, `float`, `bool`, `complex`, `enumerate`, `zip`, `iter`, `next`,
+#   `slice`, `print`); not a class, an import or `global` inside a kernel, and no builtin Numba
+#   does not compile for a GPU (`sum`, `getattr`, `isinstance`, `str`...);
+# * a module-level name a kernel reads is a constant: a number, a tuple of numbers, or
+#   arithmetic on other such constants (`TILE = 32`, `ROWS_PER_PASS, PASSES = 4, TILE // 4`),
+#   bound only by top-level assignments; bound again (the same cell run twice, say), it must
+#   get the same value each time, since a GPU kernel is compiled with one value.
 
 # %% deletable=false nbgrader={"grade": false, "grade_id": "vector_add", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "2a21c568508ec1d3d673720de3fa7842", "cell_type": "code"}
 @cuda.jit
@@ -1713,20 +1725,22 @@ del _check_transpose_naive
 # `TILE`, `TILE_PADDED` and `numba.float32`, as below; the grader compiles the kernel for the T4
 # with the signature `void(float32[:, :], float32[:, :])`.
 #
-# The grader then profiles `transpose_tiled` on a 64 x 96 matrix (whole tiles) and checks what
-# the kernel does, not how it is written:
+# The grader then profiles `transpose_tiled` on a 40 x 72 matrix (one whole tile and a partial
+# one each way, so the blocks at the edges are graded like the others) and checks what the
+# kernel does, not how it is written:
 #
 # * **coalesced both ways**: every request that reads `src` or writes `dst` touches the ideal
 #   number of sectors;
 # * **each element once**: every element of `src` is read from global memory once and every
 #   element of `dst` written once, and the data passes through shared memory, with at least one
 #   barrier in every block;
-# * **no bank conflicts**: the tile is read back from shared memory with one wavefront per
-#   request (no two lanes of a warp wait on the same bank).
+# * **no bank conflicts**: the tile is stored into and read back from shared memory with one
+#   wavefront per request (no two lanes of a warp wait on the same bank, on either side).
 #
 # Any design that behaves this way earns the points: another padding, a kernel written for 2-D
 # blocks that loops over its rows with a stride of `cuda.blockDim.y`, more elements per thread.
-# A tile that is filled but not used, or that only some blocks use, does not.
+# A tile that is filled but not used, or that only some blocks use (the whole tiles tiled and
+# the partial ones at the edges copied naively, say), does not.
 #
 # On a GPU runner the grader also times `transpose_tiled` at 8192 x 8192: it must reach at least
 # **50% of the bandwidth of your own stride-1 `strided_copy`** on the same elements, and
@@ -2026,11 +2040,14 @@ del _check_matmul_naive
 # relative tolerance of 1e-4), launched with blocks of exactly `(TILE, 1)` threads and a grid of
 # `(ceil(N / TILE), ceil(M / TILE))` blocks. The grader compiles it for the T4 with the
 # signature `void(float32[:, :], float32[:, :], float32[:, :])`, and profiles it with
-# `M = N = K = 32`: its element loads from global memory must be at most `1.25 / TILE` of
-# the `2 x M x N x K` that the naive kernel makes (each element of a tile is loaded once and
-# reused `TILE` times from shared memory), every request that loads `a` or `b` must touch the
-# ideal number of sectors, and every block must pass at least one barrier. A padded tile or a
-# kernel written for 2-D blocks earns the points too; tiles filled and then bypassed do not.
+# `M = N = K = 32`: its accesses to global memory (loads, stores and atomics of every array,
+# `c` included) must be at most `1.25 / TILE` of the `2 x M x N x K` loads that the naive kernel
+# makes, plus one store per element of `c` (each element of a tile is loaded once and reused
+# `TILE` times from shared memory, and each sum is kept in a register and stored once), every
+# request that loads from global memory must touch the ideal number of sectors, and every
+# block must pass at least one barrier. A padded tile or a kernel written for 2-D blocks earns
+# the points too; tiles filled and then bypassed do not, nor sums accumulated in `c` itself
+# (with `+=` or atomics: every step reads and writes `c` again).
 # As in the transpose of §8, load each column into a `cuda.local.array` first and then store it
 # to the tile, so that a lane has 32 loads in flight (the reference does; nothing grades it, but
 # on a GPU it halves the time of a step).

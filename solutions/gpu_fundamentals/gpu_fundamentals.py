@@ -1121,9 +1121,21 @@ plt.show()
 # How kernels are graded: the grader reads each kernel from your notebook's source, compiles it
 # for the course GPU (a T4, compute capability 7.5) and only then launches it, in the simulator or
 # on a GPU. A kernel that does not compile for the GPU earns none of its points, even if the
-# simulator runs it. Keep a kernel a plain `@cuda.jit` function at the top level of its cell; it
-# may use its arguments, module-level number constants (such as `TILE = 32`),
-# `@cuda.jit(device=True)` helpers and `cuda`, `numba`, `math` and `numpy`, nothing else.
+# simulator runs it. The rules the grader reads a kernel by (a kernel that breaks one earns none
+# of its points, and the feedback names every line involved):
+#
+# * a kernel is a plain `@cuda.jit` function at the top level of its cell (that one decorator,
+#   positional parameters, no default values), defined once, or again with the same code;
+# * inside it, anything Numba compiles for a GPU: its arguments, `cuda`, `numba`, `math` and
+#   `numpy`, `@cuda.jit(device=True)` helpers, functions and lambdas defined inside the kernel,
+#   and the builtins Numba supports on a GPU (`range`, `len`, `min`, `max`, `abs`, `pow`,
+#   `divmod`, `round`, `int`, `float`, `bool`, `complex`, `enumerate`, `zip`, `iter`, `next`,
+#   `slice`, `print`); not a class, an import or `global` inside a kernel, and no builtin Numba
+#   does not compile for a GPU (`sum`, `getattr`, `isinstance`, `str`...);
+# * a module-level name a kernel reads is a constant: a number, a tuple of numbers, or
+#   arithmetic on other such constants (`TILE = 32`, `ROWS_PER_PASS, PASSES = 4, TILE // 4`),
+#   bound only by top-level assignments; bound again (the same cell run twice, say), it must
+#   get the same value each time, since a GPU kernel is compiled with one value.
 
 
 # %% nbgrader={"grade": false, "grade_id": "vector_add", "locked": false, "schema_version": 3, "solution": true, "task": false}

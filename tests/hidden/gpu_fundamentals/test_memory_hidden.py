@@ -41,6 +41,7 @@ import numpy as np
 import pytest
 
 from grader.simt.memmodel import GLOBAL, LOAD, SHARED, STORE
+from grader.suites.testing import unwritten
 
 TILE = 32
 ITEM_DTYPES = {1: np.int8, 2: np.float16, 4: np.float32, 8: np.float64, 16: np.complex128}
@@ -72,7 +73,7 @@ def _shown(sites) -> str:
 def _profile_transpose(student, name, grid, block, shape=TRANSPOSE_SHAPE):
     rows, cols = shape
     src = np.arange(rows * cols, dtype=np.float32).reshape(rows, cols)  # every element distinct
-    dst = np.full((cols, rows), np.nan, dtype=np.float32)
+    dst = unwritten((cols, rows))
     profiled = getattr(student, name)[grid, block].profile(src, dst)
     assert np.array_equal(dst, src.T), (  # grader: public
         f"{name}[{grid}, {block}] on a {rows} x {cols} float32 matrix did not transpose it, so "
@@ -200,7 +201,7 @@ def test_matmul_tiled_reuses_each_load(student, rng):
     m, n, k = MATMUL_MNK
     a = rng.standard_normal((m, k)).astype(np.float32)
     b = rng.standard_normal((k, n)).astype(np.float32)
-    c = np.full((m, n), np.nan, dtype=np.float32)
+    c = unwritten((m, n))
     grid = (n // TILE, m // TILE)
     profiled = student.matmul_tiled[grid, (TILE, 1)].profile(a, b, c)
     want = a.astype(np.float64) @ b.astype(np.float64)
@@ -209,9 +210,7 @@ def test_matmul_tiled_reuses_each_load(student, rng):
         "its memory profile earns nothing; see the correctness tests' feedback"
     )
     memory = profiled.memory
-    accesses = {
-        t.name: t.loads + t.stores + t.atomics for t in memory.arrays if t.space == GLOBAL
-    }
+    accesses = {t.name: t.loads + t.stores + t.atomics for t in memory.arrays if t.space == GLOBAL}
     naive = 2 * m * n * k
     budget = 1.25 * naive / TILE + m * n
     assert 0 < sum(accesses.values()) <= budget, (

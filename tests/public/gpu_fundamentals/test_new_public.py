@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grader.suites.testing import first_mismatch, launch
+from grader.suites.testing import expect_written, first_mismatch, launch, unwritten
 
 TILE = 32
 
@@ -66,9 +66,9 @@ def _transpose(student, rng, name: str, block: tuple[int, int], covers: int) -> 
     shape = (_shape(rng, 33, 48), _shape(rng, 17, 40))
     grid = (-(-shape[1] // covers), -(-shape[0] // covers))
     src = rng.standard_normal(shape).astype(np.float32)
-    dst = np.full((shape[1], shape[0]), np.nan, dtype=np.float32)
+    dst = unwritten((shape[1], shape[0]))
     launch(getattr(student, name), grid, block, src, dst, n=src.size, name=name)
-    assert not np.isnan(dst).all(), f"{name} wrote nothing into dst: fill in the kernel's body"
+    expect_written(dst, name, "dst")
     assert np.array_equal(dst, src.T), (
         f"{name}[{grid}, {block}] on a {shape[0]} x {shape[1]} matrix: "
         f"{first_mismatch(dst, src.T)}; dst[x, y] must be src[y, x]"
@@ -102,9 +102,9 @@ def _matmul(student, rng, name: str, block: tuple[int, int], covers: int) -> Non
     grid = (-(-n // covers), -(-m // covers))
     a = rng.standard_normal((m, k)).astype(np.float32)
     b = rng.standard_normal((k, n)).astype(np.float32)
-    c = np.full((m, n), np.nan, dtype=np.float32)
+    c = unwritten((m, n))
     launch(getattr(student, name), grid, block, a, b, c, n=m * n, name=name)
-    assert not np.isnan(c).all(), f"{name} wrote nothing into c: fill in the kernel's body"
+    expect_written(c, name, "c")
     want = a.astype(np.float64) @ b.astype(np.float64)
     scale = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
     assert (np.abs(c - want) <= 1e-4 * scale).all(), (
