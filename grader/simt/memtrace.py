@@ -162,8 +162,8 @@ class Recorder(simulator.Observer):
 
     # ---- what the simulator tells
 
-    def shared_array(self, array: Any, key: tuple[str, int]) -> Any:
-        name = f"shared@{key[1]}"
+    def shared_array(self, array: Any, key: tuple[str, int, int]) -> Any:
+        name = simulator.shared_name(key)
         if key[0] != self._file:  # not the kernel's own: the simulator's, untraced
             return array
         self._arrays[name] = (memmodel.SHARED, int(array.dtype.itemsize), int(array.size))

@@ -30,6 +30,11 @@ Consequences, all on purpose:
 - One thread that waits, spinning, for another thread's write without a barrier between them
   never lets that thread run: the launch hangs, and the worker's time limit ends it as it ends any
   other endless kernel. CUDA promises no such progress either before Volta.
+- Shared memory is CUDA's, not the simulator's: one array per declaration, fresh for every
+  block (static and dynamic), and ``syncthreads_count/and/or`` count live threads only.
+- Warp primitives (`grader.simt.warps`) are gatherings of the lanes their mask names: a lane
+  waits at one as at a barrier of those lanes only; a mask that can never be met stops the
+  launch with the line and lanes.
 - Observers (`grader.simt.memtrace`) learn which simulated thread runs and when a barrier is
   released through `observe`; the scheduler itself records nothing.
 
@@ -47,6 +52,7 @@ from collections import deque
 from typing import Any
 
 from grader.core import device
+from grader.simt import warps
 
 
 def _kernel_module() -> Any:
@@ -96,7 +102,41 @@ def install() -> bool:
 
     kernel.BlockManager = CooperativeBlockManager
     _fill_new_arrays(kernelapi)
+    _add_warp_primitives(kernelapi.FakeCUDAModule)
     return True
+
+
+def _add_warp_primitives(module_class: Any) -> None:
+    """Give the simulator's ``cuda`` every warp-level primitive (`grader.simt.warps`), each a
+    gathering of the lanes its mask names, run by the scheduler."""
+
+    def gathering(op: str, arity: int) -> Any:
+        def primitive(self: Any, mask: Any = warps.FULL, *args: Any) -> Any:
+            if len(args) != arity:
+                raise TypeError(f"cuda.{op} takes {arity + 1} arguments")
+            value = None if arity == 0 else args[0] if arity == 1 else args
+            line = sys._getframe(1).f_lineno
+            carrier: Any = threading.current_thread()  # the scheduler's carrier
+            return carrier.gather(op, mask, value, line)
+
+        primitive.__name__ = op
+        return primitive
+
+    for op in warps.GATHERINGS:
+        arity = 0 if op == "syncwarp" else 2 if op in warps.SHUFFLES else 1
+        setattr(module_class, op, gathering(op, arity))
+
+    def activemask(self: Any) -> int:
+        caller = sys._getframe(1)
+        carrier: Any = threading.current_thread()
+        return int(carrier.activemask((caller.f_code, caller.f_lasti)))
+
+    def lanemask_lt(self: Any) -> int:
+        carrier: Any = threading.current_thread()
+        return warps.lanemask_lt(carrier.thread_id)
+
+    module_class.activemask = activemask
+    module_class.lanemask_lt = lanemask_lt
 
 
 def _known_shape(manager_class: Any, kernelapi: Any) -> bool:
@@ -128,33 +168,52 @@ def _fill_new_arrays(kernelapi: Any) -> None:
     """Fresh ``cuda.shared.array`` and ``cuda.local.array`` memory holds `UNSET_BYTE` in every
     byte instead of whatever ``np.empty`` found: a kernel that reads memory no thread wrote
     (a missing barrier, an accumulator never zeroed) reads the same NaN or -1 on every run, as
-    wrong as on a GPU but the same each time. Dynamic shared memory is the simulator's own
-    (zeroed). A shared array is still one per line of source and launch, as the simulator keys
-    it; the caller's line is read from its frame, not a whole extracted stack. An observer
-    (`observe`) may wrap each new shared array to see its accesses."""
+    wrong as on a GPU but the same each time.
+
+    Shared memory is CUDA's: one array per declaration (the call's file, line and place in the
+    line, so ``a, b = cuda.shared.array(...), cuda.shared.array(...)`` are two arrays; a
+    declaration run again, in a loop, is the same array), fresh for every block (`_Block` clears
+    the launch's allocations before a block starts), and the dynamic shared memory of the
+    launch's configuration (``cuda.shared.array(0, dtype)``: every declaration views the same
+    bytes, as ``extern __shared__``) fresh per block too, filled the same way. An observer
+    (`observe`) and the sanitizer see every new shared array, static and dynamic alike."""
     shared, local = kernelapi.FakeCUDAShared, kernelapi.FakeCUDALocal
     if getattr(shared, "fills", False):
         return
     simulators_shared, simulators_local = shared.array, local.array
 
-    def fresh(shape: Any, dtype: Any) -> Any:
+    def dtype_of(dtype: Any) -> Any:
         if isinstance(dtype, kernelapi.types.Type):
-            dtype = kernelapi.numpy_support.as_dtype(dtype)
-        array = kernelapi.np.empty(shape, dtype)
+            return kernelapi.numpy_support.as_dtype(dtype)
+        return kernelapi.np.dtype(dtype)
+
+    def fresh(shape: Any, dtype: Any) -> Any:
+        array = kernelapi.np.empty(shape, dtype_of(dtype))
         array.reshape(-1).view("u1").fill(UNSET_BYTE)
         return array
 
     def shared_array(self: Any, shape: Any, dtype: Any, alignment: Any = None) -> Any:
-        if shape == 0 or alignment is not None:  # dynamic, or refused: the simulator's own
+        if alignment is not None:  # refused: the simulator's own error
             return simulators_shared(self, shape, dtype, alignment)
         caller = sys._getframe(1)
-        key = (caller.f_code.co_filename, caller.f_lineno)
-        found = self._allocations.get(key)
+        site = (caller.f_code.co_filename, caller.f_lineno, caller.f_lasti)
+        found = self._allocations.get(site)
         if found is None:
-            found = fresh(shape, dtype)
+            line = site[:2]
+            ordinal = self.__dict__.setdefault("_per_line", {}).get(line, 0)
+            self._per_line[line] = ordinal + 1
+            key = (site[0], site[1], ordinal)
+            if shape == 0:  # dynamic: a view of the block's dynamic shared bytes
+                item = dtype_of(dtype)
+                count = self._dynshared_size // item.itemsize
+                found = kernelapi.np.frombuffer(self._dynshared.data, dtype=item, count=count)
+            else:
+                found = fresh(shape, dtype)
             if _observer is not None:
                 found = _observer.shared_array(found, key)
-            self._allocations[key] = found
+            if _sanitizer is not None:
+                found = _sanitizer.shared_array(found, key)
+            self._allocations[site] = found
         return found
 
     def local_array(self: Any, shape: Any, dtype: Any, alignment: Any = None) -> Any:
@@ -166,19 +225,48 @@ def _fill_new_arrays(kernelapi: Any) -> None:
     local.array = local_array
 
 
+def fresh_shared(shared: Any) -> None:
+    """A block's shared memory as a GPU gives it: no array of an earlier block, and dynamic
+    shared bytes set to `UNSET_BYTE` (the simulator zeroes them once per launch)."""
+    shared._allocations.clear()
+    shared.__dict__["_per_line"] = {}
+    dynamic = getattr(shared, "_dynshared", None)
+    if dynamic is not None and dynamic.size:
+        dynamic.view("u1").fill(UNSET_BYTE)
+
+
+def shared_name(key: tuple) -> str:
+    """How the tracer and the sanitizer name a shared array: ``shared@LINE``, and the second
+    declaration on one line ``shared@LINE.1`` (and so on)."""
+    return f"shared@{key[1]}" if len(key) < 3 or not key[2] else f"shared@{key[1]}.{key[2]}"
+
+
 class Observer:
     """What a scheduler's observer is told (`grader.simt.memtrace.Recorder` is one). The default
     methods do nothing, so an observer overrides only what it needs."""
 
-    def shared_array(self, array: Any, key: tuple[str, int]) -> Any:
-        """A block's new shared array, allocated at `key` (file, line): what the kernel gets."""
+    def shared_array(self, array: Any, key: tuple[str, int, int]) -> Any:
+        """A block's new shared array, declared at `key` (file, line, which declaration of the
+        line: 0 for the first; `shared_name`): what the kernel gets."""
         return array
 
     def barrier(self, block: tuple[int, int, int]) -> None:
         """A barrier of `block` released (every live thread of the block waited at it)."""
 
+    def warp_synced(self, block: tuple[int, int, int], threads: tuple[int, ...]) -> None:
+        """A ``syncwarp`` of `block` met: `threads` (linear ids) are ordered from here on."""
+
+    def block(self, block: tuple[int, int, int], threads: int) -> None:
+        """`block` (of `threads` threads) is about to run, on fresh shared memory."""
+
+    def barrier_sites(
+        self, block: tuple[int, int, int], threads: list[int], sites: list[Any]
+    ) -> None:
+        """A barrier about to be released: the call site each waiting thread waits at."""
+
 
 _observer: Observer | None = None
+_sanitizer: Observer | None = None  # `grader.simt.sanitizer`, on every launch once installed
 
 
 def observe(observer: Observer | None) -> Observer | None:
@@ -218,13 +306,54 @@ def _carrier_class(thread_base: type) -> type:
                     block.serve(self)
 
         def syncthreads(self) -> None:
+            self._barrier(sys._getframe(2))
+
+        def syncthreads_count(self, value: Any) -> int:
+            return sum(self._vote(value, sys._getframe(2)))
+
+        def syncthreads_and(self, value: Any) -> int:
+            return int(all(self._vote(value, sys._getframe(2))))
+
+        def syncthreads_or(self, value: Any) -> int:
+            return int(any(self._vote(value, sys._getframe(2))))
+
+        def _vote(self, value: Any, caller: Any) -> Any:
+            """A barrier with a predicate: the predicates of the block's live threads (those
+            that ended are not counted, as on a GPU; the simulator counted their stale ones)."""
+            block = self.block
+            assert block is not None, "syncthreads outside a simulated block"
+            block.votes.append(bool(value))
+            self._barrier(caller)
+            return block.released_votes
+
+        def _barrier(self, caller: Any) -> None:
             if self.abort:
                 raise RuntimeError("abort flag set on syncthreads call")
             block = self.block
             assert block is not None, "syncthreads outside a simulated block"
-            block.wait_at_barrier()
+            block.wait_at_barrier((caller.f_code, caller.f_lasti, caller.f_lineno))
             if self.abort:
                 raise RuntimeError("abort flag set on syncthreads clear")
+
+        def gather(self, op: str, mask: Any, value: Any, line: int) -> Any:
+            """A warp primitive (`grader.simt.warps`): wait for the mask's lanes, then the
+            value this lane gets."""
+            return self._resumed(self._block().gather(op, mask, value, line))
+
+        def activemask(self, site: Any) -> int:
+            """``activemask()`` at `site`: the lanes of this warp there at the same time."""
+            return int(self._resumed(self._block().wait_active(site)))
+
+        def _block(self) -> _Block:
+            if self.abort:
+                raise RuntimeError("abort flag set on a warp primitive")
+            assert self.block is not None, "a warp primitive outside a simulated block"
+            return self.block
+
+        def _resumed(self, result: Any) -> Any:
+            if self.abort:
+                raise RuntimeError("abort flag set on a warp primitive")
+            return result
 
     return Carrier
 
@@ -253,13 +382,14 @@ class _Pool:
 class _Thread:
     """One simulated thread: its place in the block, the greenlet it runs in, its abort flag."""
 
-    __slots__ = ("index", "linear", "greenlet", "abort")
+    __slots__ = ("index", "linear", "greenlet", "abort", "result")
 
     def __init__(self, index: Any, linear: int, greenlet: Any) -> None:
         self.index = index
         self.linear = linear
         self.greenlet = greenlet
         self.abort = False
+        self.result: Any = None  # what a warp primitive handed this thread
 
 
 class _Block:
@@ -282,7 +412,12 @@ class _Block:
         self._count = self._x * self._y * self._z
         self._next = 0  # the linear id of the next thread to start
         self._waiting: list[_Thread] = []  # at the barrier, in arrival order
+        self._sites: list[Any] = []  # the barrier call each waiting thread waits at
+        self.votes: list[bool] = []  # syncthreads_count/and/or predicates of this barrier
+        self.released_votes: list[bool] = []  # those of the barrier last released
         self._ready: deque[_Thread] = deque()  # past a released barrier, not yet resumed
+        self._room = warps.WarpRoom(self._count)  # the warps' gatherings
+        self._active: list[tuple[int, _Thread, Any]] = []  # at activemask(), with the call site
         self._current: _Thread | None = None
         self._error: tuple[BaseException, Any] | None = None
         self._hub: Any = None
@@ -294,6 +429,12 @@ class _Block:
         thread's exception, as the simulator does."""
         if self._count == 0:
             return
+        context = _kernel_module()._get_kernel_context()
+        if context is not None:
+            fresh_shared(context.shared)
+        for party in (_observer, _sanitizer):
+            if party is not None:
+                party.block(tuple(self._block_idx), self._count)
         carrier = pool.take()
         carrier.block = self
         carrier.turn.release()
@@ -315,10 +456,13 @@ class _Block:
                     self._switch(self._ready.popleft())
                 elif self._next < self._count:  # threads not yet started: a worker starts them
                     self._greenlet.greenlet(self._work).switch()
+                elif self._active:  # nothing else runs: the lanes at each activemask() meet
+                    self._resolve_active()
+                elif self._room.pending:  # a mask names lanes that never arrive
+                    stuck = self._room.stuck()
+                    self._error = (warps.WarpError(stuck or "a warp primitive never met"), None)
                 elif self._waiting:  # every live thread waits: release the barrier
-                    if _observer is not None:
-                        _observer.barrier(tuple(self._block_idx))
-                    self._ready, self._waiting = deque(self._waiting), []
+                    self._release()
                 else:
                     break
             self._abort()
@@ -329,13 +473,61 @@ class _Block:
             self._current = None
             self._done.release()
 
-    def wait_at_barrier(self) -> None:
-        """In a simulated thread's worker: wait here until every live thread of the block has
-        arrived and the threads that arrived before this one have run on."""
+    def wait_at_barrier(self, site: Any = None) -> None:
+        """In a simulated thread's worker: wait at the barrier call `site` until every live
+        thread of the block has arrived and the threads that arrived before this one have run
+        on."""
         thread = self._current
         assert thread is not None, "a barrier outside a simulated thread"
         self._waiting.append(thread)
+        self._sites.append(site)
         self._hub.switch()
+
+    def _release(self) -> None:
+        """Every live thread waits at a barrier: release them, in arrival order."""
+        block = tuple(self._block_idx)
+        if _observer is not None:
+            _observer.barrier(block)
+        if _sanitizer is not None:
+            _sanitizer.barrier_sites(block, [t.linear for t in self._waiting], self._sites)
+            _sanitizer.barrier(block)
+        self.released_votes, self.votes = self.votes, []
+        self._ready, self._waiting, self._sites = deque(self._waiting), [], []
+
+    def gather(self, op: str, mask: Any, value: Any, line: int) -> Any:
+        """In a simulated thread's worker: arrive at a warp primitive; wait until every lane of
+        the mask has; what this thread gets (the lanes resume in lane order)."""
+        thread = self._current
+        assert thread is not None, "a warp primitive outside a simulated thread"
+        complete = self._room.arrive(thread.linear, thread, op, mask, value, line)
+        if complete is None:
+            self._hub.switch()
+            return thread.result
+        for lane, result in warps.results(complete).items():
+            complete.threads[lane].result = result
+        if op == "syncwarp":
+            for party in (_observer, _sanitizer):
+                if party is not None:
+                    party.warp_synced(
+                        tuple(self._block_idx), tuple(t.linear for t in complete.threads.values())
+                    )
+        self._ready.extend(t for t in complete.threads.values() if t is not thread)
+        return thread.result
+
+    def wait_active(self, site: Any) -> int:
+        """In a simulated thread's worker: ``activemask()`` (resolved once nothing else runs)."""
+        thread = self._current
+        assert thread is not None, "activemask outside a simulated thread"
+        self._active.append((thread.linear, thread, site))
+        self._hub.switch()
+        return int(thread.result)
+
+    def _resolve_active(self) -> None:
+        arrivals, self._active = sorted(self._active, key=lambda a: a[0]), []
+        masks = warps.active_masks(arrivals)
+        for linear, thread, _ in arrivals:
+            thread.result = masks[linear]
+            self._ready.append(thread)
 
     def _work(self) -> None:
         """A worker greenlet: start threads one after another while threads are left to start
@@ -365,6 +557,7 @@ class _Block:
     def _simulate(self) -> None:
         """The current simulated thread's body, in its worker (the carrier holds its identity)."""
         carrier = self._carrier
+        linear = carrier.thread_id
         try:
             if carrier.debug:
                 import numpy as np  # lazy: numba already imported it
@@ -378,12 +571,19 @@ class _Block:
                 self._error = (_located(exc, carrier), exc.__traceback__)
         except BaseException:  # noqa: BLE001,S110  # SystemExit and kin end the thread, as there
             pass
+        self._room.ended.add(linear)
 
     def _abort(self) -> None:
         """Resume every thread still waiting with the abort flag set, one at a time, so that it
         unwinds (the simulator's rule); threads not yet started never start."""
-        pending = [*self._ready, *self._waiting]
-        self._ready, self._waiting = deque(), []
+        pending = [
+            *self._ready,
+            *self._waiting,
+            *self._room.waiting_threads(),
+            *(a[1] for a in self._active),
+        ]
+        self._ready, self._waiting, self._active, self._sites = deque(), [], [], []
+        self._room.pending.clear()
         for thread in pending:
             thread.abort = True
             self._switch(thread)
@@ -397,5 +597,3 @@ def _located(exc: Exception, carrier: Any) -> BaseException:
         return type(exc)(message)
     except Exception:  # noqa: BLE001  # a type that cannot be built from one message
         return exc
-
-

@@ -249,3 +249,56 @@ def test_a_simulator_of_another_shape_keeps_its_own_manager():
 
     assert simulator._known_shape(kernel.BlockManager.__mro__[1], kernelapi)
     assert not simulator._known_shape(Renamed, kernelapi)
+
+
+def test_two_shared_arrays_declared_on_one_line_are_two_arrays():
+    import numba
+
+    @cuda.jit
+    def two_tiles(x, out):
+        a, b = cuda.shared.array(4, numba.float32), cuda.shared.array(4, numba.float32)
+        t = cuda.threadIdx.x
+        a[t] = x[t]
+        b[t] = 2 * x[t]
+        cuda.syncthreads()
+        out[t] = a[t] + b[3 - t]
+
+    x = np.arange(4, dtype=np.float32)
+    out = np.zeros(4, dtype=np.float32)
+    two_tiles[1, 4](x, out)
+    assert out.tolist() == [6.0, 5.0, 4.0, 3.0]  # x[t] + 2 x[3 - t]; aliased would give 3 x
+
+
+def test_every_block_gets_fresh_shared_memory_static_and_dynamic():
+    import numba
+
+    @cuda.jit
+    def leftovers(out):
+        s = cuda.shared.array(1, numba.float32)
+        d = cuda.shared.array(0, numba.float32)
+        if cuda.blockIdx.x == 0:
+            s[0] = 5.0
+            d[0] = 6.0
+        out[cuda.blockIdx.x, 0] = s[0]
+        out[cuda.blockIdx.x, 1] = d[0]
+
+    out = np.zeros((2, 2), dtype=np.float32)
+    leftovers[2, 1, 0, 16](out)  # 16 bytes of dynamic shared memory
+    assert out[0].tolist() == [5.0, 6.0]
+    assert np.isnan(out[1]).all()  # block 1 never sees block 0's values: 0xFF bytes, NaN
+
+
+def test_syncthreads_predicates_count_live_threads_only():
+    @cuda.jit
+    def votes(out):
+        t = cuda.threadIdx.x
+        if t >= 10:
+            return  # 22 threads end before the barriers
+        n = cuda.syncthreads_count(t < 5)
+        every = cuda.syncthreads_and(t < 10)
+        some = cuda.syncthreads_or(t > 8)
+        out[t] = n * 100 + every * 10 + some
+
+    out = np.zeros(32, dtype=np.int64)
+    votes[1, 32](out)
+    assert out[:10].tolist() == [511] * 10  # 5 true of 10 live; all of them; thread 9
