@@ -31,6 +31,8 @@ _.load_sectors  # memmodel.ArrayTraffic: in result.json (the report's readers, b
 _.store_sectors
 expect_value_error  # grader/suites/testing.py: the helpers the suites import
 first_mismatch
+unwritten  # grader/suites/testing.py: outputs filled with the grader's own NaN (the suites)
+expect_written
 require_reproduced
 trusted_ms
 expect_raises

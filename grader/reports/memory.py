@@ -189,8 +189,7 @@ def html(memory: Sequence[KernelMemory], bandwidth_gbs: float | None, gpu: str) 
         parts.append(f"<p><code>{html_text(m.kernel)}</code> {html_text(m.launch)}</p><table>")
         parts.append("<tr>" + "".join(f"<th>{html_text(h)}</th>" for h in HEADERS) + "</tr>")
         parts += [
-            "<tr>" + "".join(f"<td>{html_text(c)}</td>" for c in _row(s)) + "</tr>"
-            for s in p.sites
+            "<tr>" + "".join(f"<td>{html_text(c)}</td>" for c in _row(s)) + "</tr>" for s in p.sites
         ]
         parts.append("</table><ul>")
         parts += [f"<li>{html_text(line)}</li>" for line in totals(p, bandwidth_gbs, gpu)]

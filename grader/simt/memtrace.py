@@ -77,9 +77,9 @@ def _traced_class() -> type:
                     self._recorder.access(self, index, memmodel.STORE)
 
             def _view(self, view: Any) -> Any:
-                start = view.__array_interface__["data"][0] - self._ary.__array_interface__[
-                    "data"
-                ][0]
+                start = (
+                    view.__array_interface__["data"][0] - self._ary.__array_interface__["data"][0]
+                )
                 return TracedArray(view, self._recorder, self._name, self._offset + start)
 
         _TRACED = TracedArray
@@ -220,8 +220,19 @@ class Recorder(simulator.Observer):
         recorder = self
         atomic = kernelapi.FakeCUDAAtomic
         for name in (
-            "add", "sub", "and_", "or_", "xor", "inc", "dec", "exch", "max", "min", "nanmax",
-            "nanmin", "cas",
+            "add",
+            "sub",
+            "and_",
+            "or_",
+            "xor",
+            "inc",
+            "dec",
+            "exch",
+            "max",
+            "min",
+            "nanmax",
+            "nanmin",
+            "cas",
         ):
             original = getattr(atomic, name, None)
             if original is None:

@@ -16,7 +16,7 @@ import dataclasses
 import hashlib
 import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -26,11 +26,7 @@ from grader.core.results import KernelMemory
 from grader.sandbox import protocol
 from grader.simt import memmodel
 from grader.suites.errors import StudentError, malformed
-from grader.suites.kernels import dims, outputs, signature
-
-if TYPE_CHECKING:
-    from grader.suites.kernels import Launch
-    from grader.suites.student import Function
+from grader.suites.launches import KernelFunction, KernelLaunch, dims, outputs, signature
 
 MODEL_TARGET = "model"
 
@@ -79,7 +75,7 @@ def described(grid: Any, block: Any, args: list) -> str:
     return f"[{grid}, {block}] on {', '.join(shown)}"
 
 
-def resources(function: Function, signature_: str) -> KernelResources | str:
+def resources(function: KernelFunction, signature_: str) -> KernelResources | str:
     """What the kernel compiled for the course GPU holds (registers per thread, shared bytes
     per block, local memory, spills: `grader.core.cubin`, in the compile worker), or why this
     machine cannot tell (no CUDA compiler, or no nvJitLink: the student profile)."""
@@ -116,7 +112,7 @@ def _three(value: Any) -> tuple[int, int, int]:
     return (int(items[0]), int(items[1]), int(items[2]))
 
 
-def profile(launch: Launch, args: list) -> Profiled:
+def profile(launch: KernelLaunch, args: list) -> Profiled:
     """Launch `launch` once on `args` with its memory accesses recorded (see the module)."""
     s, name = launch.function._student, launch.function.name
     grid, block = dims(launch.grid, "grid"), dims(launch.block, "block")
@@ -142,7 +138,7 @@ def profile(launch: Launch, args: list) -> Profiled:
     return found
 
 
-def _take(launch: Launch, name: str, grid: Any, block: Any, args: list) -> Profiled:
+def _take(launch: KernelLaunch, name: str, grid: Any, block: Any, args: list) -> Profiled:
     """The profiled launch itself, on the model's kernel worker."""
     s = launch.function._student
     req = s._kernel_req("kernel_profile", name, grid=grid, block=block, args=list(args))
