@@ -76,10 +76,14 @@ def _said(got: np.ndarray, i: int) -> str:
     return "NaN (the kernel wrote NaN)" if np.isnan(value) else str(value)
 
 
-def first_mismatch(got: np.ndarray, want: np.ndarray) -> str:
+def first_mismatch(got: np.ndarray, want: np.ndarray, ok: np.ndarray | None = None) -> str:
     """How two arrays differ (NaN equals NaN), for an assertion message: "never written" for
-    an element of an `unwritten` array the kernel did not write, "wrote NaN" for one it did."""
-    same = (got == want) | (np.isnan(got) & np.isnan(want) & ~never_written(got))
+    an element of an `unwritten` array the kernel did not write, "wrote NaN" for one it did.
+    `ok` marks the elements that pass when the comparison has a tolerance (else: equal)."""
+    if ok is None:
+        same = (got == want) | (np.isnan(got) & np.isnan(want) & ~never_written(got))
+    else:
+        same = ok & ~never_written(got)
     bad = np.flatnonzero(~same)
     if bad.size == 0:
         return "all elements match"

@@ -285,6 +285,52 @@ FAKE_MATMUL_ATOMICS_ON_C = (
 """
 )
 
+WARP_SUM_XOR_BUTTERFLY = """\
+    i = cuda.grid(1)
+    v = x[i] if i < x.size else numba.float32(0.0)
+    for k in range(5):  # a butterfly: every lane ends with the sum
+        v += cuda.shfl_xor_sync(0xFFFFFFFF, v, 16 >> k)
+    w, lane = divmod(i, 32)
+    if lane == 0 and w < out.size:
+        out[w] = v
+"""
+
+WARP_SUM_SYNCWARP_SHARED_FREE = """\
+    i = cuda.grid(1)
+    lane = cuda.laneid
+    total = x[i] if i < x.size else numba.float32(0.0)
+    for delta in (16, 8, 4, 2, 1):
+        total += cuda.shfl_down_sync(cuda.activemask(), total, delta)
+    cuda.syncwarp()
+    if lane == 0 and i // 32 < out.size:
+        out[i // 32] = total
+"""
+
+FAKE_WARP_SUM_SHARED = """\
+    buf = cuda.shared.array(1024, numba.float32)
+    t = cuda.threadIdx.x
+    i = cuda.grid(1)
+    buf[t] = x[i] if i < x.size else numba.float32(0.0)
+    cuda.syncthreads()
+    if t % 32 == 0 and i // 32 < out.size:
+        s = numba.float32(0.0)
+        for k in range(32):
+            s += buf[t + k]
+        out[i // 32] = s
+"""
+
+FAKE_WARP_SUM_LANE0_LOOP = """\
+    i = cuda.grid(1)
+    if i % 32 == 0 and i // 32 < out.size:
+        s = numba.float32(0.0)
+        for k in range(32):
+            if i + k < x.size:
+                s += x[i + k]
+        out[i // 32] = s
+"""
+
+WARP_SUM_TESTS = frozenset({"test_warp_sum_keeps_to_registers"})
+
 TILED_TESTS = frozenset(
     {
         "test_transpose_tiled_coalesces_both_ways",
@@ -310,6 +356,12 @@ VARIANTS = (
         MATMUL_B_IN_REGISTERS,
     ),
     Variant("strided_copy, grid-stride loop", "strided_copy", STRIDED_GRID_STRIDE),
+    Variant("warp_sum, an xor butterfly with divmod", "warp_sum", WARP_SUM_XOR_BUTTERFLY),
+    Variant(
+        "warp_sum, laneid, activemask and a syncwarp",
+        "warp_sum",
+        WARP_SUM_SYNCWARP_SHARED_FREE,
+    ),
     Variant(
         "matmul_tiled, the reference's body with parameters (A, B, C)",
         "matmul_tiled",
@@ -368,6 +420,18 @@ VARIANTS = (
         "matmul_tiled",
         FAKE_MATMUL_BYPASSED,
         frozenset({"test_matmul_tiled_reuses_each_load"}),
+    ),
+    Variant(
+        "fake: warp_sum through shared memory and a barrier",
+        "warp_sum",
+        FAKE_WARP_SUM_SHARED,
+        WARP_SUM_TESTS,
+    ),
+    Variant(
+        "fake: warp_sum by lane 0 alone, in a loop",
+        "warp_sum",
+        FAKE_WARP_SUM_LANE0_LOOP,
+        WARP_SUM_TESTS,
     ),
     Variant(
         "fake: whole tiles tiled, partial edge tiles copied naively",

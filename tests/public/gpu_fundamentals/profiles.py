@@ -31,6 +31,16 @@ def launches(rng: np.random.Generator) -> list[dict]:
             "brief": True,
         }
     ]
+    found.append(
+        {
+            "kernel": "warp_sum",
+            "label": "1,000 float32 (a partial last warp), 256 threads a block",
+            "grid": 4,
+            "block": 256,
+            "args": (rng.standard_normal(1000).astype(np.float32), np.zeros(32, np.float32)),
+            "brief": True,
+        }
+    )
     for stride in (1, 2, 3, 8, 32):
         found.append(
             {

@@ -1,4 +1,4 @@
-"""Public tests for S5.1's divergence, occupancy, transpose and matrix-multiply exercises.
+"""Public tests for S5.1's divergence, occupancy, warp sum, transpose and matrix-multiply exercises.
 
 Run them with the rest of the public suite: `pytest tests/public/gpu_fundamentals` from the root
 of your repository. They use the notebook's examples, and draw the kernels' matrix shapes and
@@ -107,9 +107,10 @@ def _matmul(student, rng, name: str, block: tuple[int, int], covers: int) -> Non
     expect_written(c, name, "c")
     want = a.astype(np.float64) @ b.astype(np.float64)
     scale = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
-    assert (np.abs(c - want) <= 1e-4 * scale).all(), (
+    ok = np.abs(c - want) <= 1e-4 * scale
+    assert ok.all(), (
         f"{name}[{grid}, {block}] on a ({m} x {k}) @ ({k} x {n}) product: "
-        f"{first_mismatch(c.astype(np.float64), want)}; c[y, x] must be row y of a times "
+        f"{first_mismatch(c, want, ok)}; c[y, x] must be row y of a times "
         "column x of b"
     )
 
@@ -122,3 +123,19 @@ def test_matmul_naive_small(student, rng):
 @pytest.mark.points(1)
 def test_matmul_tiled_small(student, rng):
     _matmul(student, rng, "matmul_tiled", (TILE, 1), TILE)
+
+
+@pytest.mark.points(1)
+def test_warp_sum_small(student, rng):
+    n = int(rng.integers(33, 300)) | 1  # never a whole number of warps: the last one is partial
+    x = rng.standard_normal(n).astype(np.float32)
+    out = unwritten(-(-n // 32))
+    launch(student.warp_sum, -(-n // 64), 64, x, out, n=n, name="warp_sum")
+    expect_written(out, "warp_sum", "out")
+    want = np.add.reduceat(x.astype(np.float64), np.arange(0, n, 32))
+    ok = np.isclose(out, want, rtol=1e-5, atol=1e-4)
+    assert ok.all(), (
+        f"warp_sum[{-(-n // 64)}, 64] on {n} elements: {first_mismatch(out, want, ok)}; "
+        "warp w sums x[32 * w] to x[32 * w + 31] (lanes past the end add 0), lane 0 writes "
+        "out[w]"
+    )
