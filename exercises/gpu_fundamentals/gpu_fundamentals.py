@@ -721,6 +721,8 @@ plt.show()
 # * The **warp** is the real unit of execution. All 32 lanes run the same instruction. When lanes
 #   take different sides of an `if`, the warp runs both sides one after the other with the inactive
 #   lanes masked off (*warp divergence*).
+#   The lanes of a warp can also pass values to each other directly (a *shuffle*; §6 ends with a
+#   kernel that sums with them).
 # * A **block** lives on a single SM for its whole life. Its threads can cooperate through shared
 #   memory and barriers (`cuda.syncthreads()`). Threads in *different* blocks cannot synchronise
 #   inside a kernel.
@@ -1360,6 +1362,68 @@ if ON_GPU:
     )
 else:
     print("simulator: nothing measured here; on a GPU this cell times the copies and a launch")
+
+
+# %% [markdown]
+# ### Lanes that talk: a warp sum with shuffles
+#
+# §4 said the warp is the real unit of execution. The lanes of a warp can also trade values
+# directly, register to register, without shared memory or a barrier: a **warp shuffle**.
+# `cuda.shfl_down_sync(mask, value, delta)` is executed by every lane named in `mask` at once;
+# each gets the `value` that lane `lane + delta` passed in, where `lane` is its position in its
+# warp (`cuda.threadIdx.x % 32` in a 1-D block whose size is a multiple of 32). A lane whose
+# `lane + delta` is past lane 31 gets its own `value` back. `mask` is a 32-bit integer with one
+# bit per lane that takes part: `0xFFFFFFFF` for the whole warp. Every lane the mask names must
+# reach the same shuffle; a lane that returned early or skipped it inside an `if` leaves the
+# others waiting on a value that never comes (undefined on a GPU; in the grader's simulator an
+# error naming the line, the warp and the missing lanes).
+#
+# A sum over the 32 lanes of a warp then takes 5 steps instead of 31 additions in one lane:
+# `value += cuda.shfl_down_sync(0xFFFFFFFF, value, delta)` for `delta = 16, 8, 4, 2, 1`. After
+# the step with 16, lane `l < 16` holds `x[l] + x[l + 16]`; after 8, lane `l < 8` holds the sum
+# of four elements; after the step with 1, lane 0 holds the sum of all 32. The lanes above keep
+# partial sums that nobody reads. This is how a block reduction, a softmax's maximum and sum, or
+# a layer norm's statistics are computed inside a warp before any shared memory is touched.
+#
+# **Exercise.** Write the kernel `warp_sum(x, out)`: `x` is a 1-D float32 array of any size
+# `n >= 1`, `out` a float32 array of `ceil(n / 32)` elements, and warp `w` (the threads with
+# global index `32 * w` to `32 * w + 31`, `i = cuda.grid(1)`) writes `out[w] = x[32 * w] + ... +
+# x[32 * w + 31]`, the sum made with `cuda.shfl_down_sync` and written by lane 0. It is launched
+# with blocks whose size is a multiple of 32 and enough blocks for `n` threads, so the last warp
+# may be **partial**: its lanes with `i >= n` add `0` but still take part in every shuffle (the
+# mask stays `0xFFFFFFFF`), and a whole warp past the end writes nothing. Keep the float32
+# values (the grader compares with the exact sum, to a tolerance of `1e-5` times the sum of the
+# absolute values of the warp's elements). The grader compiles it for the T4 with the signature
+# `void(float32[:], float32[:])`, and profiles it on 1,000 elements in blocks of 256 threads:
+# `x` is read once, in one request per warp (one element per lane), `out` written once per
+# warp, and nothing goes through shared memory or atomics.
+
+# %% deletable=false nbgrader={"grade": false, "grade_id": "warp_sum", "locked": false, "schema_version": 3, "solution": true, "task": false, "checksum": "e42f583032023f09f4c4def15ce23fe8", "cell_type": "code"}
+@cuda.jit
+def warp_sum(x, out):
+    """Kernel: out[w] = x[32 * w] + ... + x[32 * w + 31], one warp per 32 consecutive elements.
+
+    x: 1-D float32, any size n >= 1; out: 1-D float32 of ceil(n / 32) elements. Launch with a
+    block size that is a multiple of 32 and at least n threads. Lanes with i >= n add 0 but take
+    part in every shuffle (mask 0xFFFFFFFF); lane 0 of each warp writes its sum.
+    """
+    # YOUR CODE HERE
+    raise NotImplementedError("warp_sum: implement this (see the docstring)")
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "check_warp_sum", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false, "checksum": "df9104af02a4afa5ffcbd1efb2fab650", "cell_type": "code"}
+def _check_warp_sum():
+    _x = np.random.default_rng(3).standard_normal(1000).astype(np.float32)
+    _out = np.full(32, np.nan, dtype=np.float32)  # 31 whole warps and one of 8 elements
+    warp_sum[4, 256](_x, _out)  # 1,024 threads: the last warp's lanes past 1,000 add 0
+    expect_written("warp_sum", _out)
+    _want = np.add.reduceat(_x.astype(np.float64), np.arange(0, 1000, 32))
+    np.testing.assert_allclose(_out, _want, rtol=1e-5, atol=1e-5, err_msg="warp_sum: wrong sums")
+    print("warp_sum: self-checks passed")
+
+
+_check_warp_sum()
+del _check_warp_sum
 
 
 # %% [markdown]
