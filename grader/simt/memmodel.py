@@ -35,7 +35,7 @@ from typing import Any
 
 from grader.core.errors import SubmissionError
 
-VERSION = 1
+VERSION = 2  # 2: requests per dynamic instance, split items, serialised atomics
 WARP = 32
 SECTOR_BYTES = 32
 BANKS = 32
@@ -64,7 +64,24 @@ class SiteKey:
     array: str
     space: str
     op: str
-    itemsize: int
+    itemsize: int  # bytes one lane moves in one request (`access_unit` of the item)
+    item: int = 0  # bytes of the array's element (0: `itemsize`); a multiple of `itemsize`
+
+    @property
+    def element(self) -> int:
+        return self.item or self.itemsize
+
+
+def access_unit(itemsize: int, kind: str, fields: bool) -> int:
+    """Bytes one load or store instruction moves for an element of this dtype, as Numba
+    compiles it (checked against the SASS by tests/unit/simt/test_item_sizes.py): a complex
+    number as its two halves (two ``LDG.E.64`` for complex128), a record byte by byte, any
+    other element whole."""
+    if fields:
+        return 1
+    if kind == "c":
+        return max(1, itemsize // 2)
+    return itemsize
 
 
 @dataclass(frozen=True)
@@ -86,6 +103,8 @@ class Site:
     ideal_wavefronts: int
     max_ways: int  # shared: worst bank-conflict ways of one request (1: none; 0 for global)
     divergent: int  # requests with fewer active lanes than their warp has threads
+    item: int  # bytes of the element; `itemsize` (a request's bytes per lane) divides it
+    serialised: int  # atomics: lanes that waited behind another lane at the same address
     where: str = ""
 
     @property
@@ -99,6 +118,27 @@ class Site:
     def sectors_per_request(self) -> float:
         return self.sectors / self.requests if self.requests else 0.0
 
+    @property
+    def parts(self) -> int:
+        """Requests per element access: 2 for a complex number (Numba moves its halves)."""
+        return self.item // self.itemsize
+
+    @property
+    def accesses(self) -> int:
+        """Element accesses the threads made here (lanes over the parts of each element)."""
+        return self.lanes // self.parts
+
+    @property
+    def bank_conflicts(self) -> int:
+        """Shared: wavefronts beyond the ideal (Nsight's ``l1tex__data_bank_conflicts``)."""
+        return self.wavefronts - self.ideal_wavefronts
+
+    @property
+    def transactions(self) -> int:
+        """Atomics: requests plus the serialised lanes (one transaction per lane that shares
+        its address with another lane of its request); other sites: the requests."""
+        return self.requests + self.serialised
+
 
 @dataclass(frozen=True)
 class ArrayTraffic:
@@ -108,7 +148,7 @@ class ArrayTraffic:
     space: str
     itemsize: int
     elements: int  # the array's size
-    loads: int  # lane accesses
+    loads: int  # element accesses by the threads (a complex number read whole counts once)
     stores: int
     atomics: int
     distinct_loaded: int  # distinct elements read at least once (atomics count as both)
@@ -150,6 +190,31 @@ class LaunchProfile:
 
     def total(self, attribute: str, space: str | None = None, op: str | None = None) -> int:
         return sum(getattr(s, attribute) for s in self.where(space, op))
+
+    @property
+    def global_accesses(self) -> int:
+        """Every element access the kernel made of global memory: loads, stores and atomics of
+        every array (the budget of global traffic the memory lessons grade)."""
+        return sum(a.loads + a.stores + a.atomics for a in self.arrays if a.space == GLOBAL)
+
+    @property
+    def global_requests(self) -> int:
+        """Warp requests of global memory, every operation (Numba's split items counted as
+        the instructions it issues)."""
+        return self.total("requests", GLOBAL)
+
+    def bank_conflicts(self, op: str | None = None) -> int:
+        """Shared-memory wavefronts beyond the ideal, of loads, stores or atomics (None: all)."""
+        return self.total("bank_conflicts", SHARED, op)
+
+    def max_ways(self, op: str | None = None) -> int:
+        """The worst bank conflict of one shared request of `op` (None: any); 0 without one."""
+        return max((s.max_ways for s in self.where(SHARED, op)), default=0)
+
+    @property
+    def serialised(self) -> int:
+        """Atomic lanes that waited behind another lane at the same address, over the launch."""
+        return self.total("serialised")
 
     @property
     def global_bytes(self) -> int:
@@ -217,8 +282,10 @@ def _record(cls: type, data: Any) -> Any:
 def _check(p: LaunchProfile) -> None:
     """Consistency a genuine profile always has (a forged one rarely keeps)."""
     for s in p.sites:
-        if s.space not in SPACES or s.op not in OPS or s.itemsize < 1:
+        if s.space not in SPACES or s.op not in OPS or s.itemsize < 1 or s.item % s.itemsize:
             raise ProfileError(f"site {s.array!r}: an unknown space, operation or item size")
+        if s.serialised > (s.lanes - s.requests if s.op == ATOMIC else 0):
+            raise ProfileError(f"site {s.array!r}: more serialised lanes than lanes")
         if s.requests < 1 or not s.requests <= s.lanes <= WARP * s.requests:
             raise ProfileError(f"site {s.array!r}: lanes and requests do not agree")
         if s.space == GLOBAL and not (
@@ -249,10 +316,20 @@ def sectors(offsets: Iterable[int], itemsize: int) -> int:
     return len(touched)
 
 
-def ideal_sectors(offsets: Iterable[int], itemsize: int) -> int:
-    """The fewest sectors the distinct bytes asked for could fill (items never overlap unless
-    they are the same item)."""
-    return -(-len(set(offsets)) * itemsize // SECTOR_BYTES)
+def ideal_sectors(offsets: Iterable[int], itemsize: int, element: int = 0) -> int:
+    """The fewest sectors the distinct elements asked for could fill (items never overlap
+    unless they are the same item). For one part of a split element (`element` bytes moved
+    `itemsize` at a time, a complex number's half) the ideal is its whole elements', never
+    more than the sectors the part touches: a kernel cannot do better than Numba's halves."""
+    offsets = list(offsets)
+    whole = -(-len(set(offsets)) * (element or itemsize) // SECTOR_BYTES)
+    return min(whole, sectors(offsets, itemsize))
+
+
+def serialised(offsets: Sequence[int]) -> int:
+    """Lanes of one atomic request that wait behind another lane at the same address: the
+    hardware applies same-address atomics one lane at a time."""
+    return len(offsets) - len(set(offsets))
 
 
 def wavefronts(lane_offsets: Mapping[int, int], itemsize: int) -> tuple[int, int, int]:
@@ -286,10 +363,12 @@ def summarise(
 ) -> LaunchProfile:
     """The profile of a launch.
 
-    `accesses` are ``(block, thread, site, offset)`` in the order the threads made them (block
-    and thread as linear ids, site an index into `keys`, offset in bytes from the array's
-    base); `arrays` maps each array's name to ``(space, itemsize, elements)``; `barriers` maps a
-    block's linear id to the barriers it passed. The grouping is `sectors`, `ideal_sectors` and
+    `accesses` are ``(block, thread, site, offset, instance)`` in the order the threads made
+    them (block and thread as linear ids, site an index into `keys`, offset in bytes from the
+    array's base, instance the dynamic instance of the instruction: equal for lanes of one warp
+    that made the access in the same iteration of every loop around it); `arrays` maps each
+    array's name to ``(space, itemsize, elements)``; `barriers` maps a block's linear id to the
+    barriers it passed. The grouping is `sectors`, `ideal_sectors` and
     `wavefronts` applied to every request, done with NumPy over all of them at once (a profile
     of 100,000 accesses takes milliseconds, not a second).
     """
@@ -301,9 +380,17 @@ def summarise(
     nblocks = math.prod(grid3)
     counts = [barriers.get(b, 0) for b in range(nblocks)]
     names = list(arrays)
-    found = _requests(np, math.prod(block3), keys, np.asarray(accesses, np.int64).reshape(-1, 4))
+    found = _requests(np, math.prod(block3), keys, np.asarray(accesses, np.int64).reshape(-1, 5))
     sites = tuple(
-        Site(line=k.line, array=k.array, space=k.space, op=k.op, itemsize=k.itemsize, **sums)  # type: ignore[arg-type]  # counts only
+        Site(
+            line=k.line,
+            array=k.array,
+            space=k.space,
+            op=k.op,
+            itemsize=k.itemsize,
+            item=k.element,
+            **sums,  # type: ignore[arg-type]  # counts only
+        )
         for k, sums in zip(keys, found.site_sums(np, len(keys)), strict=True)
         if sums["requests"]
     )
@@ -345,6 +432,7 @@ class _Requests:
     wavefronts: Any
     ideal_wavefronts: Any
     ways: Any
+    serialised: Any
 
     def site_sums(self, np: Any, n: int) -> list[dict[str, int]]:
         """Each site's sums over its requests (min and max sectors among them too)."""
@@ -366,6 +454,7 @@ class _Requests:
             "wavefronts": per_site(self.wavefronts),
             "ideal_wavefronts": per_site(self.ideal_wavefronts),
             "divergent": per_site(self.divergent),
+            "serialised": per_site(self.serialised),
         }
         out = []
         for i in range(n):
@@ -384,9 +473,9 @@ class _Requests:
         for i in mine:
             k = keys[i]
             in_site = self.req_site == i
-            by_op[k.op]["lanes"] += int(self.lanes[in_site].sum())
+            by_op[k.op]["lanes"] += int(self.lanes[in_site].sum()) * k.itemsize // k.element
             by_op[k.op]["sectors"] += int(self.sectors[in_site].sum())
-            elements = np.unique(self.off[self.site == i] // k.itemsize).tolist()
+            elements = np.unique(self.off[self.site == i] // k.element).tolist()
             if k.op in (LOAD, ATOMIC):
                 read.update(elements)
             if k.op in (STORE, ATOMIC):
@@ -404,43 +493,65 @@ class _Requests:
 
 
 def _requests(np: Any, threads: int, keys: Sequence[SiteKey], acc: Any) -> _Requests:
-    """Group `acc` (rows of block, thread, site, offset) into requests and count each one."""
+    """Group `acc` (rows of block, thread, site, offset, instance) into requests and count each
+    one: a request is the lanes of one warp at one site in one dynamic instance (and, should a
+    thread repeat a site within one instance, its n-th time there)."""
     n = len(acc)
-    blk, thread, site, off = (acc[:, i] for i in range(4)) if n else (np.zeros(0, np.int64),) * 4
-    # each thread's n-th access at a site: order-preserving rank within (block, thread, site)
-    order = np.lexsort((np.arange(n), site, thread, blk))
-    starts = _starts(np, blk[order], thread[order], site[order])
+    blk, thread, site, off, inst = (
+        (acc[:, i] for i in range(5)) if n else (np.zeros(0, np.int64),) * 5
+    )
+    # order-preserving rank within (block, thread, site, instance): 0 unless a thread repeats
+    order = np.lexsort((np.arange(n), inst, site, thread, blk))
+    starts = _starts(np, blk[order], thread[order], site[order], inst[order])
     nth = np.empty(n, np.int64)
     nth[order] = np.arange(n) - np.maximum.accumulate(np.where(starts, np.arange(n), 0))
     warp, lane = thread // WARP, thread % WARP
-    order = np.lexsort((lane, nth, warp, blk, site))
-    site, blk, warp, nth, lane, off = (x[order] for x in (site, blk, warp, nth, lane, off))
-    first = _starts(np, site, blk, warp, nth)
+    order = np.lexsort((lane, nth, inst, warp, blk, site))
+    site, blk, warp, inst, nth, lane, off = (
+        x[order] for x in (site, blk, warp, inst, nth, lane, off)
+    )
+    first = _starts(np, site, blk, warp, inst, nth)
     req = np.cumsum(first) - 1
     count = int(req[-1]) + 1 if n else 0
     req_site, req_warp = site[first], warp[first]
     itemsize = np.array([k.itemsize for k in keys] or [1], np.int64)
+    element = np.array([k.element for k in keys] or [1], np.int64)
     shared = np.array([k.space == SHARED for k in keys] or [False])
+    atomic = np.array([k.op == ATOMIC for k in keys] or [False])
     lanes = np.bincount(req, minlength=count)
     divergent = (lanes < np.minimum(WARP, threads - req_warp * WARP)).astype(np.int64)
+    distinct = np.bincount(np.unique((req << _SHIFT) | off) >> _SHIFT, minlength=count)
+    serialised = np.where(atomic[req_site], lanes - distinct, 0)
     on_global = ~shared[site]
     sectors, ideal = _global_counts(
-        np, count, req[on_global], off[on_global], itemsize, site[on_global]
+        np, count, req[on_global], off[on_global], itemsize, site[on_global], element
     )
+    ideal = np.minimum(ideal, sectors)
     ideal[shared[req_site]] = 0
     waves, ideal_waves, ways = _shared_counts(
         np, count, req[~on_global], off[~on_global], itemsize[site[~on_global]], lane[~on_global]
     )
     return _Requests(
-        site, off, req, req_site, lanes, divergent, sectors, ideal, waves, ideal_waves, ways
+        site,
+        off,
+        req,
+        req_site,
+        lanes,
+        divergent,
+        sectors,
+        ideal,
+        waves,
+        ideal_waves,
+        ways,
+        serialised,
     )
 
 
 def _global_counts(
-    np: Any, count: int, req: Any, off: Any, itemsize: Any, site: Any
+    np: Any, count: int, req: Any, off: Any, itemsize: Any, site: Any, element: Any
 ) -> tuple[Any, Any]:
-    """Per request: the distinct sectors its lanes touched, and the ideal for the bytes asked
-    (`sectors` and `ideal_sectors` of every request at once)."""
+    """Per request: the distinct sectors its lanes touched, and the ideal for the elements
+    asked (`sectors` and `ideal_sectors` of every request at once)."""
     sectors = np.zeros(count, np.int64)
     ideal = np.zeros(count, np.int64)
     if not len(req):
@@ -454,7 +565,7 @@ def _global_counts(
     asked = np.bincount(np.unique((req << _SHIFT) | off) >> _SHIFT, minlength=count)
     first = np.unique(req, return_index=True)
     per_req = np.ones(count, np.int64)
-    per_req[first[0]] = item[first[1]]
+    per_req[first[0]] = element[site[first[1]]]
     return sectors, -(-asked * per_req // SECTOR_BYTES)
 
 

@@ -24,9 +24,12 @@ is the summary (`Recorder.profile`), never the objects.
 
 from __future__ import annotations
 
+import bisect
+import dis
 import operator
 import sys
 import threading
+from types import CodeType, FrameType
 from typing import Any
 
 from grader.core.errors import SubmissionError
@@ -39,6 +42,146 @@ MAX_ACCESSES = 2_000_000  # a profiling launch is small; past this the recorder 
 class TooManyAccesses(SubmissionError):
     """A profiled launch made more accesses than the recorder keeps (the kernel's doing: it
     reaches the trusted side as the kernel's error)."""
+
+
+class Untraceable(SubmissionError):
+    """The kernel reached memory by a path the recorder cannot place in warp requests (a
+    whole-array method, a record field...): refused by name, with the kernel's line, rather
+    than profiled as if that memory were never touched (docs/MEMORY_MODEL.md, "Every path to
+    memory")."""
+
+
+# ---- which dynamic instance of an instruction an access is
+
+
+class _Loops:
+    """The loops of one code object, read from its bytecode: every backward jump's target is
+    a loop header, and the loop spans from it to the last jump back there."""
+
+    __slots__ = ("spans", "_enclosing", "_starts", "_normal", "keys")
+
+    def __init__(self, code: CodeType) -> None:
+        ends: dict[int, int] = {}
+        instructions = list(dis.get_instructions(code))
+        self._starts = [ins.offset for ins in instructions]
+        self._normal: dict[int, int] = {}
+        # f_lasti -> (its instruction, a getter of the enclosing loops' counts, or None)
+        self.keys: dict[int, tuple[int, Any]] = {}
+        for ins in instructions:
+            target = ins.argval
+            if (
+                (ins.opcode in dis.hasjrel or ins.opcode in dis.hasjabs)
+                and type(target) is int
+                and target <= ins.offset
+            ):
+                ends[target] = max(ends.get(target, target), ins.offset)
+        self.spans = sorted(ends.items())  # outer loops first: their headers come first
+        self._enclosing: dict[int, tuple[int, ...]] = {}
+
+    def instruction(self, lasti: int) -> int:
+        """The offset of the instruction a frame's ``f_lasti`` is in: a specialised
+        instruction reports the end of its inline cache instead of its start."""
+        found = self._normal.get(lasti)
+        if found is None:
+            found = self._normal[lasti] = self._starts[bisect.bisect_right(self._starts, lasti) - 1]
+        return found
+
+    def key_of(self, lasti: int) -> tuple[int, Any]:
+        """What `_Frame.key` needs for `f_lasti`, worked out once per offset."""
+        start = self.instruction(lasti)
+        loops = self.enclosing(start)
+        getter = operator.itemgetter(*loops) if loops else None
+        found = self.keys[lasti] = (start, getter)
+        return found
+
+    def after(self, lasti: int) -> int | None:
+        """The loop whose header is the first after `lasti` (where a ``for`` statement gets
+        its iterator: its header comes next), or None."""
+        return next((i for i, (h, _) in enumerate(self.spans) if h > lasti), None)
+
+    def enclosing(self, lasti: int) -> tuple[int, ...]:
+        """The loops around the instruction at `lasti`, outermost first."""
+        found = self._enclosing.get(lasti)
+        if found is None:
+            found = self._enclosing[lasti] = tuple(
+                i for i, (h, e) in enumerate(self.spans) if h <= lasti <= e
+            )
+        return found
+
+
+class _Frame:
+    """The loops of one running call of kernel code that iterate over ``range``: the
+    iteration each is in (-1 before its first), kept by the loops' own iterators."""
+
+    __slots__ = ("loops", "counts")
+
+    def __init__(self, loops: _Loops) -> None:
+        self.loops = loops
+        self.counts = [0] * len(loops.spans)
+
+    def key(self, lasti: int) -> Any:
+        """The instruction at `lasti` and the iteration of each loop around it."""
+        found = self.loops.keys.get(lasti)
+        if found is None:
+            found = self.loops.key_of(lasti)
+        start, getter = found
+        return start if getter is None else (start, getter(self.counts))
+
+
+class _CountingIterator:
+    """A ``range``'s iterator in a loop of kernel code: each step is the loop's next
+    iteration (the per-iteration cost is this one call)."""
+
+    __slots__ = ("_it", "_counts", "_loop")
+
+    def __init__(self, it: Any, counts: list[int], loop: int) -> None:
+        self._it, self._counts, self._loop = it, counts, loop
+        counts[loop] = -1
+
+    def __iter__(self) -> _CountingIterator:
+        return self
+
+    def __next__(self) -> Any:
+        value = next(self._it)
+        self._counts[self._loop] += 1
+        return value
+
+
+class _Range:
+    """What ``range(...)`` gives kernel code while a launch is recorded: the range itself in
+    every respect, except that iterating it in a loop of kernel code counts the loop's
+    iterations (`Recorder._frame_loops`); anywhere else it iterates as a range."""
+
+    __slots__ = ("_range", "_recorder")
+
+    def __init__(self, recorder: Recorder, *args: Any) -> None:
+        self._range = range(*args)
+        self._recorder = recorder
+
+    def __iter__(self) -> Any:
+        frame: Any = sys._getframe(1)
+        if frame.f_code.co_filename != self._recorder._file:
+            return iter(self._range)
+        state = self._recorder._frame_loops(frame)
+        loop = state.loops.after(state.loops.instruction(frame.f_lasti))
+        if loop is None:
+            return iter(self._range)
+        return _CountingIterator(iter(self._range), state.counts, loop)
+
+    def __len__(self) -> int:
+        return len(self._range)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._range[index]
+
+    def __contains__(self, value: Any) -> bool:
+        return value in self._range
+
+    def __reversed__(self) -> Any:
+        return reversed(self._range)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._range, name)
 
 
 def _devicearray() -> Any:
@@ -63,6 +206,10 @@ def _traced_class() -> type:
                 self._offset = offset
                 self._shape = ary.shape  # read on every access: kept as plain tuples
                 self._strides = ary.strides
+                dtype = ary.dtype
+                self._elem = int(dtype.itemsize)
+                self._unit = memmodel.access_unit(self._elem, dtype.kind, bool(dtype.fields))
+                self._record = bool(dtype.fields)
 
             def __getitem__(self, index: Any) -> Any:
                 value = self._ary[index]
@@ -72,9 +219,12 @@ def _traced_class() -> type:
                 return value
 
             def __setitem__(self, index: Any, value: Any) -> None:
-                self._ary[index] = value
                 if _is_element(self._ary, index):
+                    self._ary[index] = value
                     self._recorder.access(self, index, memmodel.STORE)
+                    return
+                self._refuse("a store to a slice (a[i:j] = ...)", _WHOLE_ARRAY)
+                self._ary[index] = value
 
             def _view(self, view: Any) -> Any:
                 start = (
@@ -82,12 +232,100 @@ def _traced_class() -> type:
                 )
                 return TracedArray(view, self._recorder, self._name, self._offset + start)
 
+            # ---- views and aliases: traced at their own offsets; the rest refused
+
+            @property
+            def T(self) -> Any:  # noqa: N802  # numpy's name
+                return self._derived(".T", self._ary.T)
+
+            def transpose(self, *axes: Any, **kw: Any) -> Any:
+                return self._derived(".transpose()", self._ary.transpose(*axes, **kw))
+
+            def reshape(self, *shape: Any, **kw: Any) -> Any:
+                return self._derived(".reshape()", self._ary.reshape(*shape, **kw))
+
+            def ravel(self, *args: Any, **kw: Any) -> Any:
+                return self._derived(".ravel()", self._ary.ravel(*args, **kw))
+
+            def view(self, *args: Any, **kw: Any) -> Any:
+                return self._derived(".view()", self._ary.view(*args, **kw))
+
+            def _derived(self, what: str, value: Any) -> Any:
+                """A view of this array (traced at its offset in the same allocation), or, for
+                a copy the kernel made, a refusal: writes to it would be lost on a GPU."""
+                if isinstance(value, _VIEW_TYPES[0]) and _shares(value, self._ary):
+                    return self._view(value)
+                self._refuse(what, "makes a copy of the array, not a view of its memory")
+                return _devicearray().FakeCUDAArray(value)
+
+            def _refuse(self, what: str, why: str) -> None:
+                line = _kernel_line(self._recorder._file)
+                if line is not None:
+                    raise Untraceable(
+                        f"line {line} of the kernel uses {what} on an array: it {why}, so the "
+                        "memory profile cannot count its accesses. Index the array's elements "
+                        "instead (see docs/MEMORY_MODEL.md, every path to memory)"
+                    )
+
+            def __getattr__(self, name: str) -> Any:
+                value = super().__getattr__(name)
+                if name in _METADATA or name.startswith("__"):
+                    return value
+                if name in ("real", "imag"):
+                    return self._derived(f".{name}", value)
+                if name == "flat" and self._ary.flags.c_contiguous:  # element i of the flattening
+                    return self._derived(".flat", self._ary.reshape(-1))
+                self._refuse(f".{name}", _WHOLE_ARRAY)
+                return value
+
+            def split(self, *args: Any, **kw: Any) -> Any:
+                self._refuse(".split()", _WHOLE_ARRAY)
+                return super().split(*args, **kw)
+
+            def bind(self, *args: Any, **kw: Any) -> Any:
+                self._refuse(".bind()", _WHOLE_ARRAY)
+                return super().bind(*args, **kw)
+
+            def copy_to_host(self, *args: Any, **kw: Any) -> Any:
+                self._refuse(".copy_to_host()", _WHOLE_ARRAY)
+                return super().copy_to_host(*args, **kw)
+
+            def copy_to_device(self, *args: Any, **kw: Any) -> Any:
+                self._refuse(".copy_to_device()", _WHOLE_ARRAY)
+                return super().copy_to_device(*args, **kw)
+
         _TRACED = TracedArray
     return _TRACED
 
 
 _TRACED: type | None = None
+_ABSENT = object()  # a name that was not there before the recording
 _VIEW_TYPES: tuple[type, ...] = ()
+# what a kernel may read of an array without touching its elements (Numba's array attributes)
+_METADATA = frozenset({"shape", "strides", "ndim", "size", "dtype", "itemsize", "nbytes"})
+_WHOLE_ARRAY = "reads or writes many elements in one call, which no warp request describes"
+_SIMULATOR_FILES = ("numba/cuda/simulator", "numba_cuda/numba/cuda/simulator")
+
+
+def _shares(view: Any, base: Any) -> bool:
+    """Whether `view`'s elements lie in `base`'s memory (a view, not a copy)."""
+    import numpy as np  # lazy: numba already imported it
+
+    return bool(view.size == 0 or np.shares_memory(view, base))
+
+
+def _kernel_line(kernel_file: str) -> int | None:
+    """The kernel's line that called into the array now (through the simulator's wrappers),
+    or None when the grader's own code did."""
+    frame: Any = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name == kernel_file:
+            return int(frame.f_lineno)
+        if name != __file__ and not any(s in name for s in _SIMULATOR_FILES):
+            return None
+        frame = frame.f_back
+    return None
 
 
 def _is_element(array: Any, index: Any) -> bool:
@@ -122,7 +360,11 @@ class Recorder(simulator.Observer):
         self._file = kernel_file
         self._keys: list[memmodel.SiteKey] = []
         self._key_ids: dict[tuple, int] = {}
-        self._accesses: list[tuple[int, int, int, int]] = []
+        self._accesses: list[tuple[int, int, int, int, int]] = []
+        self._instances: dict[tuple[int, ...], int] = {}  # dynamic instances, numbered from 1
+        self._loops: dict[CodeType, _Loops] = {}
+        self._frames: dict[FrameType, _Frame] = {}  # kept until the launch ends
+        self._kernel_code: CodeType | None = None
         self._arrays: dict[str, tuple[str, int, int]] = {}
         self._barriers: dict[int, int] = {}
         self._block: Any = None  # the Dim3 of the block that made the last access, and its id
@@ -152,13 +394,20 @@ class Recorder(simulator.Observer):
         _traced_class()
         self._previous = simulator.observe(self)
         self._patch_atomics_and_constants()
+        self._patch_block_manager()
         return self
 
     def __exit__(self, *exc: object) -> None:
         simulator.observe(self._previous)
         for owner, name, original in reversed(self._restore):
-            setattr(owner, name, original)
+            if original is _ABSENT:
+                owner.pop(name, None)  # a name put into a kernel's globals
+            elif isinstance(owner, dict):
+                owner[name] = original
+            else:
+                setattr(owner, name, original)
         self._restore.clear()
+        self._frames.clear()
 
     # ---- what the simulator tells
 
@@ -180,11 +429,14 @@ class Recorder(simulator.Observer):
             frame = frame.f_back
         if frame is None:  # not made by the kernel (the grader's own copy): not the kernel's
             return
+        if array._record:
+            array._refuse("a record (structured) array's element", "is copied byte by byte")
         thread: Any = threading.current_thread()  # the scheduler's carrier, a simulated thread
-        raw = (frame.f_lineno, array._name, op)
+        raw = (frame.f_lineno, array._name, op, array._unit, array._elem)
         site = self._key_ids.get(raw)
         if site is None:
             site = self._new_site(raw)
+        instance = self._instance(frame)
         offset = array._offset
         if type(index) is int:
             offset += (index + array._shape[0] if index < 0 else index) * array._strides[0]
@@ -199,14 +451,83 @@ class Recorder(simulator.Observer):
         accesses = self._accesses
         if len(accesses) >= MAX_ACCESSES:
             raise TooManyAccesses(f"a profiled launch made more than {MAX_ACCESSES:,} accesses")
-        accesses.append((self._block_linear, thread.thread_id, site, offset))
+        unit = array._unit
+        if unit == array._elem:
+            accesses.append((self._block_linear, thread.thread_id, site, offset, instance))
+            return
+        for part in range(0, array._elem, unit):  # Numba's instructions for one element
+            accesses.append((self._block_linear, thread.thread_id, site, offset + part, instance))
 
-    def _new_site(self, raw: tuple[int, str, str]) -> int:
-        line, name, op = raw
-        space, itemsize, _ = self._arrays[name]
+    def _new_site(self, raw: tuple[int, str, str, int, int]) -> int:
+        line, name, op, unit, item = raw
+        space = self._arrays[name][0]
         site = self._key_ids[raw] = len(self._keys)
-        self._keys.append(memmodel.SiteKey(line, name, space, op, itemsize))
+        self._keys.append(memmodel.SiteKey(line, name, space, op, unit, item))
         return site
+
+    # ---- dynamic instances
+
+    def _frame_loops(self, frame: FrameType) -> _Frame:
+        """The loop state of one running call of kernel code (made on its first loop)."""
+        state = self._frames.get(frame)
+        if state is None:
+            code = frame.f_code
+            loops = self._loops.get(code)
+            if loops is None:
+                loops = self._loops[code] = _Loops(code)
+            state = self._frames[frame] = _Frame(loops)
+        return state
+
+    def _instance(self, frame: Any) -> Any:
+        """The dynamic instance of the instruction `frame` (kernel code) runs now, numbered
+        from 1: the instruction, the iteration of every ``range`` loop around it, and for a
+        device function the instance of the call that made it. Loops over anything else
+        (``while``, an array) are not counted: their accesses pair each lane's n-th one."""
+        state = self._frames.get(frame)
+        if state is None:
+            state = self._frame_loops(frame)
+        key = state.key(frame.f_lasti)
+        if frame.f_code is not self._kernel_code:  # a device function: which call of it
+            caller = frame.f_back
+            while caller is not None and caller.f_code.co_filename != self._file:
+                caller = caller.f_back
+            key = (self._instance(caller) if caller is not None else 0, key)
+        found = self._instances.get(key)
+        if found is None:
+            found = self._instances[key] = len(self._instances) + 1
+        return found
+
+    def _patch_block_manager(self) -> None:
+        """Learn the kernel from the simulator's block manager, and give its code a ``range``
+        whose loops count their iterations (`_Range`), in the kernel's globals for the
+        launch."""
+        from numba.cuda.simulator import kernel  # lazy: after the simulator switch
+
+        base = kernel.BlockManager
+        recorder = self
+
+        class RecordingBlockManager(base):  # type: ignore[misc, valid-type]  # the simulator's
+            def __init__(self, f: Any, *rest: Any) -> None:
+                super().__init__(f, *rest)
+                recorder._kernel_started(f)
+
+        self._restore.append((kernel, "BlockManager", base))
+        kernel.BlockManager = RecordingBlockManager
+
+    def _kernel_started(self, f: Any) -> None:
+        code = getattr(f, "__code__", None)
+        if code is None or code is self._kernel_code:
+            return
+        self._kernel_code = code
+        space = f.__globals__
+        if "range" not in space:
+            recorder = self
+
+            def counting_range(*args: Any) -> _Range:
+                return _Range(recorder, *args)
+
+            space["range"] = counting_range
+            self._restore.append((space, "range", _ABSENT))
 
     def _block_id(self, block: tuple[int, int, int]) -> int:
         gx, gy, _ = self._grid

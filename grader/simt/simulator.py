@@ -103,6 +103,9 @@ def install() -> bool:
     kernel.BlockManager = CooperativeBlockManager
     _fill_new_arrays(kernelapi)
     _add_warp_primitives(kernelapi.FakeCUDAModule)
+    from grader.simt import sanitizer  # lazy: the sanitizer observes this module's scheduler
+
+    sanitizer.attach()
     return True
 
 
@@ -259,6 +262,9 @@ class Observer:
     def block(self, block: tuple[int, int, int], threads: int) -> None:
         """`block` (of `threads` threads) is about to run, on fresh shared memory."""
 
+    def enter(self, linear: int) -> None:
+        """The scheduler switched to thread `linear` of the running block."""
+
     def barrier_sites(
         self, block: tuple[int, int, int], threads: list[int], sites: list[Any]
     ) -> None:
@@ -266,7 +272,7 @@ class Observer:
 
 
 _observer: Observer | None = None
-_sanitizer: Observer | None = None  # `grader.simt.sanitizer`, on every launch once installed
+_sanitizer: Any = None  # `grader.simt.sanitizer`'s Observer (with `base`, `gid`), once attached
 
 
 def observe(observer: Observer | None) -> Observer | None:
@@ -285,11 +291,70 @@ def _turn() -> Any:
     return lock
 
 
+class _Collectives:
+    """A carrier's barriers and warp primitives (the simulator's API calls them on
+    ``threading.current_thread()``): each waits in the running block's scheduler."""
+
+    abort: bool
+    block: Any
+    thread_id: int
+
+    def syncthreads(self) -> None:
+        self._barrier(sys._getframe(2))
+
+    def syncthreads_count(self, value: Any) -> int:
+        return sum(self._vote(value, sys._getframe(2)))
+
+    def syncthreads_and(self, value: Any) -> int:
+        return int(all(self._vote(value, sys._getframe(2))))
+
+    def syncthreads_or(self, value: Any) -> int:
+        return int(any(self._vote(value, sys._getframe(2))))
+
+    def _vote(self, value: Any, caller: Any) -> Any:
+        """A barrier with a predicate: the predicates of the block's live threads (those
+        that ended are not counted, as on a GPU; the simulator counted their stale ones)."""
+        block = self.block
+        assert block is not None, "syncthreads outside a simulated block"
+        block.votes.append(bool(value))
+        self._barrier(caller)
+        return block.released_votes
+
+    def _barrier(self, caller: Any) -> None:
+        if self.abort:
+            raise RuntimeError("abort flag set on syncthreads call")
+        block = self.block
+        assert block is not None, "syncthreads outside a simulated block"
+        block.wait_at_barrier((caller.f_code, caller.f_lasti, caller.f_lineno))
+        if self.abort:
+            raise RuntimeError("abort flag set on syncthreads clear")
+
+    def gather(self, op: str, mask: Any, value: Any, line: int) -> Any:
+        """A warp primitive (`grader.simt.warps`): wait for the mask's lanes, then the
+        value this lane gets."""
+        return self._resumed(self._block().gather(op, mask, value, line))
+
+    def activemask(self, site: Any) -> int:
+        """``activemask()`` at `site`: the lanes of this warp there at the same time."""
+        return int(self._resumed(self._block().wait_active(site)))
+
+    def _block(self) -> _Block:
+        if self.abort:
+            raise RuntimeError("abort flag set on a warp primitive")
+        assert self.block is not None, "a warp primitive outside a simulated block"
+        return self.block
+
+    def _resumed(self, result: Any) -> Any:
+        if self.abort:
+            raise RuntimeError("abort flag set on a warp primitive")
+        return result
+
+
 def _carrier_class(thread_base: type) -> type:
     """The pool's thread class: a subclass of the simulator's ``BlockThread``, so the simulator's
     ``syncthreads_count/and/or`` and its ``threading.current_thread()`` reads work unchanged."""
 
-    class Carrier(thread_base):  # the simulator's class
+    class Carrier(_Collectives, thread_base):  # the simulator's class
         """The Python thread that runs blocks, a simulated thread at a time, each a greenlet."""
 
         def __init__(self) -> None:
@@ -304,56 +369,6 @@ def _carrier_class(thread_base: type) -> type:
                 block = self.block
                 if block is not None:
                     block.serve(self)
-
-        def syncthreads(self) -> None:
-            self._barrier(sys._getframe(2))
-
-        def syncthreads_count(self, value: Any) -> int:
-            return sum(self._vote(value, sys._getframe(2)))
-
-        def syncthreads_and(self, value: Any) -> int:
-            return int(all(self._vote(value, sys._getframe(2))))
-
-        def syncthreads_or(self, value: Any) -> int:
-            return int(any(self._vote(value, sys._getframe(2))))
-
-        def _vote(self, value: Any, caller: Any) -> Any:
-            """A barrier with a predicate: the predicates of the block's live threads (those
-            that ended are not counted, as on a GPU; the simulator counted their stale ones)."""
-            block = self.block
-            assert block is not None, "syncthreads outside a simulated block"
-            block.votes.append(bool(value))
-            self._barrier(caller)
-            return block.released_votes
-
-        def _barrier(self, caller: Any) -> None:
-            if self.abort:
-                raise RuntimeError("abort flag set on syncthreads call")
-            block = self.block
-            assert block is not None, "syncthreads outside a simulated block"
-            block.wait_at_barrier((caller.f_code, caller.f_lasti, caller.f_lineno))
-            if self.abort:
-                raise RuntimeError("abort flag set on syncthreads clear")
-
-        def gather(self, op: str, mask: Any, value: Any, line: int) -> Any:
-            """A warp primitive (`grader.simt.warps`): wait for the mask's lanes, then the
-            value this lane gets."""
-            return self._resumed(self._block().gather(op, mask, value, line))
-
-        def activemask(self, site: Any) -> int:
-            """``activemask()`` at `site`: the lanes of this warp there at the same time."""
-            return int(self._resumed(self._block().wait_active(site)))
-
-        def _block(self) -> _Block:
-            if self.abort:
-                raise RuntimeError("abort flag set on a warp primitive")
-            assert self.block is not None, "a warp primitive outside a simulated block"
-            return self.block
-
-        def _resumed(self, result: Any) -> Any:
-            if self.abort:
-                raise RuntimeError("abort flag set on a warp primitive")
-            return result
 
     return Carrier
 
@@ -548,6 +563,8 @@ class _Block:
         carrier.thread_id = thread.linear
         carrier.abort = thread.abort
         self._current = thread
+        if _sanitizer is not None:
+            _sanitizer.gid = _sanitizer.base + thread.linear
 
     def _switch(self, thread: _Thread) -> None:
         """From the hub: resume `thread` where it waits, until it ends or waits again."""

@@ -100,17 +100,21 @@ def test_traced_strided_reads_agree_with_sectors_per_warp():
         p = traced(strided, 2, 32, src, dst, stride)
         read = only(p, GLOBAL, LOAD)
         assert read.min_sectors == read.max_sectors == reference(stride, itemsize=itemsize)
-        assert read.requests == 2 and read.lanes == 64
+        # a complex128 is two 8-byte requests per warp (Numba's two LDG.E.64), each touching
+        # the sectors its elements span
+        assert read.requests == 2 * read.parts and read.accesses == 64
 
 
 def test_summarise_is_the_per_request_definitions_on_random_launches():
-    """The vectorised grouping gives, site by site, what `sectors`, `ideal_sectors` and
-    `wavefronts` give request by request (grouped here the plain way)."""
+    """The vectorised grouping gives, site by site, what `sectors`, `ideal_sectors`,
+    `wavefronts` and `serialised` give request by request (grouped here the plain way: the
+    lanes of a warp at a site in one dynamic instance, each thread's n-th time there)."""
     rng = np.random.default_rng(11)
+    sizes = [(1, 1), (2, 2), (4, 4), (8, 8), (16, 16), (8, 16), (4, 8)]  # (unit, element)
     for _ in range(60):
         threads = int(rng.integers(1, 130))
         keys = [
-            memmodel.SiteKey(line, f"x{line}", space, op, int(rng.choice([1, 2, 4, 8, 16])))
+            memmodel.SiteKey(line, f"x{line}", space, op, *sizes[int(rng.integers(len(sizes)))])
             for line, (space, op) in enumerate(
                 [(GLOBAL, LOAD), (GLOBAL, STORE), (SHARED, LOAD), (SHARED, STORE), (GLOBAL, ATOMIC)]
             )
@@ -120,13 +124,14 @@ def test_summarise_is_the_per_request_definitions_on_random_launches():
             for t in range(threads):
                 for _ in range(int(rng.integers(0, 6))):
                     site = int(rng.integers(len(keys)))
-                    off = int(rng.integers(0, 300)) * keys[site].itemsize
+                    inst = int(rng.integers(0, 3))  # which loop iteration, say
+                    off = int(rng.integers(0, 300)) * keys[site].element
                     if rng.random() < 0.3:
-                        off = (t % 4) * keys[site].itemsize  # some lanes share an element
-                    accesses.append((blk, t, site, off))
-                    nth = seen.get((blk, t, site), 0)
-                    seen[(blk, t, site)] = nth + 1
-                    requests.setdefault((site, blk, t // 32, nth), {})[t % 32] = off
+                        off = (t % 4) * keys[site].element  # some lanes share an element
+                    accesses.append((blk, t, site, off, inst))
+                    nth = seen.get((blk, t, site, inst), 0)
+                    seen[(blk, t, site, inst)] = nth + 1
+                    requests.setdefault((site, blk, t // 32, inst, nth), {})[t % 32] = off
         arrays = {k.array: (k.space, k.itemsize, 300) for k in keys}
         p = memmodel.summarise((3, 1, 1), (threads, 1, 1), keys, accesses, arrays, {})
         for i, k in enumerate(keys):
@@ -136,9 +141,13 @@ def test_summarise_is_the_per_request_definitions_on_random_launches():
                 continue
             (site,) = p.where(array=k.array)
             assert site.requests == len(mine) and site.lanes == sum(map(len, mine))
+            serialised = sum(memmodel.serialised(list(lanes.values())) for lanes in mine)
+            assert site.serialised == (serialised if k.op == ATOMIC else 0)
             if k.space == GLOBAL:
                 each = [memmodel.sectors(lanes.values(), k.itemsize) for lanes in mine]
-                ideal = sum(memmodel.ideal_sectors(lanes.values(), k.itemsize) for lanes in mine)
+                ideal = sum(
+                    memmodel.ideal_sectors(lanes.values(), k.itemsize, k.element) for lanes in mine
+                )
                 assert (site.sectors, site.ideal_sectors) == (sum(each), ideal)
                 assert (site.min_sectors, site.max_sectors) == (min(each), max(each))
             else:
@@ -377,10 +386,40 @@ def test_a_forged_profile_is_refused(forge):
 def test_places_name_the_students_lines_and_shared_variables():
     p = LaunchProfile.from_plain(_genuine())
     site = p.sites[0]
-    shared = dataclasses.replace(site, array="shared@12", space=SHARED, max_ways=1, sectors=0,
-                                 ideal_sectors=0, min_sectors=0, max_sectors=0)
+    shared = dataclasses.replace(
+        site,
+        array="shared@12",
+        space=SHARED,
+        max_ways=1,
+        sectors=0,
+        ideal_sectors=0,
+        min_sectors=0,
+        max_sectors=0,
+    )
     named = memmodel.with_places(
-        dataclasses.replace(p, sites=(site, shared)), {site.line: "line 40 of k.py"},
+        dataclasses.replace(p, sites=(site, shared)),
+        {site.line: "line 40 of k.py"},
         {"shared@12": "tile"},
     )
     assert named.sites[0].where == "line 40 of k.py" and named.sites[1].array == "tile"
+
+
+# ---- requests per dynamic instance of an instruction
+
+
+def test_a_triangular_loop_is_grouped_by_iteration_not_by_each_lanes_nth_access():
+    @cuda.jit
+    def triangle(src, out):
+        lane = cuda.threadIdx.x
+        x = 0.0
+        for r in range(32):
+            if r >= lane:
+                x += src[r, lane]  # iteration r: lanes 0..r read row r, contiguously
+        out[lane] = x
+
+    src = np.ones((32, 32), dtype=np.float32)
+    read = only(traced(triangle, 1, 32, src, np.zeros(32, np.float32)), GLOBAL, LOAD, "a0")
+    # iteration r: lanes 0..r active, (r + 1) floats of one row: ceil((r + 1) * 4 / 32) sectors
+    assert read.requests == 32 and read.lanes == 528
+    assert read.sectors == sum(-(-(r + 1) * 4 // 32) for r in range(32)) == 80
+    assert read.divergent == 31
