@@ -1802,7 +1802,8 @@ del _check_transpose_naive
 #   wavefront per request (no two lanes of a warp wait on the same bank, on either side).
 #
 # Any design that behaves this way earns the points: another padding, a kernel written for 2-D
-# blocks that loops over its rows with a stride of `cuda.blockDim.y`, more elements per thread.
+# blocks that loops over its rows with a stride of `cuda.blockDim.y`, more elements per thread,
+# `cuda.syncwarp()` as the barrier of a block that is one warp (it orders the whole block).
 # A tile that is filled but not used, or that only some blocks use (the whole tiles tiled and
 # the partial ones at the edges copied naively, say), does not.
 #

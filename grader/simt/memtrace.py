@@ -422,6 +422,15 @@ class Recorder(simulator.Observer):
         b = self._block_id(block)
         self._barriers[b] = self._barriers.get(b, 0) + 1
 
+    def block(self, block: tuple[int, int, int], threads: int) -> None:
+        self._block_threads = threads
+
+    def warp_synced(self, block: tuple[int, int, int], threads: tuple[int, ...]) -> None:
+        """A syncwarp that every thread of a one-warp block met orders the whole block: a
+        barrier of that block, as CUDA's `__syncwarp` is for a block of one warp."""
+        if len(threads) == getattr(self, "_block_threads", -1):
+            self.barrier(block)
+
     def access(self, array: Any, index: Any, op: str) -> None:
         """One thread's access of one element of a traced array (on every access: kept lean)."""
         frame: Any = sys._getframe(2)

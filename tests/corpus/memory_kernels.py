@@ -28,6 +28,7 @@ class Variant:
     # parameters renamed (old, new): in the def line and in the body (the reference's own body
     # when `body` is ""): the tests address arrays by position, never by the reference's names
     rename: tuple[tuple[str, str], ...] = ()
+    prelude: str = ""  # lines the student's cell holds before the kernel (constants, helpers)
 
 
 TRANSPOSE_2D = """\
@@ -465,6 +466,14 @@ VARIANTS = (
 )
 
 
+def with_variants(variants: tuple[Variant, ...], text: str) -> str:
+    """`text` with each variant's kernel replaced (one variant per kernel)."""
+    assert len({v.kernel for v in variants}) == len(variants), "one variant per kernel"
+    for v in variants:
+        text = with_variant(v, text)
+    return text
+
+
 def with_variant(v: Variant, text: str) -> str:
     """`text` (the gpu_fundamentals reference) with `v.kernel`'s solution region replaced by
     `v.body`."""
@@ -472,6 +481,11 @@ def with_variant(v: Variant, text: str) -> str:
     begin = text.index("    ### BEGIN SOLUTION\n", start) + len("    ### BEGIN SOLUTION\n")
     end = text.index("    ### END SOLUTION", begin)
     body = v.body or text[begin:end]
+    if v.prelude:  # before the kernel's decorator, in its cell
+        at = text.rindex("@cuda.jit\n", 0, start)
+        text = text[:at] + v.prelude + "\n\n" + text[at:]
+        shift = len(v.prelude) + 2
+        start, begin, end = start + shift, begin + shift, end + shift
     if not v.rename:
         return text[:begin] + body + text[end:]
     names = dict(v.rename)
@@ -482,9 +496,11 @@ def with_variant(v: Variant, text: str) -> str:
 
 
 def _renamed(code: str, names: dict[str, str]) -> str:
-    """`code` with every NAME token in `names` renamed (comments and strings left alone)."""
-    out = []
+    """`code` with every NAME token in `names` renamed (not an attribute: `cuda.threadIdx.x`
+    keeps its `x`; comments and strings left alone)."""
+    out: list[tokenize.TokenInfo] = []
     for tok in tokenize.generate_tokens(io.StringIO(code).readline):
-        value = names.get(tok.string, tok.string) if tok.type == tokenize.NAME else tok.string
-        out.append(tok._replace(string=value))
+        after_dot = bool(out) and out[-1].string == "."
+        rename = tok.type == tokenize.NAME and not after_dot
+        out.append(tok._replace(string=names.get(tok.string, tok.string) if rename else tok.string))
     return tokenize.untokenize(out)
