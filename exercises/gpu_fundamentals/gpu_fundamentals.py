@@ -1745,6 +1745,15 @@ del _check_transpose_naive
 #    (32 neighbours again: a coalesced write), taking it from column `r` of the shared tile,
 #    `tile[lane, r]`. Block `(bx, by)` of `src` lands at block `(by, bx)` of `dst`.
 #
+# A missing barrier does not always show in the output: the grader's simulator runs the threads
+# of a block one after another, so a thread often finds what another staged even without one.
+# So every kernel the grader launches also runs compute-sanitizer's four checks: a launch in which
+# a thread reads or writes an element that another thread wrote with no barrier between them
+# (racecheck), reads shared memory no thread wrote (initcheck), indexes outside an array, negative
+# indices included (memcheck), or in which threads wait at different barriers (synccheck) earns no
+# correctness points even when its output is right, and the feedback names the line, the array,
+# the element and the two threads. `cuda.syncwarp()` orders the lanes of one warp, not a block.
+#
 # Global memory is now touched only in whole rows, both ways; the strided access has moved into
 # shared memory, which has no sectors. It does have **banks**: 32 of them, 4 bytes wide, and the
 # lanes of a warp that hit different addresses in the same bank wait for each other. A column of

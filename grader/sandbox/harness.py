@@ -39,12 +39,13 @@ from grader.core.notebook import GradedCell, read_graded_cells
 from grader.sandbox import protocol, wire
 from grader.sandbox.protocol import (
     MAX_BATCH_CALLS,
+    MAX_FINDINGS,
     MAX_RECORDED_LAUNCHES,
     NOTEBOOK_FAILED,
     PROTOCOL_ERROR,
     TRACEBACK_CHARS,
 )
-from grader.simt import memtrace, simulator
+from grader.simt import memtrace, sanitizer, simulator
 
 MODULE_PREFIX = "submission_"
 
@@ -595,8 +596,11 @@ class KernelHost:
                 return protocol.ok(dataclasses.asdict(next(iter(found.values()))))
             if op == "kernel_launch":
                 kernel, grid, block, dev = self._prepare(request)
-                kernel[grid, block](*dev)
-                _synchronize()
+                with _sanitized() as findings:
+                    kernel[grid, block](*dev)
+                    _synchronize()
+                if findings:
+                    return protocol.ok({"findings": findings})
                 return protocol.ok([_host_copy(d) if _is_array(d) else None for d in dev])
             if op == "kernel_profile":
                 return protocol.ok(self._profile(request))
@@ -704,8 +708,11 @@ class KernelHost:
                 recorder.argument(d, n) if _is_array(d) else d
                 for d, n in zip(dev, names, strict=False)
             ]
-            kernel[grid, block](*traced)
-            _synchronize()
+            with _sanitized() as found:
+                kernel[grid, block](*traced)
+                _synchronize()
+        if found:
+            return {"findings": found}
         return {
             "outputs": [_host_copy(d) if _is_array(d) else None for d in dev],
             "profile": recorder.profile(grid3, block3).to_plain(),
@@ -759,6 +766,23 @@ def _course_device(cc: tuple[int, int]) -> Iterator[None]:
         yield
     finally:
         dispatcher.get_current_device = current
+
+
+@contextlib.contextmanager
+def _sanitized() -> Iterator[list[dict]]:
+    """Around one launch: its compute-sanitizer findings (`grader.simt.sanitizer`), as plain
+    data, in the list it yields (empty on a GPU, where the hardware runs the kernel). A launch
+    that memcheck stopped is a finding, not an error: the finding says where and why."""
+    found: list[dict] = []
+    sanitizer.clear()
+    try:
+        yield found
+    except Exception:
+        found += [f.as_plain() for f in sanitizer.findings()[:MAX_FINDINGS]]
+        if not found:
+            raise
+        return
+    found += [f.as_plain() for f in sanitizer.findings()[:MAX_FINDINGS]]
 
 
 def _three(dims: Any) -> tuple[int, int, int]:

@@ -88,6 +88,9 @@ WORKER_TIMEOUT = "WorkerTimeout"
 WORKER_CRASHED = "WorkerCrashed"
 KERNEL_SOURCE_ERROR = "KernelSourceError"
 KERNEL_REFUSED = "KernelRefused"
+# a launch with a compute-sanitizer finding (`grader.simt.sanitizer`), said by the trusted side
+SANITIZER_FINDING = "SanitizerFinding"
+MAX_FINDINGS = 8  # findings one launch's reply may carry
 # Outcomes honoured only on an error with ``origin: grader``: a worker saying them is ignored.
 INFRASTRUCTURE = frozenset(
     {
@@ -97,6 +100,7 @@ INFRASTRUCTURE = frozenset(
         KERNEL_SOURCE_ERROR,
         KERNEL_REFUSED,
         NOTEBOOK_FAILED,
+        SANITIZER_FINDING,
     }
 )
 _ERROR_KEYS = frozenset({"type", "message", "traceback"})

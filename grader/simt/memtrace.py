@@ -27,6 +27,7 @@ from __future__ import annotations
 import bisect
 import dis
 import operator
+import os
 import sys
 import threading
 from types import CodeType, FrameType
@@ -52,6 +53,9 @@ class Untraceable(SubmissionError):
 
 
 # ---- which dynamic instance of an instruction an access is
+
+
+_HEADER_WINDOW = 4  # instructions between taking a loop's iterator and its header, at most
 
 
 class _Loops:
@@ -95,9 +99,12 @@ class _Loops:
         return found
 
     def after(self, lasti: int) -> int | None:
-        """The loop whose header is the first after `lasti` (where a ``for`` statement gets
-        its iterator: its header comes next), or None."""
-        return next((i for i, (h, _) in enumerate(self.spans) if h > lasti), None)
+        """The loop a ``for`` statement whose iterator is taken at `lasti` heads: its header
+        comes within a few instructions (``GET_ITER``, or ``enumerate(...)``/``zip(...)``'s call
+        and then ``GET_ITER``), or None (the range is iterated some other way)."""
+        at = bisect.bisect_right(self._starts, lasti)
+        near = set(self._starts[at : at + _HEADER_WINDOW])
+        return next((i for i, (h, _) in enumerate(self.spans) if h in near), None)
 
     def enclosing(self, lasti: int) -> tuple[int, ...]:
         """The loops around the instruction at `lasti`, outermost first."""
@@ -196,7 +203,7 @@ def _traced_class() -> type:
     if _TRACED is None:
         base = _devicearray().FakeCUDAArray
 
-        class TracedArray(base):  # type: ignore[misc, valid-type]  # the simulator's class
+        class TracedArray(_Views, base):  # type: ignore[misc, valid-type]  # the simulator's
             """A simulated device array whose element accesses are recorded."""
 
             def __init__(self, ary: Any, recorder: Recorder, name: str, offset: int) -> None:
@@ -232,70 +239,78 @@ def _traced_class() -> type:
                 )
                 return TracedArray(view, self._recorder, self._name, self._offset + start)
 
-            # ---- views and aliases: traced at their own offsets; the rest refused
-
-            @property
-            def T(self) -> Any:  # noqa: N802  # numpy's name
-                return self._derived(".T", self._ary.T)
-
-            def transpose(self, *axes: Any, **kw: Any) -> Any:
-                return self._derived(".transpose()", self._ary.transpose(*axes, **kw))
-
-            def reshape(self, *shape: Any, **kw: Any) -> Any:
-                return self._derived(".reshape()", self._ary.reshape(*shape, **kw))
-
-            def ravel(self, *args: Any, **kw: Any) -> Any:
-                return self._derived(".ravel()", self._ary.ravel(*args, **kw))
-
-            def view(self, *args: Any, **kw: Any) -> Any:
-                return self._derived(".view()", self._ary.view(*args, **kw))
-
-            def _derived(self, what: str, value: Any) -> Any:
-                """A view of this array (traced at its offset in the same allocation), or, for
-                a copy the kernel made, a refusal: writes to it would be lost on a GPU."""
-                if isinstance(value, _VIEW_TYPES[0]) and _shares(value, self._ary):
-                    return self._view(value)
-                self._refuse(what, "makes a copy of the array, not a view of its memory")
-                return _devicearray().FakeCUDAArray(value)
-
-            def _refuse(self, what: str, why: str) -> None:
-                line = _kernel_line(self._recorder._file)
-                if line is not None:
-                    raise Untraceable(
-                        f"line {line} of the kernel uses {what} on an array: it {why}, so the "
-                        "memory profile cannot count its accesses. Index the array's elements "
-                        "instead (see docs/MEMORY_MODEL.md, every path to memory)"
-                    )
-
-            def __getattr__(self, name: str) -> Any:
-                value = super().__getattr__(name)
-                if name in _METADATA or name.startswith("__"):
-                    return value
-                if name in ("real", "imag"):
-                    return self._derived(f".{name}", value)
-                if name == "flat" and self._ary.flags.c_contiguous:  # element i of the flattening
-                    return self._derived(".flat", self._ary.reshape(-1))
-                self._refuse(f".{name}", _WHOLE_ARRAY)
-                return value
-
-            def split(self, *args: Any, **kw: Any) -> Any:
-                self._refuse(".split()", _WHOLE_ARRAY)
-                return super().split(*args, **kw)
-
-            def bind(self, *args: Any, **kw: Any) -> Any:
-                self._refuse(".bind()", _WHOLE_ARRAY)
-                return super().bind(*args, **kw)
-
-            def copy_to_host(self, *args: Any, **kw: Any) -> Any:
-                self._refuse(".copy_to_host()", _WHOLE_ARRAY)
-                return super().copy_to_host(*args, **kw)
-
-            def copy_to_device(self, *args: Any, **kw: Any) -> Any:
-                self._refuse(".copy_to_device()", _WHOLE_ARRAY)
-                return super().copy_to_device(*args, **kw)
-
         _TRACED = TracedArray
     return _TRACED
+
+
+class _Views:
+    """What `TracedArray` adds to the simulator's device array besides recording: views and
+    aliases traced at their own offsets, every other path to memory refused by name
+    (docs/MEMORY_MODEL.md, "Every path to memory")."""
+
+    _ary: Any
+    _recorder: Recorder
+    _view: Any  # TracedArray's
+
+    @property
+    def T(self) -> Any:  # noqa: N802  # numpy's name
+        return self._derived(".T", self._ary.T)
+
+    def transpose(self, *axes: Any, **kw: Any) -> Any:
+        return self._derived(".transpose()", self._ary.transpose(*axes, **kw))
+
+    def reshape(self, *shape: Any, **kw: Any) -> Any:
+        return self._derived(".reshape()", self._ary.reshape(*shape, **kw))
+
+    def ravel(self, *args: Any, **kw: Any) -> Any:
+        return self._derived(".ravel()", self._ary.ravel(*args, **kw))
+
+    def view(self, *args: Any, **kw: Any) -> Any:
+        return self._derived(".view()", self._ary.view(*args, **kw))
+
+    def _derived(self, what: str, value: Any) -> Any:
+        """A view of this array (traced at its offset in the same allocation), or, for
+        a copy the kernel made, a refusal: writes to it would be lost on a GPU."""
+        if isinstance(value, _VIEW_TYPES[0]) and _shares(value, self._ary):
+            return self._view(value)
+        self._refuse(what, "makes a copy of the array, not a view of its memory")
+        return _devicearray().FakeCUDAArray(value)
+
+    def _refuse(self, what: str, why: str) -> None:
+        line = _kernel_line(self._recorder._file)
+        if line is not None:
+            raise Untraceable(
+                f"line {line} of the kernel uses {what} on an array: it {why}, so the "
+                "memory profile cannot count its accesses. Index the array's elements "
+                "instead (see docs/MEMORY_MODEL.md, every path to memory)"
+            )
+
+    def __getattr__(self, name: str) -> Any:
+        value = _devicearray().FakeCUDAArray.__getattr__(self, name)
+        if name in _METADATA or name.startswith("__"):
+            return value
+        if name in ("real", "imag"):
+            return self._derived(f".{name}", value)
+        if name == "flat" and self._ary.flags.c_contiguous:  # element i of the flattening
+            return self._derived(".flat", self._ary.reshape(-1))
+        self._refuse(f".{name}", _WHOLE_ARRAY)
+        return value
+
+    def split(self, *args: Any, **kw: Any) -> Any:
+        self._refuse(".split()", _WHOLE_ARRAY)
+        return _devicearray().FakeCUDAArray.split(self, *args, **kw)
+
+    def bind(self, *args: Any, **kw: Any) -> Any:
+        self._refuse(".bind()", _WHOLE_ARRAY)
+        return _devicearray().FakeCUDAArray.bind(self, *args, **kw)
+
+    def copy_to_host(self, *args: Any, **kw: Any) -> Any:
+        self._refuse(".copy_to_host()", _WHOLE_ARRAY)
+        return _devicearray().FakeCUDAArray.copy_to_host(self, *args, **kw)
+
+    def copy_to_device(self, *args: Any, **kw: Any) -> Any:
+        self._refuse(".copy_to_device()", _WHOLE_ARRAY)
+        return _devicearray().FakeCUDAArray.copy_to_device(self, *args, **kw)
 
 
 _TRACED: type | None = None
@@ -304,7 +319,9 @@ _VIEW_TYPES: tuple[type, ...] = ()
 # what a kernel may read of an array without touching its elements (Numba's array attributes)
 _METADATA = frozenset({"shape", "strides", "ndim", "size", "dtype", "itemsize", "nbytes"})
 _WHOLE_ARRAY = "reads or writes many elements in one call, which no warp request describes"
-_SIMULATOR_FILES = ("numba/cuda/simulator", "numba_cuda/numba/cuda/simulator")
+# between the kernel's line and the array: the simulator's wrappers and the sanitizer's, NumPy
+_SIMT_DIR = os.path.dirname(__file__) + os.sep
+_SITE_PACKAGES = os.sep + "site-packages" + os.sep
 
 
 def _shares(view: Any, base: Any) -> bool:
@@ -315,14 +332,14 @@ def _shares(view: Any, base: Any) -> bool:
 
 
 def _kernel_line(kernel_file: str) -> int | None:
-    """The kernel's line that called into the array now (through the simulator's wrappers),
-    or None when the grader's own code did."""
+    """The kernel's line that called into the array now (through the simulator's wrappers,
+    the sanitizer's or NumPy's), or None when the grader's own code did."""
     frame: Any = sys._getframe(2)
     while frame is not None:
         name = frame.f_code.co_filename
         if name == kernel_file:
             return int(frame.f_lineno)
-        if name != __file__ and not any(s in name for s in _SIMULATOR_FILES):
+        if not name.startswith(_SIMT_DIR) and _SITE_PACKAGES not in name:
             return None
         frame = frame.f_back
     return None
@@ -361,8 +378,8 @@ class Recorder(simulator.Observer):
         self._keys: list[memmodel.SiteKey] = []
         self._key_ids: dict[tuple, int] = {}
         self._accesses: list[tuple[int, int, int, int, int]] = []
-        self._instances: dict[tuple[int, ...], int] = {}  # dynamic instances, numbered from 1
-        self._loops: dict[CodeType, _Loops] = {}
+        self._instances: dict[Any, int] = {}  # dynamic instances, numbered from 1
+        self._loops: dict[CodeType, _Frame] = {}  # per code: its loops (and a loop-less state)
         self._frames: dict[FrameType, _Frame] = {}  # kept until the launch ends
         self._kernel_code: CodeType | None = None
         self._arrays: dict[str, tuple[str, int, int]] = {}
@@ -445,7 +462,14 @@ class Recorder(simulator.Observer):
         site = self._key_ids.get(raw)
         if site is None:
             site = self._new_site(raw)
-        instance = self._instance(frame)
+        if frame.f_code is self._kernel_code:  # the common case, inline: see `_instance`
+            state = self._frames.get(frame) or self._frame_loops(frame)
+            lasti = frame.f_lasti
+            start, getter = state.loops.keys.get(lasti) or state.loops.key_of(lasti)
+            key = start if getter is None else (start, getter(state.counts))
+            instance = self._instances.get(key) or self._new_instance(key)
+        else:
+            instance = self._instance(frame)
         offset = array._offset
         if type(index) is int:
             offset += (index + array._shape[0] if index < 0 else index) * array._strides[0]
@@ -477,14 +501,17 @@ class Recorder(simulator.Observer):
     # ---- dynamic instances
 
     def _frame_loops(self, frame: FrameType) -> _Frame:
-        """The loop state of one running call of kernel code (made on its first loop)."""
+        """The loop state of one running call of kernel code (made on its first loop or access;
+        kept until the launch ends, unless its code has no loops)."""
         state = self._frames.get(frame)
         if state is None:
             code = frame.f_code
-            loops = self._loops.get(code)
-            if loops is None:
-                loops = self._loops[code] = _Loops(code)
-            state = self._frames[frame] = _Frame(loops)
+            shared = self._loops.get(code)
+            if shared is None:
+                shared = self._loops[code] = _Frame(_Loops(code))
+            if not shared.loops.spans:  # no loops: one state for every call, none kept
+                return shared
+            state = self._frames[frame] = _Frame(shared.loops)
         return state
 
     def _instance(self, frame: Any) -> Any:
@@ -500,10 +527,11 @@ class Recorder(simulator.Observer):
             caller = frame.f_back
             while caller is not None and caller.f_code.co_filename != self._file:
                 caller = caller.f_back
-            key = (self._instance(caller) if caller is not None else 0, key)
-        found = self._instances.get(key)
-        if found is None:
-            found = self._instances[key] = len(self._instances) + 1
+            key = ("call", self._instance(caller) if caller is not None else 0, key)
+        return self._instances.get(key) or self._new_instance(key)
+
+    def _new_instance(self, key: Any) -> int:
+        found = self._instances[key] = len(self._instances) + 1
         return found
 
     def _patch_block_manager(self) -> None:
@@ -521,7 +549,7 @@ class Recorder(simulator.Observer):
                 recorder._kernel_started(f)
 
         self._restore.append((kernel, "BlockManager", base))
-        kernel.BlockManager = RecordingBlockManager
+        kernel.BlockManager = RecordingBlockManager  # type: ignore[misc]  # restored on exit
 
     def _kernel_started(self, f: Any) -> None:
         code = getattr(f, "__code__", None)

@@ -130,10 +130,14 @@ class Finding:
         """The finding as the student reads it: `where` says a kernel line as theirs
         (``line N of <file>``), `names` a shared array's variable (``shared@12``: ``tile``)."""
         place = where or (lambda n: f"line {n}")
-        array = self._array_said(names or {})
+        array = self._array_said(names or {}, place)
         element = "[" + ", ".join(str(i) for i in self.element) + "]"
-        first = _thread_said(self.threads[0])
-        second = _thread_said(self.threads[-1])
+        first, second = (_thread_said(t) for t in (self.threads[0], self.threads[-1]))
+        if len(self.threads) == 2 and self.threads[0][3:] == self.threads[1][3:]:
+            later = "second" if self.kind == "divergent_barrier" else "first"
+            t = self.threads[1 if later == "second" else 0]
+            same = f"thread ({t[0]}, {t[1]}, {t[2]}) of the same block"
+            first, second = (first, same) if later == "second" else (same, second)
         text = _KINDS[self.kind].format(
             line=place(self.line),
             other=place(self.other_line),
@@ -144,15 +148,15 @@ class Finding:
         )
         return f"{self.check}: {text}"
 
-    def _array_said(self, names: dict[str, str]) -> str:
+    def _array_said(self, names: dict[str, str], place: Any) -> str:
         if self.array.startswith("shared@"):
             name = names.get(self.array)
-            return (
-                f"shared array `{name}`" if name else f"the shared array declared at {self.array}"
-            )
-        if self.array.startswith("local@"):
-            return "a local array"
-        return f"`{self.array}`"
+            if name:
+                return f"shared array `{name}`"
+            line, _, nth = self.array[len("shared@") :].partition(".")
+            which = f"shared array number {int(nth) + 1}" if nth else "the shared array"
+            return f"{which} declared at {place(int(line))}" if line.isdigit() else "shared memory"
+        return f"`{self.array}`" if self.array else "an array"
 
 
 def _thread_said(t: tuple[int, ...]) -> str:
@@ -218,6 +222,8 @@ class _Sanitizer(simulator.Observer):
         self.globals: list[tuple[int, int, str, tuple, tuple, int]] = []
         self.shared: list[tuple[int, int, str, tuple, tuple, int, int]] = []  # + block
         self.warp_syncs: list[tuple[int, frozenset[int]]] = [(-1, frozenset())]
+        # arguments from cuda.device_array: (start, end, itemsize, elements written, array)
+        self.unset: list[tuple[int, int, int, Any, Any]] = []
         self.stopped: list[Finding] = []
 
     # ---- a launch
@@ -339,6 +345,9 @@ class _Sanitizer(simulator.Observer):
             self.globals.append(
                 (start, start + raw.nbytes, name, raw.shape, raw.strides, raw.itemsize)
             )
+            written = getattr(item, "__dict__", {}).get(_WRITTEN)
+            if written is not None and raw.flags.c_contiguous:
+                self.unset.append((start, start + raw.nbytes, raw.itemsize, written, item))
         self.pending = []
 
     def _name_at(self, address: int) -> str:
@@ -377,6 +386,33 @@ class _Sanitizer(simulator.Observer):
                 found += self._races(a, shared)
                 if shared:
                     found += self._uninitialised(a)
+                elif self.unset:
+                    found += self._unset_globals(a)
+        return found
+
+    def _unset_globals(self, a: Any) -> list[Finding]:
+        """initcheck of the arguments made by ``cuda.device_array``: a read of an element that
+        no launch (nor a copy from the host) wrote before; what this launch writes is
+        remembered for the next."""
+        import numpy as np  # lazy: numba already imported it
+
+        found: list[Finding] = []
+        for start, end, itemsize, written, item in self.unset:
+            rows = a[(a[:, 0] >= start) & (a[:, 0] < end)]
+            if not len(rows):
+                continue
+            flat = (rows[:, 0] - start) // itemsize
+            _, first = np.unique(flat, return_index=True)  # each element's first access
+            bad = first[(rows[first, 3] != STORE) & ~written[flat[first]]]
+            for k in bad[:MAX_FINDINGS].tolist():
+                addr, gid, _, _, line = rows[k].tolist()
+                name, element = self._where(addr, None)
+                found.append(
+                    Finding("initcheck", "uninitialized", line, name, element, (self._thread(gid),))
+                )
+            written[flat[rows[:, 3] != LOAD]] = True
+            if written.all():
+                item.__dict__.pop(_WRITTEN, None)
         return found
 
     def _races(self, a: Any, shared: bool) -> list[Finding]:
@@ -576,6 +612,11 @@ class _Shared:
 _SANITIZER = _Sanitizer()
 
 
+def clear() -> None:
+    """Forget the last launch's findings (before a launch whose findings are read after)."""
+    _SANITIZER.findings = []
+
+
 def findings() -> list[Finding]:
     """The findings of the last simulated launch in this process (empty: none, or no
     sanitizer)."""
@@ -593,6 +634,7 @@ def attach() -> None:
     _patch_arrays(devicearray.FakeWithinKernelCUDAArray, devicearray.FakeCUDAArray)
     _patch_atomics(kernelapi.FakeCUDAAtomic)
     _patch_launch(kernel.FakeCUDAKernel)
+    _patch_device_arrays(devicearray)
     simulator._sanitizer = _SANITIZER
 
 
@@ -692,6 +734,38 @@ def _patch_atomics(atomic: Any) -> None:
             return _f(self, raw, index, *rest)
 
         setattr(atomic, name, checked)
+
+
+_WRITTEN = "_sanitizer_written"  # on a cuda.device_array: which elements hold a value
+
+
+def _patch_device_arrays(devicearray: Any) -> None:
+    """``cuda.device_array`` (and ``_like``) memory holds nothing until written: initcheck
+    follows which elements a launch, or a copy from the host, wrote."""
+    import numpy as np  # lazy: numba already imported it
+
+    made, plain = devicearray.device_array, devicearray.FakeCUDAArray
+    copy, put = plain.copy_to_device, plain.__setitem__
+
+    def device_array(*args: Any, **kwargs: Any) -> Any:
+        array = made(*args, **kwargs)
+        array.__dict__[_WRITTEN] = np.zeros(array._ary.size, dtype=bool)
+        return array
+
+    def copy_to_device(self: Any, ary: Any, stream: Any = 0) -> Any:
+        self.__dict__.pop(_WRITTEN, None)
+        return copy(self, ary, stream)
+
+    def setitem(self: Any, index: Any, value: Any) -> Any:
+        if not _SANITIZER.active:  # the host's write: the array holds values from here on
+            self.__dict__.pop(_WRITTEN, None)
+        return put(self, index, value)
+
+    devicearray.device_array = device_array
+    plain.copy_to_device, plain.__setitem__ = copy_to_device, setitem
+    cuda: Any = sys.modules.get("numba.cuda")
+    if cuda is not None and getattr(cuda, "device_array", None) is made:
+        cuda.device_array = device_array
 
 
 def _patch_launch(kernel_class: Any) -> None:

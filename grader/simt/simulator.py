@@ -52,7 +52,7 @@ from collections import deque
 from typing import Any
 
 from grader.core import device
-from grader.simt import warps
+from grader.simt import cudaapi, warps
 
 
 def _kernel_module() -> Any:
@@ -103,6 +103,7 @@ def install() -> bool:
     kernel.BlockManager = CooperativeBlockManager
     _fill_new_arrays(kernelapi)
     _add_warp_primitives(kernelapi.FakeCUDAModule)
+    cudaapi.install(kernelapi.FakeCUDAModule, kernelapi)
     from grader.simt import sanitizer  # lazy: the sanitizer observes this module's scheduler
 
     sanitizer.attach()

@@ -22,6 +22,7 @@ from grader.sandbox.protocol import (
     NOT_PLAIN_DATA,
     NOTEBOOK_FAILED,
     PROTOCOL_ERROR,
+    SANITIZER_FINDING,
     WORKER_CRASHED,
     WORKER_TIMEOUT,
 )
@@ -90,6 +91,11 @@ class KernelRefused(StudentError):
     """The graded kernel cannot be taken from the source, or does not compile for the GPU."""
 
 
+class SanitizerFinding(StudentError):
+    """A launch had a compute-sanitizer finding (a race, an uninitialised read, an index out
+    of bounds, a divergent barrier): no correctness points, whatever its output."""
+
+
 # Reported by the harness in the student's process: a student can forge these, which only
 # changes how their own failure reads.
 _SPECIAL: dict[str, type[StudentError]] = {
@@ -105,6 +111,7 @@ _INFRASTRUCTURE: dict[str, type[StudentError]] = {
     KERNEL_SOURCE_ERROR: KernelRefused,
     KERNEL_REFUSED: KernelRefused,
     NOTEBOOK_FAILED: NotebookFailed,
+    SANITIZER_FINDING: SanitizerFinding,
 }
 # Builtin exceptions a test may expect with pytest.raises; AssertionError is deliberately absent so
 # a student cannot turn their own failure into a test's expected outcome.

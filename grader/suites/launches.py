@@ -1,7 +1,8 @@
 """What every launch from the trusted side shares, below the modules that launch.
 
 The launch's vocabulary: its checked dimensions (`dims`), the signature it compiles for
-(`signature`), its outputs checked against its arguments (`outputs`, `same_array`), and what a
+(`signature`), its outputs checked against its arguments (`outputs`, `same_array`), its
+compute-sanitizer findings as the test's failure (`finding_failure`), and what a
 launch is to the modules that take one (`KernelLaunch`, `KernelFunction`). `grader.suites.kernels`
 (`Launch`), `grader.suites.memory` and `grader.suites.timing` import this module, never each
 other's launch, so the suites import one way: student -> kernels -> memory, timing -> launches.
@@ -13,9 +14,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from grader.core import kernel_source
-from grader.sandbox.protocol import KERNEL_REFUSED
-from grader.suites.errors import grader_error, malformed
+from grader.core import kernel_source, sourcemap
+from grader.sandbox.protocol import KERNEL_REFUSED, MAX_FINDINGS, SANITIZER_FINDING
+from grader.simt import sanitizer
+from grader.suites.errors import StudentError, grader_error, malformed
 
 
 class KernelFunction(Protocol):
@@ -76,3 +78,31 @@ def same_array(got: Any, want: Any) -> bool:
     if got.shape != want.shape or got.dtype != want.dtype:
         return False
     return bool(np.array_equal(got, want, equal_nan=got.dtype.kind in "fc"))
+
+
+def finding_failure(
+    body: Any, source: kernel_source.KernelSource, smap: sourcemap.SourceMap, name: str
+) -> StudentError:
+    """A launch's compute-sanitizer findings (`grader.simt.sanitizer`) as the test's failure:
+    the first said with the student's lines and shared arrays' variables, how many more."""
+    raw = body.get("findings") if isinstance(body, dict) and set(body) == {"findings"} else None
+    if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_FINDINGS:
+        return malformed("a launch's findings that are not a list of findings", name)
+    try:
+        found = [sanitizer.Finding.from_plain(f) for f in raw]
+    except sanitizer.FindingError as exc:
+        return malformed(f"a sanitizer finding that does not add up ({exc})", name)
+    lines = dict(source.lines)
+
+    def where(line: int) -> str:
+        return smap.where(lines[line]) if line in lines else f"line {line} of {name}"
+
+    names = {f"shared@{line}": var for line, var in source.shared_arrays().items()}
+    more = len(found) - 1
+    tail = f" (and {more} more finding{'s' * (more > 1)})" if more else ""
+    return grader_error(
+        SANITIZER_FINDING,
+        f"{name}: {found[0].said(where, names)}{tail}. A launch with a compute-sanitizer "
+        "finding earns no correctness points, even when its output happens to be right",
+        name,
+    )

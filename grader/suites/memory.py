@@ -26,7 +26,14 @@ from grader.core.results import KernelMemory
 from grader.sandbox import protocol
 from grader.simt import memmodel
 from grader.suites.errors import StudentError, malformed
-from grader.suites.launches import KernelFunction, KernelLaunch, dims, outputs, signature
+from grader.suites.launches import (
+    KernelFunction,
+    KernelLaunch,
+    dims,
+    finding_failure,
+    outputs,
+    signature,
+)
 
 MODEL_TARGET = "model"
 
@@ -146,6 +153,8 @@ def _take(launch: KernelLaunch, name: str, grid: Any, block: Any, args: list) ->
     if "error" in reply:  # a timeout or a limit the launch hit names its [limits] key
         raise s._error(reply["error"], name, "kernel_timeout_s")
     body = reply["ok"]
+    if isinstance(body, dict) and set(body) == {"findings"}:  # compute-sanitizer's findings
+        raise finding_failure(body, s._source(name), s._source_map(), name)
     if not (isinstance(body, dict) and set(body) == {"outputs", "profile"}):
         raise malformed("a profiled launch without its outputs and profile", name)
     written = outputs(body["outputs"], args, name)

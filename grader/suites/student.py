@@ -53,7 +53,7 @@ from grader.suites.errors import (
 )
 from grader.suites.inprocess import PTX_DEFERRED, ChildWorker, InProcessBackend
 from grader.suites.kernels import Launch
-from grader.suites.launches import dims, outputs, same_array, signature
+from grader.suites.launches import dims, finding_failure, outputs, same_array, signature
 from grader.suites.replay import RecordRefused, Relation, Replay
 
 __all__ = [
@@ -259,6 +259,8 @@ class Student:
         reply = self._backend.kernel(req, self._kernel_timeout, "run")
         if "error" in reply:
             raise self._error(reply["error"], name, "kernel_timeout_s")
+        if isinstance(reply["ok"], dict):  # compute-sanitizer's findings, not outputs
+            raise finding_failure(reply["ok"], self._source(name), self._source_map(), name)
         return outputs(reply["ok"], args, name)
 
 

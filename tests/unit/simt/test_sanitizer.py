@@ -192,7 +192,7 @@ def test_a_finding_crosses_as_checked_data():
     assert sanitizer.Finding.from_plain(f.as_plain()) == f
     said = f.said(lambda n: f"line {n + 100} of nb.py", {"shared@5": "tile"})
     assert "line 109 of nb.py reads shared array `tile` element [3] in thread (4, 0, 0)" in said
-    assert "thread (3, 0, 0) of block (0, 0, 0) wrote at line 107 of nb.py" in said
+    assert "which thread (3, 0, 0) of the same block wrote at line 107 of nb.py" in said
     for bad in (
         None,
         {**f.as_plain(), "check": "lintcheck"},
@@ -202,3 +202,26 @@ def test_a_finding_crosses_as_checked_data():
     ):
         with pytest.raises(sanitizer.FindingError):
             sanitizer.Finding.from_plain(bad)
+
+
+def test_initcheck_follows_a_device_array_until_it_is_written():
+    @cuda.jit
+    def accumulate(x, out):
+        i = cuda.grid(1)
+        out[i] += x[i]  # reads out before anything wrote it
+
+    @cuda.jit
+    def fill(out):
+        out[cuda.grid(1)] = 0.0
+
+    out = cuda.device_array(8, dtype=np.float64)
+    accumulate[1, 8](np.ones(8), out)
+    f = _only("initcheck")
+    assert (f.array, f.element, f.threads[0][:3]) == ("out", (0,), (0, 0, 0))
+    out = cuda.device_array(8, dtype=np.float64)
+    fill[1, 8](out)
+    accumulate[1, 8](np.ones(8), out)  # written by the launch before: initialised
+    assert sanitizer.findings() == []
+    copied = cuda.to_device(np.zeros(8))  # copied from the host: initialised
+    accumulate[1, 8](np.ones(8), copied)
+    assert sanitizer.findings() == []
