@@ -45,7 +45,7 @@ from sys import _getframe  # the caller's line, read on every access
 from typing import Any
 
 from grader.core.errors import SubmissionError
-from grader.simt import simulator
+from grader.simt import simulator, warps
 
 LOAD, STORE, ATOMIC = 0, 1, 2
 CHECKS = ("memcheck", "racecheck", "initcheck", "synccheck")
@@ -130,11 +130,11 @@ class Finding:
         """The finding as the student reads it: `where` says a kernel line as theirs
         (``line N of <file>``), `names` a shared array's variable (``shared@12``: ``tile``)."""
         place = where or (lambda n: f"line {n}")
-        array = self._array_said(names or {}, place)
+        array = self.array if self.kind == "warp_mask" else self._array_said(names or {}, place)
         element = "[" + ", ".join(str(i) for i in self.element) + "]"
         first, second = (_thread_said(t) for t in (self.threads[0], self.threads[-1]))
         if len(self.threads) == 2 and self.threads[0][3:] == self.threads[1][3:]:
-            later = "second" if self.kind == "divergent_barrier" else "first"
+            later = "second" if self.kind in ("divergent_barrier", "warp_mask") else "first"
             t = self.threads[1 if later == "second" else 0]
             same = f"thread ({t[0]}, {t[1]}, {t[2]}) of the same block"
             first, second = (first, same) if later == "second" else (same, second)
@@ -149,6 +149,13 @@ class Finding:
         return f"{self.check}: {text}"
 
     def _array_said(self, names: dict[str, str], place: Any) -> str:
+        if self.array.startswith("local@"):
+            line = self.array[len("local@") :]
+            return (
+                f"the local array declared at {place(int(line))}"
+                if line.isdigit()
+                else ("a local array")
+            )
         if self.array.startswith("shared@"):
             name = names.get(self.array)
             if name:
@@ -187,6 +194,12 @@ _KINDS = {
     "uninitialized": (
         "{line} reads {array} element {element} in {first} before any thread wrote it: "
         "uninitialised memory (fresh shared memory, and cuda.device_array, hold no values)"
+    ),
+    "warp_mask": (
+        "{first} calls cuda.{array} at {line} with a mask that names {second}, which cannot "
+        "meet it there (it returned, waits at another barrier or warp primitive, is not in the "
+        "block, or the mask leaves out the calling lane itself): every lane a mask names must "
+        "reach the same call"
     ),
     "divergent_barrier": (
         "{first} waits at the barrier of {line} while {second} waits at the barrier of "
@@ -309,6 +322,10 @@ class _Sanitizer(simulator.Observer):
     def enter(self, linear: int) -> None:
         """The scheduler switched to thread `linear` of the running block."""
         self.gid = self.base + linear
+
+    def local_array(self, array: Any, line: int) -> Any:
+        """A thread's new local array: its indices bounded (memcheck), nothing recorded."""
+        return _Local(array, f"local@{line}")
 
     # ---- one access
 
@@ -545,6 +562,29 @@ def _offset(meta: tuple, index: Any) -> int | None:
     return None if view else address
 
 
+def _fast(meta: tuple) -> tuple:
+    """What `_quick` reads of a 1-D or 2-D array: address, extents and strides, dimensions."""
+    address, shape, strides, ndim, _ = meta
+    if ndim == 1:
+        return (address, shape[0], strides[0], 0, 0, 1)
+    if ndim == 2:
+        return (address, shape[0], strides[0], shape[1], strides[1], 2)
+    return (0, 0, 0, 0, 0, 0)
+
+
+def _quick(f: tuple, index: Any) -> int:
+    """The address of element `index` when it is the common case (an int of a 1-D array, two
+    ints of a 2-D one, in bounds), else -1 (the full check decides)."""
+    if type(index) is int:
+        if f[5] == 1 and 0 <= index < f[1]:
+            return f[0] + index * f[2]
+    elif type(index) is tuple and f[5] == 2 and len(index) == 2:
+        i, j = index
+        if type(i) is int and type(j) is int and 0 <= i < f[1] and 0 <= j < f[3]:
+            return f[0] + i * f[2] + j * f[4]
+    return -1
+
+
 def _element(offset: int, strides: tuple) -> tuple[int, ...]:
     """The index of the element `offset` bytes into an array with `strides` (non-negative)."""
     out = [0] * len(strides)
@@ -562,19 +602,15 @@ class _Shared:
     def __init__(self, inner: Any, raw: Any, name: str) -> None:
         self._item = inner  # what `grader.simt.memtrace` unwraps, and what is indexed
         self._meta = meta = _meta(raw, name)
-        self._flat = (meta[0], meta[1][0], meta[2][0]) if meta[3] == 1 else None
+        self._fast = _fast(meta)
 
     def __getitem__(self, index: Any) -> Any:
         san = _SANITIZER
         if san.active:
-            flat = self._flat
-            if flat is not None and type(index) is int:  # the common case, inline
-                if 0 <= index < flat[1]:
-                    san.slog.extend(
-                        (flat[0] + index * flat[2], san.gid, san.epoch, LOAD, _getframe(1).f_lineno)
-                    )
-                    return self._item[index]
-                san.out_of_bounds(self._meta, index, _getframe(1).f_lineno)
+            address = _quick(self._fast, index)
+            if address >= 0:  # the common case: one element, in bounds
+                san.slog.extend((address, san.gid, san.epoch, LOAD, _getframe(1).f_lineno))
+                return self._item[index]
             offset = _offset(self._meta, index)
             if offset is None:
                 view = self._item[index]
@@ -588,11 +624,9 @@ class _Shared:
     def __setitem__(self, index: Any, value: Any) -> None:
         san = _SANITIZER
         if san.active:
-            flat = self._flat
-            if flat is not None and type(index) is int and 0 <= index < flat[1]:
-                san.slog.extend(
-                    (flat[0] + index * flat[2], san.gid, san.epoch, STORE, _getframe(1).f_lineno)
-                )
+            address = _quick(self._fast, index)
+            if address >= 0:
+                san.slog.extend((address, san.gid, san.epoch, STORE, _getframe(1).f_lineno))
             else:
                 san.access(self._meta, index, STORE, san.slog)
         self._item[index] = value
@@ -607,6 +641,41 @@ class _Shared:
         import numpy as np  # lazy: numba already imported it
 
         return np.asarray(getattr(self._item, "_ary", self._item), *args, **kwargs)
+
+
+class _Local:
+    """A thread's local array: every element index bounded, negative ones included (memcheck);
+    nothing recorded (no other thread sees it)."""
+
+    def __init__(self, array: Any, name: str) -> None:
+        self._item = array
+        self._meta = _meta(array, name)
+        self._n = array.shape[0] if array.ndim == 1 else -1
+
+    def __getitem__(self, index: Any) -> Any:
+        if not (type(index) is int and 0 <= index < self._n):
+            self._check(index)
+        return self._item[index]
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        if not (type(index) is int and 0 <= index < self._n):
+            self._check(index)
+        self._item[index] = value
+
+    def _check(self, index: Any) -> None:
+        if _SANITIZER.active and _offset(self._meta, index) == -1:
+            _SANITIZER.out_of_bounds(self._meta, index, _getframe(2).f_lineno)
+
+    def __len__(self) -> int:
+        return len(self._item)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["_item"], name)
+
+    def __array__(self, *args: Any, **kwargs: Any) -> Any:
+        import numpy as np  # lazy: numba already imported it
+
+        return np.asarray(self._item, *args, **kwargs)
 
 
 _SANITIZER = _Sanitizer()
@@ -653,19 +722,17 @@ def _patch_arrays(wrapper: Any, plain: type) -> None:
         item = d["_item"]
         raw = item._ary
         meta = _meta(raw)
-        flat = (meta[0], meta[1][0], meta[2][0]) if meta[3] == 1 else None
-        d["_san"] = found = (meta, flat, raw if type(item) is plain else None)
+        d["_san"] = found = (meta, _fast(meta), raw if type(item) is plain else None)
         return found
 
     def getitem(self: Any, index: Any) -> Any:
         if not san.active:
             return get(self, index)
         d = self.__dict__
-        meta, flat, raw = d.get("_san") or meta_of(d)
-        if flat is not None and type(index) is int and 0 <= index < flat[1]:
-            san.glog.extend(
-                (flat[0] + index * flat[2], san.gid, san.epoch, LOAD, _getframe(1).f_lineno)
-            )
+        meta, fast, raw = d.get("_san") or meta_of(d)
+        address = _quick(fast, index)
+        if address >= 0:
+            san.glog.extend((address, san.gid, san.epoch, LOAD, _getframe(1).f_lineno))
         else:
             san.access(meta, index, LOAD, san.glog)
         if raw is not None:
@@ -678,11 +745,10 @@ def _patch_arrays(wrapper: Any, plain: type) -> None:
         if not san.active:
             return put(self, index, value)
         d = self.__dict__
-        meta, flat, raw = d.get("_san") or meta_of(d)
-        if flat is not None and type(index) is int and 0 <= index < flat[1]:
-            san.glog.extend(
-                (flat[0] + index * flat[2], san.gid, san.epoch, STORE, _getframe(1).f_lineno)
-            )
+        meta, fast, raw = d.get("_san") or meta_of(d)
+        address = _quick(fast, index)
+        if address >= 0:
+            san.glog.extend((address, san.gid, san.epoch, STORE, _getframe(1).f_lineno))
         else:
             san.access(meta, index, STORE, san.glog)
         if raw is not None:
@@ -779,6 +845,11 @@ def _patch_launch(kernel_class: Any) -> None:
         san.begin(self, args)
         try:
             return launch(self, *args)
+        except warps.WarpError as exc:  # synccheck: a warp mask that cannot be met
+            if exc.threads:
+                pair = tuple(san._thread(san.base + t) for t in exc.threads)
+                san.stopped.append(Finding("synccheck", "warp_mask", exc.line, exc.op, (), pair))
+            raise
         finally:
             san.end()
 

@@ -187,14 +187,10 @@ def _fill_new_arrays(kernelapi: Any) -> None:
     simulators_shared, simulators_local = shared.array, local.array
 
     def dtype_of(dtype: Any) -> Any:
-        if isinstance(dtype, kernelapi.types.Type):
-            return kernelapi.numpy_support.as_dtype(dtype)
-        return kernelapi.np.dtype(dtype)
+        return _dtype(kernelapi, dtype)
 
     def fresh(shape: Any, dtype: Any) -> Any:
-        array = kernelapi.np.empty(shape, dtype_of(dtype))
-        array.reshape(-1).view("u1").fill(UNSET_BYTE)
-        return array
+        return _fresh(kernelapi, shape, dtype)
 
     def shared_array(self: Any, shape: Any, dtype: Any, alignment: Any = None) -> Any:
         if alignment is not None:  # refused: the simulator's own error
@@ -223,10 +219,25 @@ def _fill_new_arrays(kernelapi: Any) -> None:
     def local_array(self: Any, shape: Any, dtype: Any, alignment: Any = None) -> Any:
         if alignment is not None:  # refused: the simulator's own error
             return simulators_local(self, shape, dtype, alignment)
+        if _sanitizer is not None:
+            return _sanitizer.local_array(fresh(shape, dtype), sys._getframe(1).f_lineno)
         return fresh(shape, dtype)
 
     shared.array, shared.fills = shared_array, True
     local.array = local_array
+
+
+def _dtype(kernelapi: Any, dtype: Any) -> Any:
+    if isinstance(dtype, kernelapi.types.Type):
+        return kernelapi.numpy_support.as_dtype(dtype)
+    return kernelapi.np.dtype(dtype)
+
+
+def _fresh(kernelapi: Any, shape: Any, dtype: Any) -> Any:
+    """New memory of `shape` and `dtype`, every byte `UNSET_BYTE`."""
+    array = kernelapi.np.empty(shape, _dtype(kernelapi, dtype))
+    array.reshape(-1).view("u1").fill(UNSET_BYTE)
+    return array
 
 
 def fresh_shared(shared: Any) -> None:
@@ -475,8 +486,8 @@ class _Block:
                 elif self._active:  # nothing else runs: the lanes at each activemask() meet
                     self._resolve_active()
                 elif self._room.pending:  # a mask names lanes that never arrive
-                    stuck = self._room.stuck()
-                    self._error = (warps.WarpError(stuck or "a warp primitive never met"), None)
+                    stuck = self._room.stuck() or warps.WarpError("a warp primitive never met")
+                    self._error = (stuck, None)
                 elif self._waiting:  # every live thread waits: release the barrier
                     self._release()
                 else:
@@ -589,7 +600,7 @@ class _Block:
                 self._error = (_located(exc, carrier), exc.__traceback__)
         except BaseException:  # noqa: BLE001,S110  # SystemExit and kin end the thread, as there
             pass
-        self._room.ended.add(linear)
+        self._room.end(linear)
 
     def _abort(self) -> None:
         """Resume every thread still waiting with the abort flag set, one at a time, so that it
@@ -608,7 +619,10 @@ class _Block:
 
 
 def _located(exc: Exception, carrier: Any) -> BaseException:
-    """The exception with the simulator's prefix naming the thread and block."""
+    """The exception with the simulator's prefix naming the thread and block (a `WarpError`
+    as it is: it names its lanes, and the sanitizer reads its fields)."""
+    if isinstance(exc, warps.WarpError):
+        return exc
     where = f"tid={list(carrier.threadIdx)} ctaid={list(carrier.blockIdx)}"
     message = where if str(exc) == "" else f"{where}: {exc}"
     try:

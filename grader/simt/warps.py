@@ -53,7 +53,14 @@ GATHERINGS = ("syncwarp", *SHUFFLES, *VOTES, *MATCHES)
 
 
 class WarpError(SubmissionError):
-    """A warp primitive used in a way CUDA leaves undefined (the kernel's error, said plainly)."""
+    """A warp primitive used in a way CUDA leaves undefined (the kernel's error, said plainly):
+    the primitive, its kernel line, and two threads of the block (linear ids): one that came
+    and one its mask named that cannot (the same one when the caller is not in its own mask).
+    The sanitizer reports it as synccheck's finding."""
+
+    def __init__(self, message: str, op: str = "", line: int = 0, threads: tuple = ()) -> None:
+        super().__init__(message)
+        self.op, self.line, self.threads = op, line, threads
 
 
 def int32(bits: int) -> int:
@@ -170,6 +177,13 @@ class WarpRoom:
         self._threads = threads
         self.pending: dict[int, list[Gathering]] = {}  # warp -> gatherings not yet complete
         self.ended: set[int] = set()  # linear ids of threads that returned
+        self._ended_bits: dict[int, int] = {}  # warp -> its lanes that returned
+
+    def end(self, linear: int) -> None:
+        """Thread `linear` returned: it arrives nowhere again."""
+        self.ended.add(linear)
+        warp, lane = divmod(linear, WARP)
+        self._ended_bits[warp] = self._ended_bits.get(warp, 0) | 1 << lane
 
     def arrive(
         self, linear: int, thread: Any, op: str, mask: int, value: Any, line: int
@@ -180,23 +194,7 @@ class WarpRoom:
         mask = int(mask) & FULL
         warp, lane = divmod(linear, WARP)
         where = f"line {line}: cuda.{op} in warp {warp}"
-        if not mask >> lane & 1:
-            raise WarpError(
-                f"{where}: lane {lane} calls it with mask {mask:#010x}, which does not name "
-                f"lane {lane} itself (CUDA leaves that undefined: a mask names the calling lane)"
-            )
-        absent = [ln for ln in lanes_of(mask) if warp * WARP + ln >= self._threads]
-        if absent:
-            raise WarpError(
-                f"{where}: mask {mask:#010x} names {said(absent)}, which this block of "
-                f"{self._threads} threads does not have: a mask names only lanes that exist"
-            )
-        gone = [ln for ln in lanes_of(mask) if warp * WARP + ln in self.ended]
-        if gone:
-            raise WarpError(
-                f"{where}: mask {mask:#010x} names {said(gone)}, which had already returned "
-                "and can never arrive: a mask names only lanes that reach this call"
-            )
+        self._refuse_unmeetable(linear, op, mask, line, where)
         waiting = self.pending.setdefault(warp, [])
         gathering = next((g for g in waiting if g.mask == mask), None)
         if gathering is None:
@@ -206,7 +204,10 @@ class WarpRoom:
                         f"{where}: lane {lane} arrives with mask {mask:#010x} while "
                         f"{said(sorted(other.values))} wait at cuda.{other.op} (line "
                         f"{other.line}) with mask {other.mask:#010x}: lanes that share a "
-                        "gathering must pass the same mask"
+                        "gathering must pass the same mask",
+                        op,
+                        line,
+                        (linear, warp * WARP + min(other.values)),
                     )
             gathering = Gathering(op, mask, line)
             waiting.append(gathering)
@@ -214,7 +215,10 @@ class WarpRoom:
             raise WarpError(
                 f"{where}: lane {lane} arrives while {said(sorted(gathering.values))} wait at "
                 f"cuda.{gathering.op} (line {gathering.line}) with the same mask: every lane "
-                "of a mask must reach the same warp primitive"
+                "of a mask must reach the same warp primitive",
+                op,
+                line,
+                (linear, warp * WARP + min(gathering.values)),
             )
         gathering.values[lane] = value
         gathering.threads[lane] = thread
@@ -225,7 +229,41 @@ class WarpRoom:
             del self.pending[warp]
         return gathering
 
-    def stuck(self) -> str | None:
+    def _refuse_unmeetable(self, linear: int, op: str, mask: int, line: int, where: str) -> None:
+        """A `WarpError` for a mask that can never be met, whatever the other lanes do: it
+        leaves out the caller, or names lanes the block lacks or that have returned."""
+        warp, lane = divmod(linear, WARP)
+        exist = (1 << max(0, min(WARP, self._threads - warp * WARP))) - 1
+        if mask >> lane & 1 and not mask & ~exist and not mask & self._ended_bits.get(warp, 0):
+            return  # the common case, in three integer tests
+        if not mask >> lane & 1:
+            raise WarpError(
+                f"{where}: lane {lane} calls it with mask {mask:#010x}, which does not name "
+                f"lane {lane} itself (CUDA leaves that undefined: a mask names the calling lane)",
+                op,
+                line,
+                (linear, linear),
+            )
+        absent = [ln for ln in lanes_of(mask) if warp * WARP + ln >= self._threads]
+        if absent:
+            raise WarpError(
+                f"{where}: mask {mask:#010x} names {said(absent)}, which this block of "
+                f"{self._threads} threads does not have: a mask names only lanes that exist",
+                op,
+                line,
+                (linear, warp * WARP + absent[0]),
+            )
+        gone = [ln for ln in lanes_of(mask) if warp * WARP + ln in self.ended]
+        if gone:
+            raise WarpError(
+                f"{where}: mask {mask:#010x} names {said(gone)}, which had already returned "
+                "and can never arrive: a mask names only lanes that reach this call",
+                op,
+                line,
+                (linear, warp * WARP + gone[0]),
+            )
+
+    def stuck(self) -> WarpError | None:
         """When no thread can run on: why a gathering waits for ever (None when none waits)."""
         for warp, waiting in sorted(self.pending.items()):
             for g in waiting:
@@ -237,10 +275,13 @@ class WarpRoom:
                     if gone
                     else "(they wait elsewhere, at a barrier or another warp primitive)"
                 )
-                return (
+                return WarpError(
                     f"line {g.line}: cuda.{g.op} in warp {warp} with mask {g.mask:#010x}: "
                     f"{said(sorted(g.values))} arrived, {said(missing)} never did {why}: a "
-                    "mask names only lanes that reach this call"
+                    "mask names only lanes that reach this call",
+                    g.op,
+                    g.line,
+                    (warp * WARP + min(g.values), warp * WARP + missing[0]),
                 )
         return None
 

@@ -225,3 +225,32 @@ def test_initcheck_follows_a_device_array_until_it_is_written():
     copied = cuda.to_device(np.zeros(8))  # copied from the host: initialised
     accumulate[1, 8](np.ones(8), copied)
     assert sanitizer.findings() == []
+
+
+def test_synccheck_reports_a_warp_mask_that_cannot_be_met():
+    @cuda.jit
+    def half_returns(x):
+        i = cuda.threadIdx.x
+        if i >= 16:
+            return
+        x[i] = cuda.shfl_down_sync(0xFFFFFFFF, x[i], 1)
+
+    with pytest.raises(Exception, match="shfl_down_sync"):
+        half_returns[1, 32](np.zeros(32))
+    f = _only("synccheck")
+    assert (f.kind, f.array) == ("warp_mask", "shfl_down_sync")
+    assert f.threads[0][0] < 16 <= f.threads[1][0]  # one that came, one that had returned
+    assert f.said().startswith("synccheck: thread (0, 0, 0) of block (0, 0, 0) calls ")
+
+
+def test_memcheck_bounds_local_arrays_too():
+    @cuda.jit
+    def window(x, out):
+        acc = cuda.local.array(4, numba.float32)
+        for k in range(4):
+            acc[k] = x[k]
+        out[0] = acc[cuda.threadIdx.x - 1]  # thread 0 reads acc[-1]
+
+    with pytest.raises(IndexError, match=r"memcheck: line \d+ indexes the local array declared"):
+        window[1, 2](np.ones(4, dtype=np.float32), np.zeros(1, dtype=np.float32))
+    assert _only("memcheck").element == (-1,)
