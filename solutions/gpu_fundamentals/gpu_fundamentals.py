@@ -184,20 +184,10 @@ from numba import cuda
 
 ON_GPU = not numba_config.ENABLE_CUDASIM and cuda.is_available()
 
-COURSE_SIMULATOR = False  # the grader's simulator: warp shuffles, CUDA's thread order and memory
-if not ON_GPU and numba_config.ENABLE_CUDASIM:
-    try:  # in your course repository (the grader ships with it); not in a notebook opened alone
-        from grader.simt import simulator as _course_simulator
-
-        COURSE_SIMULATOR = _course_simulator.install()
-    except ImportError:
-        pass
-
 if ON_GPU:
     print(f"GPU: {cuda.get_current_device().name} -- kernels run for real")
 elif numba_config.ENABLE_CUDASIM:
-    which = "the course's CUDA simulator" if COURSE_SIMULATOR else "Numba's CUDA simulator"
-    print(f"No CUDA GPU -- kernels run in {which} (exact, but slow).")
+    print("No CUDA GPU -- kernels run in Numba's CUDA simulator (exact, but slow).")
 else:
     print("A GPU was expected but CUDA is not usable: kernels compile but cannot be launched.")
 
@@ -1510,9 +1500,15 @@ def warp_sum(x, out):
 
 # %% nbgrader={"grade": true, "grade_id": "check_warp_sum", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 def _check_warp_sum():
-    if not ON_GPU and not COURSE_SIMULATOR:  # Numba's own simulator has no warp shuffles
-        print("warp_sum: not checked here (Numba's simulator has no shuffles; `grader check` runs it)")
-        return
+    if not ON_GPU:  # Numba's own simulator has no warp shuffles; the course's (the grader's) has
+        try:
+            from grader.simt import simulator as _course_simulator
+        except ImportError:  # the notebook opened on its own (Colab): `grader check` runs it
+            print("warp_sum: not checked here (Numba's simulator has no warp shuffles)")
+            return
+        if not _course_simulator.install():
+            print("warp_sum: not checked here (Numba's simulator has no warp shuffles)")
+            return
     _x = np.random.default_rng(3).standard_normal(1000).astype(np.float32)
     _out = np.full(32, np.nan, dtype=np.float32)  # 31 whole warps and one of 8 elements
     warp_sum[4, 256](_x, _out)  # 1,024 threads: the last warp's lanes past 1,000 add 0
