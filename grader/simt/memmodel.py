@@ -218,7 +218,7 @@ class LaunchProfile:
 
     @property
     def global_bytes(self) -> int:
-        """Bytes moved between the SMs and global memory (sectors x 32), loads and stores."""
+        """Bytes moved between the SMs and global memory (sectors x 32): loads, stores, atomics."""
         return SECTOR_BYTES * self.total("sectors", GLOBAL)
 
     def to_plain(self) -> dict:

@@ -317,7 +317,7 @@ _TRACED: type | None = None
 _ABSENT = object()  # a name that was not there before the recording
 _VIEW_TYPES: tuple[type, ...] = ()
 # what a kernel may read of an array without touching its elements (Numba's array attributes)
-_METADATA = frozenset({"shape", "strides", "ndim", "size", "dtype", "itemsize", "nbytes"})
+_METADATA = frozenset({"shape", "strides", "ndim", "size", "dtype", "itemsize", "nbytes", "flags"})
 _WHOLE_ARRAY = "reads or writes many elements in one call, which no warp request describes"
 # between the kernel's line and the array: the simulator's wrappers and the sanitizer's, NumPy
 _SIMT_DIR = os.path.dirname(__file__) + os.sep
@@ -328,7 +328,8 @@ def _shares(view: Any, base: Any) -> bool:
     """Whether `view`'s elements lie in `base`'s memory (a view, not a copy)."""
     import numpy as np  # lazy: numba already imported it
 
-    return bool(view.size == 0 or np.shares_memory(view, base))
+    # a copy is another allocation: its bounds never overlap (the exact test can be slow)
+    return bool(view.size == 0 or np.may_share_memory(view, base))
 
 
 def _kernel_line(kernel_file: str) -> int | None:
@@ -382,6 +383,7 @@ class Recorder(simulator.Observer):
         self._loops: dict[CodeType, _Frame] = {}  # per code: its loops (and a loop-less state)
         self._frames: dict[FrameType, _Frame] = {}  # kept until the launch ends
         self._kernel_code: CodeType | None = None
+        self._flat: _Frame | None = None  # the kernel's one state when it has no loops
         self._arrays: dict[str, tuple[str, int, int]] = {}
         self._barriers: dict[int, int] = {}
         self._block: Any = None  # the Dim3 of the block that made the last access, and its id
@@ -463,7 +465,7 @@ class Recorder(simulator.Observer):
         if site is None:
             site = self._new_site(raw)
         if frame.f_code is self._kernel_code:  # the common case, inline: see `_instance`
-            state = self._frames.get(frame) or self._frame_loops(frame)
+            state = self._flat or self._frames.get(frame) or self._frame_loops(frame)
             lasti = frame.f_lasti
             start, getter = state.loops.keys.get(lasti) or state.loops.key_of(lasti)
             key = start if getter is None else (start, getter(state.counts))
@@ -556,6 +558,8 @@ class Recorder(simulator.Observer):
         if code is None or code is self._kernel_code:
             return
         self._kernel_code = code
+        shared = self._loops[code] = self._loops.get(code) or _Frame(_Loops(code))
+        self._flat = None if shared.loops.spans else shared
         space = f.__globals__
         if "range" not in space:
             recorder = self

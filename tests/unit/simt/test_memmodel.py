@@ -574,3 +574,20 @@ def test_range_loops_through_enumerate_zip_and_a_broken_loop_count_their_iterati
     first, second, third = sorted(p.where(GLOBAL, LOAD, "a0"), key=lambda s: s.line)
     assert (first.requests, first.sectors) == (second.requests, second.sectors) == (32, 80)
     assert (third.requests, third.sectors) == (1, 4)
+
+
+def test_a_while_loop_pairs_each_lanes_nth_access_as_before():
+    @cuda.jit
+    def grid_stride(x, out):
+        i = cuda.grid(1)
+        s = 0.0
+        while i < x.size:  # not a range: its iterations are not counted
+            s += x[i]
+            i += 32
+        out[cuda.grid(1)] = s
+
+    x = np.zeros(40, dtype=np.float32)
+    read = only(traced(grid_stride, 1, 32, x, np.zeros(32, np.float32)), GLOBAL, LOAD, "a0")
+    # pass 0: 32 lanes, 4 sectors; pass 1: lanes 0..7 read x[32..39], 1 sector (lanes iterate
+    # alike, so the n-th access of each lane is the n-th pass: right here)
+    assert (read.requests, read.lanes, read.sectors, read.divergent) == (2, 40, 5, 1)
