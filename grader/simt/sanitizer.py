@@ -726,7 +726,7 @@ def attach() -> None:
 _FIXED = frozenset({"shape", "size", "ndim", "dtype", "strides", "itemsize", "nbytes"})
 
 
-def _patch_arrays(wrapper: Any, plain: type) -> None:
+def _patch_arrays(wrapper: Any, plain: Any) -> None:
     """The simulator's in-kernel array (every global array a kernel gets): checked and recorded.
     An element of a plain device array is read from its NumPy array directly (what the
     simulator's two wrappers do, two calls fewer); a traced one (`grader.simt.memtrace`) goes
