@@ -311,8 +311,16 @@ class _Collectives:
     block: Any
     thread_id: int
 
-    def syncthreads(self) -> None:
-        self._barrier(sys._getframe(2))
+    def syncthreads(self) -> None:  # the most frequent: `_barrier` inline
+        if self.abort:
+            raise RuntimeError("abort flag set on syncthreads call")
+        if _sanitizer is None:
+            self.block.wait_at_barrier(None)
+        else:
+            caller = sys._getframe(2)
+            self.block.wait_at_barrier((caller.f_code, caller.f_lasti, caller.f_lineno))
+        if self.abort:
+            raise RuntimeError("abort flag set on syncthreads clear")
 
     def syncthreads_count(self, value: Any) -> int:
         return sum(self._vote(value, sys._getframe(2)))
@@ -516,7 +524,9 @@ class _Block:
         if _observer is not None:
             _observer.barrier(block)
         if _sanitizer is not None:
-            _sanitizer.barrier_sites(block, [t.linear for t in self._waiting], self._sites)
+            sites = self._sites
+            if sites.count(sites[0]) != len(sites):  # threads at different barrier calls
+                _sanitizer.barrier_sites(block, [t.linear for t in self._waiting], sites)
             _sanitizer.barrier(block)
         self.released_votes, self.votes = self.votes, []
         self._ready, self._waiting, self._sites = deque(self._waiting), [], []
