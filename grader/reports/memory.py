@@ -2,12 +2,15 @@
 
 One table per profiled launch (`grader.simt.memmodel.LaunchProfile`): a row per access site
 (the student's line, the array, global or shared, load, store or atomic) with its warp requests,
-sectors per request against the ideal, the efficiency and the worst bank conflict; then the
-launch's totals: bytes moved between the SMs and global memory, the lower bound on the time
-that traffic takes at the course GPU's bandwidth, shared-memory wavefronts beyond the ideal and
-the barriers. `summary` is the one line `grader check` prints per kernel. Terminal text
-(`table`, `profile_report`) and markdown (`markdown`) say the same; student text (array names
-come from the student's source) goes through `grader.reports.escape` like any other.
+sectors per request against the ideal, the efficiency, the worst bank conflict (loads and stores
+alike) and the atomic lanes serialised behind another lane at the same address; then the
+launch's totals: every element access of global memory (the budget the memory lessons grade)
+and the bytes moved between the SMs and global memory, the lower bound on the time that traffic
+takes at the course GPU's bandwidth, shared-memory wavefronts beyond the ideal per operation,
+serialised atomics and the barriers. `summary` is the one line `grader check` prints per
+kernel. Terminal text (`table`, `profile_report`) and markdown (`markdown`) say the same; student
+text (array names come from the student's source) goes through `grader.reports.escape` like any
+other.
 """
 
 from __future__ import annotations
@@ -18,7 +21,16 @@ from typing import TYPE_CHECKING
 from grader.core.results import KernelMemory
 from grader.core.tables import format_table
 from grader.reports.escape import html_text, md_inline, visible
-from grader.simt.memmodel import GLOBAL, LOAD, SECTOR_BYTES, SHARED, STORE, LaunchProfile, Site
+from grader.simt.memmodel import (
+    ATOMIC,
+    GLOBAL,
+    LOAD,
+    SECTOR_BYTES,
+    SHARED,
+    STORE,
+    LaunchProfile,
+    Site,
+)
 
 if TYPE_CHECKING:  # the grading half (numpy, the suites) loads only for `grader profile`
     from grader.grading.profile import KernelProfile, Profiled
@@ -33,6 +45,7 @@ HEADERS = [
     "ideal",
     "efficiency",
     "bank ways",
+    "serialised",
 ]
 
 
@@ -42,16 +55,18 @@ def _row(s: Site) -> list[str]:
         ways = ""
     else:
         per, ideal, ways = "", "", f"{s.max_ways}"
+    op = s.op if s.parts == 1 else f"{s.op} ({s.parts} x {s.itemsize} B)"  # Numba's halves
     return [
         s.where or f"line {s.line}",
         s.array,
         s.space,
-        s.op,
+        op,
         f"{s.requests:,}",
         per,
         ideal,
         f"{100 * s.efficiency:.0f}%",
         ways,
+        f"{s.serialised:,}" if s.op == ATOMIC else "",
     ]
 
 
@@ -60,8 +75,10 @@ def totals(p: LaunchProfile, bandwidth_gbs: float | None = None, gpu: str = "") 
     moved = {op: SECTOR_BYTES * p.total("sectors", GLOBAL, op) for op in (LOAD, STORE)}
     ideal = {op: SECTOR_BYTES * p.total("ideal_sectors", GLOBAL, op) for op in (LOAD, STORE)}
     lines = [
-        f"global memory: {p.global_bytes:,} B moved ({moved[LOAD]:,} B loaded for "
-        f"{ideal[LOAD]:,} B asked, {moved[STORE]:,} B stored for {ideal[STORE]:,} B asked)"
+        f"global memory: {p.global_accesses:,} element accesses in {p.global_requests:,} "
+        f"requests (loads, stores and atomics of every array); {p.global_bytes:,} B moved "
+        f"({moved[LOAD]:,} B loaded for {ideal[LOAD]:,} B asked, {moved[STORE]:,} B stored for "
+        f"{ideal[STORE]:,} B asked)"
     ]
     if bandwidth_gbs:
         lower = p.global_bytes / (bandwidth_gbs * 1e9) * 1e6
@@ -71,11 +88,22 @@ def totals(p: LaunchProfile, bandwidth_gbs: float | None = None, gpu: str = "") 
         )
     shared = p.where(SHARED)
     if shared:
-        extra = p.total("wavefronts", SHARED) - p.total("ideal_wavefronts", SHARED)
+        each = ", ".join(
+            f"{p.bank_conflicts(op):,} in {verb} (worst {p.max_ways(op)}-way)"
+            for op, verb in ((LOAD, "loads"), (STORE, "stores"), (ATOMIC, "atomics"))
+            if p.where(SHARED, op)
+        )
         lines.append(
             f"shared memory: {p.total('requests', SHARED):,} requests, "
-            f"{p.total('wavefronts', SHARED):,} wavefronts ({extra:,} beyond the ideal: bank "
-            "conflicts)"
+            f"{p.total('wavefronts', SHARED):,} wavefronts ({p.bank_conflicts():,} beyond the "
+            f"ideal, bank conflicts: {each})"
+        )
+    if p.where(op=ATOMIC):
+        lines.append(
+            f"atomics: {p.total('lanes', op=ATOMIC):,} lanes, {p.serialised:,} of them "
+            "serialised behind another lane of their request at the same address "
+            f"({sum(s.transactions for s in p.where(op=ATOMIC)):,} transactions for "
+            f"{p.total('requests', op=ATOMIC):,} requests)"
         )
     per_block = f", at least {p.min_block_barriers} in every block" if p.barriers else ""
     lines.append(f"barriers: {p.barriers:,} over {p.blocks:,} blocks{per_block}")
@@ -103,9 +131,13 @@ def summary(k: KernelProfile) -> str:
         if sectors:
             parts.append(f"{verb} {100 * p.total('ideal_sectors', GLOBAL, op) / sectors:.0f}%")
     if p.where(SHARED):
-        extra = p.total("wavefronts", SHARED) - p.total("ideal_wavefronts", SHARED)
-        parts.append(f"shared bank conflicts {extra:,} wavefronts")
-    parts.append(f"{p.global_bytes:,} B moved")
+        parts.append(
+            f"shared bank conflicts {p.bank_conflicts(LOAD):,} wavefronts in loads, "
+            f"{p.bank_conflicts(STORE):,} in stores"
+        )
+    if p.serialised:
+        parts.append(f"{p.serialised:,} atomic lanes serialised")
+    parts.append(f"{p.global_accesses:,} global accesses, {p.global_bytes:,} B moved")
     if p.barriers:
         parts.append(f"{p.barriers} barriers")
     return f"{k.kernel} ({k.label}): global {', '.join(parts)}"
@@ -189,8 +221,7 @@ def html(memory: Sequence[KernelMemory], bandwidth_gbs: float | None, gpu: str) 
         parts.append(f"<p><code>{html_text(m.kernel)}</code> {html_text(m.launch)}</p><table>")
         parts.append("<tr>" + "".join(f"<th>{html_text(h)}</th>" for h in HEADERS) + "</tr>")
         parts += [
-            "<tr>" + "".join(f"<td>{html_text(c)}</td>" for c in _row(s)) + "</tr>"
-            for s in p.sites
+            "<tr>" + "".join(f"<td>{html_text(c)}</td>" for c in _row(s)) + "</tr>" for s in p.sites
         ]
         parts.append("</table><ul>")
         parts += [f"<li>{html_text(line)}</li>" for line in totals(p, bandwidth_gbs, gpu)]

@@ -218,7 +218,7 @@ class LaunchProfile:
 
     @property
     def global_bytes(self) -> int:
-        """Bytes moved between the SMs and global memory (sectors x 32), loads and stores."""
+        """Bytes moved between the SMs and global memory (sectors x 32): loads, stores, atomics."""
         return SECTOR_BYTES * self.total("sectors", GLOBAL)
 
     def to_plain(self) -> dict:
@@ -357,7 +357,7 @@ def summarise(
     grid: Sequence[int],
     block: Sequence[int],
     keys: Sequence[SiteKey],
-    accesses: Sequence[tuple[int, int, int, int]],
+    accesses: Sequence[tuple[int, int, int, int, int]],
     arrays: Mapping[str, tuple[str, int, int]],
     barriers: Mapping[int, int],
 ) -> LaunchProfile:
@@ -366,8 +366,9 @@ def summarise(
     `accesses` are ``(block, thread, site, offset, instance)`` in the order the threads made
     them (block and thread as linear ids, site an index into `keys`, offset in bytes from the
     array's base, instance the dynamic instance of the instruction: equal for lanes of one warp
-    that made the access in the same iteration of every loop around it); `arrays` maps each array's name to ``(space, itemsize, elements)``; `barriers` maps a
-    block's linear id to the barriers it passed. The grouping is `sectors`, `ideal_sectors` and
+    that made the access in the same iteration of every loop around it); `arrays` maps each
+    array's name to ``(space, itemsize, elements)``; `barriers` maps a block's linear id to the
+    barriers it passed. The grouping is `sectors`, `ideal_sectors` and
     `wavefronts` applied to every request, done with NumPy over all of them at once (a profile
     of 100,000 accesses takes milliseconds, not a second).
     """
@@ -523,7 +524,7 @@ def _requests(np: Any, threads: int, keys: Sequence[SiteKey], acc: Any) -> _Requ
     serialised = np.where(atomic[req_site], lanes - distinct, 0)
     on_global = ~shared[site]
     sectors, ideal = _global_counts(
-        np, count, req[on_global], off[on_global], itemsize, site[on_global], element
+        np, count, req[on_global], off[on_global], itemsize, site[on_global], element, distinct
     )
     ideal = np.minimum(ideal, sectors)
     ideal[shared[req_site]] = 0
@@ -547,10 +548,18 @@ def _requests(np: Any, threads: int, keys: Sequence[SiteKey], acc: Any) -> _Requ
 
 
 def _global_counts(
-    np: Any, count: int, req: Any, off: Any, itemsize: Any, site: Any, element: Any
+    np: Any,
+    count: int,
+    req: Any,
+    off: Any,
+    itemsize: Any,
+    site: Any,
+    element: Any,
+    asked: Any,
 ) -> tuple[Any, Any]:
     """Per request: the distinct sectors its lanes touched, and the ideal for the elements
-    asked (`sectors` and `ideal_sectors` of every request at once)."""
+    asked (`asked`: each request's distinct offsets; `sectors` and `ideal_sectors` of every
+    request at once)."""
     sectors = np.zeros(count, np.int64)
     ideal = np.zeros(count, np.int64)
     if not len(req):
@@ -561,7 +570,6 @@ def _global_counts(
     cand = np.concatenate([(req << _SHIFT) | s for s in spans])
     valid = np.concatenate([s <= high for s in spans])
     sectors = np.bincount(np.unique(cand[valid]) >> _SHIFT, minlength=count)
-    asked = np.bincount(np.unique((req << _SHIFT) | off) >> _SHIFT, minlength=count)
     first = np.unique(req, return_index=True)
     per_req = np.ones(count, np.int64)
     per_req[first[0]] = element[site[first[1]]]

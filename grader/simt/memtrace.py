@@ -24,8 +24,10 @@ is the summary (`Recorder.profile`), never the objects.
 
 from __future__ import annotations
 
+import bisect
 import dis
 import operator
+import os
 import sys
 import threading
 from types import CodeType, FrameType
@@ -52,27 +54,57 @@ class Untraceable(SubmissionError):
 
 # ---- which dynamic instance of an instruction an access is
 
+
+_HEADER_WINDOW = 4  # instructions between taking a loop's iterator and its header, at most
+
+
 class _Loops:
     """The loops of one code object, read from its bytecode: every backward jump's target is
     a loop header, and the loop spans from it to the last jump back there."""
 
-    __slots__ = ("header", "nested", "spans", "_enclosing")
+    __slots__ = ("spans", "_enclosing", "_starts", "_normal", "keys")
 
     def __init__(self, code: CodeType) -> None:
         ends: dict[int, int] = {}
-        for ins in dis.get_instructions(code):
+        instructions = list(dis.get_instructions(code))
+        self._starts = [ins.offset for ins in instructions]
+        self._normal: dict[int, int] = {}
+        # f_lasti -> (its instruction, a getter of the enclosing loops' counts, or None)
+        self.keys: dict[int, tuple[int, Any]] = {}
+        for ins in instructions:
             target = ins.argval
-            if (ins.opcode in dis.hasjrel or ins.opcode in dis.hasjabs) and type(
-                target
-            ) is int and target <= ins.offset:
+            if (
+                (ins.opcode in dis.hasjrel or ins.opcode in dis.hasjabs)
+                and type(target) is int
+                and target <= ins.offset
+            ):
                 ends[target] = max(ends.get(target, target), ins.offset)
         self.spans = sorted(ends.items())  # outer loops first: their headers come first
-        self.header = {h: i for i, (h, _) in enumerate(self.spans)}
-        self.nested = [
-            tuple(j for j, (inner, _) in enumerate(self.spans) if h < inner <= e)
-            for h, e in self.spans
-        ]
         self._enclosing: dict[int, tuple[int, ...]] = {}
+
+    def instruction(self, lasti: int) -> int:
+        """The offset of the instruction a frame's ``f_lasti`` is in: a specialised
+        instruction reports the end of its inline cache instead of its start."""
+        found = self._normal.get(lasti)
+        if found is None:
+            found = self._normal[lasti] = self._starts[bisect.bisect_right(self._starts, lasti) - 1]
+        return found
+
+    def key_of(self, lasti: int) -> tuple[int, Any]:
+        """What `_Frame.key` needs for `f_lasti`, worked out once per offset."""
+        start = self.instruction(lasti)
+        loops = self.enclosing(start)
+        getter = operator.itemgetter(*loops) if loops else None
+        found = self.keys[lasti] = (start, getter)
+        return found
+
+    def after(self, lasti: int) -> int | None:
+        """The loop a ``for`` statement whose iterator is taken at `lasti` heads: its header
+        comes within a few instructions (``GET_ITER``, or ``enumerate(...)``/``zip(...)``'s call
+        and then ``GET_ITER``), or None (the range is iterated some other way)."""
+        at = bisect.bisect_right(self._starts, lasti)
+        near = set(self._starts[at : at + _HEADER_WINDOW])
+        return next((i for i, (h, _) in enumerate(self.spans) if h in near), None)
 
     def enclosing(self, lasti: int) -> tuple[int, ...]:
         """The loops around the instruction at `lasti`, outermost first."""
@@ -85,62 +117,78 @@ class _Loops:
 
 
 class _Frame:
-    """One running call of kernel code: the iteration each of its loops is in (0 for the first
-    pass; reset when a loop around it starts its next iteration), learnt from the frame's line
-    events (a backward jump is always one), and the instance of the call that made it."""
+    """The loops of one running call of kernel code that iterate over ``range``: the
+    iteration each is in (-1 before its first), kept by the loops' own iterators."""
 
-    __slots__ = ("loops", "counts", "prev", "context")
+    __slots__ = ("loops", "counts")
 
-    def __init__(self, loops: _Loops, context: int) -> None:
+    def __init__(self, loops: _Loops) -> None:
         self.loops = loops
         self.counts = [0] * len(loops.spans)
-        self.prev = -1
-        self.context = context
 
-    def trace(self, frame: FrameType, event: str, arg: Any) -> None:
-        if event == "line":
-            lasti = frame.f_lasti
-            if lasti < self.prev:  # a jump back: the loop headed there starts an iteration
-                loop = self.loops.header.get(lasti)
-                if loop is not None:
-                    counts = self.counts
-                    counts[loop] += 1
-                    for inner in self.loops.nested[loop]:
-                        counts[inner] = 0
-            self.prev = lasti
-
-    def instance(self, lasti: int) -> tuple[int, ...]:
-        """The dynamic instance of the instruction at `lasti`: the call's own instance, the
-        instruction, and the iteration of each loop around it."""
-        counts = self.counts
-        return (self.context, lasti, *[counts[i] for i in self.loops.enclosing(lasti)])
+    def key(self, lasti: int) -> Any:
+        """The instruction at `lasti` and the iteration of each loop around it."""
+        found = self.loops.keys.get(lasti)
+        if found is None:
+            found = self.loops.key_of(lasti)
+        start, getter = found
+        return start if getter is None else (start, getter(self.counts))
 
 
-_tracing: Recorder | None = None  # the recorder whose launch runs now (one at a time)
+class _CountingIterator:
+    """A ``range``'s iterator in a loop of kernel code: each step is the loop's next
+    iteration (the per-iteration cost is this one call)."""
+
+    __slots__ = ("_it", "_counts", "_loop")
+
+    def __init__(self, it: Any, counts: list[int], loop: int) -> None:
+        self._it, self._counts, self._loop = it, counts, loop
+        counts[loop] = -1
+
+    def __iter__(self) -> _CountingIterator:
+        return self
+
+    def __next__(self) -> Any:
+        value = next(self._it)
+        self._counts[self._loop] += 1
+        return value
 
 
-def _global_trace(frame: FrameType, event: str, arg: Any) -> Any:
-    """The simulated threads' trace function: kernel code gets a `_Frame`, nothing else is
-    traced; after the recording it removes itself from the thread that runs the blocks."""
-    recorder = _tracing
-    if recorder is None:
-        sys.settrace(None)
-        return None
-    if frame.f_code.co_filename != recorder._file:
-        return None
-    return recorder._frame_started(frame)
+class _Range:
+    """What ``range(...)`` gives kernel code while a launch is recorded: the range itself in
+    every respect, except that iterating it in a loop of kernel code counts the loop's
+    iterations (`Recorder._frame_loops`); anywhere else it iterates as a range."""
 
+    __slots__ = ("_range", "_recorder")
 
-def _traced_entry(f: Any) -> Any:
-    """The kernel function as the block manager runs it, once per simulated thread: tracing on
-    for the thread (greenlet) that runs it, then the kernel."""
+    def __init__(self, recorder: Recorder, *args: Any) -> None:
+        self._range = range(*args)
+        self._recorder = recorder
 
-    def entry(*args: Any) -> Any:
-        if _tracing is not None:
-            sys.settrace(_global_trace)
-        return f(*args)
+    def __iter__(self) -> Any:
+        frame: Any = sys._getframe(1)
+        if frame.f_code.co_filename != self._recorder._file:
+            return iter(self._range)
+        state = self._recorder._frame_loops(frame)
+        loop = state.loops.after(state.loops.instruction(frame.f_lasti))
+        if loop is None:
+            return iter(self._range)
+        return _CountingIterator(iter(self._range), state.counts, loop)
 
-    return entry
+    def __len__(self) -> int:
+        return len(self._range)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._range[index]
+
+    def __contains__(self, value: Any) -> bool:
+        return value in self._range
+
+    def __reversed__(self) -> Any:
+        return reversed(self._range)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._range, name)
 
 
 def _devicearray() -> Any:
@@ -155,7 +203,7 @@ def _traced_class() -> type:
     if _TRACED is None:
         base = _devicearray().FakeCUDAArray
 
-        class TracedArray(base):  # type: ignore[misc, valid-type]  # the simulator's class
+        class TracedArray(_Views, base):  # type: ignore[misc, valid-type]  # the simulator's
             """A simulated device array whose element accesses are recorded."""
 
             def __init__(self, ary: Any, recorder: Recorder, name: str, offset: int) -> None:
@@ -186,101 +234,113 @@ def _traced_class() -> type:
                 self._ary[index] = value
 
             def _view(self, view: Any) -> Any:
-                start = view.__array_interface__["data"][0] - self._ary.__array_interface__[
-                    "data"
-                ][0]
+                start = (
+                    view.__array_interface__["data"][0] - self._ary.__array_interface__["data"][0]
+                )
                 return TracedArray(view, self._recorder, self._name, self._offset + start)
-
-            # ---- views and aliases: traced at their own offsets; the rest refused
-
-            @property
-            def T(self) -> Any:  # noqa: N802  # numpy's name
-                return self._derived(".T", self._ary.T)
-
-            def transpose(self, *axes: Any, **kw: Any) -> Any:
-                return self._derived(".transpose()", self._ary.transpose(*axes, **kw))
-
-            def reshape(self, *shape: Any, **kw: Any) -> Any:
-                return self._derived(".reshape()", self._ary.reshape(*shape, **kw))
-
-            def ravel(self, *args: Any, **kw: Any) -> Any:
-                return self._derived(".ravel()", self._ary.ravel(*args, **kw))
-
-            def view(self, *args: Any, **kw: Any) -> Any:
-                return self._derived(".view()", self._ary.view(*args, **kw))
-
-            def _derived(self, what: str, value: Any) -> Any:
-                """A view of this array (traced at its offset in the same allocation), or, for
-                a copy the kernel made, a refusal: writes to it would be lost on a GPU."""
-                if isinstance(value, _VIEW_TYPES[0]) and _shares(value, self._ary):
-                    return self._view(value)
-                self._refuse(what, "makes a copy of the array, not a view of its memory")
-                return _devicearray().FakeCUDAArray(value)
-
-            def _refuse(self, what: str, why: str) -> None:
-                line = _kernel_line(self._recorder._file)
-                if line is not None:
-                    raise Untraceable(
-                        f"line {line} of the kernel uses {what} on an array: it {why}, so the "
-                        "memory profile cannot count its accesses. Index the array's elements "
-                        "instead (see docs/MEMORY_MODEL.md, every path to memory)"
-                    )
-
-            def __getattr__(self, name: str) -> Any:
-                value = super().__getattr__(name)
-                if name in _METADATA or name.startswith("__"):
-                    return value
-                if name in ("real", "imag"):
-                    return self._derived(f".{name}", value)
-                if name == "flat" and self._ary.flags.c_contiguous:  # element i of the flattening
-                    return self._derived(".flat", self._ary.reshape(-1))
-                self._refuse(f".{name}", _WHOLE_ARRAY)
-                return value
-
-            def split(self, *args: Any, **kw: Any) -> Any:
-                self._refuse(".split()", _WHOLE_ARRAY)
-                return super().split(*args, **kw)
-
-            def bind(self, *args: Any, **kw: Any) -> Any:
-                self._refuse(".bind()", _WHOLE_ARRAY)
-                return super().bind(*args, **kw)
-
-            def copy_to_host(self, *args: Any, **kw: Any) -> Any:
-                self._refuse(".copy_to_host()", _WHOLE_ARRAY)
-                return super().copy_to_host(*args, **kw)
-
-            def copy_to_device(self, *args: Any, **kw: Any) -> Any:
-                self._refuse(".copy_to_device()", _WHOLE_ARRAY)
-                return super().copy_to_device(*args, **kw)
 
         _TRACED = TracedArray
     return _TRACED
 
 
+class _Views:
+    """What `TracedArray` adds to the simulator's device array besides recording: views and
+    aliases traced at their own offsets, every other path to memory refused by name
+    (docs/MEMORY_MODEL.md, "Every path to memory")."""
+
+    _ary: Any
+    _recorder: Recorder
+    _view: Any  # TracedArray's
+
+    @property
+    def T(self) -> Any:  # noqa: N802  # numpy's name
+        return self._derived(".T", self._ary.T)
+
+    def transpose(self, *axes: Any, **kw: Any) -> Any:
+        return self._derived(".transpose()", self._ary.transpose(*axes, **kw))
+
+    def reshape(self, *shape: Any, **kw: Any) -> Any:
+        return self._derived(".reshape()", self._ary.reshape(*shape, **kw))
+
+    def ravel(self, *args: Any, **kw: Any) -> Any:
+        return self._derived(".ravel()", self._ary.ravel(*args, **kw))
+
+    def view(self, *args: Any, **kw: Any) -> Any:
+        return self._derived(".view()", self._ary.view(*args, **kw))
+
+    def _derived(self, what: str, value: Any) -> Any:
+        """A view of this array (traced at its offset in the same allocation), or, for
+        a copy the kernel made, a refusal: writes to it would be lost on a GPU."""
+        if isinstance(value, _VIEW_TYPES[0]) and _shares(value, self._ary):
+            return self._view(value)
+        self._refuse(what, "makes a copy of the array, not a view of its memory")
+        return _devicearray().FakeCUDAArray(value)
+
+    def _refuse(self, what: str, why: str) -> None:
+        line = _kernel_line(self._recorder._file)
+        if line is not None:
+            raise Untraceable(
+                f"line {line} of the kernel uses {what} on an array: it {why}, so the "
+                "memory profile cannot count its accesses. Index the array's elements "
+                "instead (see docs/MEMORY_MODEL.md, every path to memory)"
+            )
+
+    def __getattr__(self, name: str) -> Any:
+        value = _devicearray().FakeCUDAArray.__getattr__(self, name)
+        if name in _METADATA or name.startswith("__"):
+            return value
+        if name in ("real", "imag"):
+            return self._derived(f".{name}", value)
+        if name == "flat" and self._ary.flags.c_contiguous:  # element i of the flattening
+            return self._derived(".flat", self._ary.reshape(-1))
+        self._refuse(f".{name}", _WHOLE_ARRAY)
+        return value
+
+    def split(self, *args: Any, **kw: Any) -> Any:
+        self._refuse(".split()", _WHOLE_ARRAY)
+        return _devicearray().FakeCUDAArray.split(self, *args, **kw)
+
+    def bind(self, *args: Any, **kw: Any) -> Any:
+        self._refuse(".bind()", _WHOLE_ARRAY)
+        return _devicearray().FakeCUDAArray.bind(self, *args, **kw)
+
+    def copy_to_host(self, *args: Any, **kw: Any) -> Any:
+        self._refuse(".copy_to_host()", _WHOLE_ARRAY)
+        return _devicearray().FakeCUDAArray.copy_to_host(self, *args, **kw)
+
+    def copy_to_device(self, *args: Any, **kw: Any) -> Any:
+        self._refuse(".copy_to_device()", _WHOLE_ARRAY)
+        return _devicearray().FakeCUDAArray.copy_to_device(self, *args, **kw)
+
+
 _TRACED: type | None = None
+_ABSENT = object()  # a name that was not there before the recording
 _VIEW_TYPES: tuple[type, ...] = ()
 # what a kernel may read of an array without touching its elements (Numba's array attributes)
-_METADATA = frozenset({"shape", "strides", "ndim", "size", "dtype", "itemsize", "nbytes"})
+_METADATA = frozenset({"shape", "strides", "ndim", "size", "dtype", "itemsize", "nbytes", "flags"})
 _WHOLE_ARRAY = "reads or writes many elements in one call, which no warp request describes"
-_SIMULATOR_FILES = ("numba/cuda/simulator", "numba_cuda/numba/cuda/simulator")
+# between the kernel's line and the array: the simulator's wrappers and the sanitizer's, NumPy
+_SIMT_DIR = os.path.dirname(__file__) + os.sep
+_SITE_PACKAGES = os.sep + "site-packages" + os.sep
 
 
 def _shares(view: Any, base: Any) -> bool:
     """Whether `view`'s elements lie in `base`'s memory (a view, not a copy)."""
     import numpy as np  # lazy: numba already imported it
 
-    return bool(view.size == 0 or np.shares_memory(view, base))
+    # a copy is another allocation: its bounds never overlap (the exact test can be slow)
+    return bool(view.size == 0 or np.may_share_memory(view, base))
 
 
 def _kernel_line(kernel_file: str) -> int | None:
-    """The kernel's line that called into the array now (through the simulator's wrappers),
-    or None when the grader's own code did."""
+    """The kernel's line that called into the array now (through the simulator's wrappers,
+    the sanitizer's or NumPy's), or None when the grader's own code did."""
     frame: Any = sys._getframe(2)
     while frame is not None:
         name = frame.f_code.co_filename
         if name == kernel_file:
             return int(frame.f_lineno)
-        if name != __file__ and not any(s in name for s in _SIMULATOR_FILES):
+        if not name.startswith(_SIMT_DIR) and _SITE_PACKAGES not in name:
             return None
         frame = frame.f_back
     return None
@@ -319,8 +379,11 @@ class Recorder(simulator.Observer):
         self._keys: list[memmodel.SiteKey] = []
         self._key_ids: dict[tuple, int] = {}
         self._accesses: list[tuple[int, int, int, int, int]] = []
-        self._instances: dict[tuple[int, ...], int] = {}  # dynamic instances, numbered from 1
-        self._loops: dict[CodeType, _Loops] = {}
+        self._instances: dict[Any, int] = {}  # dynamic instances, numbered from 1
+        self._loops: dict[CodeType, _Frame] = {}  # per code: its loops (and a loop-less state)
+        self._frames: dict[FrameType, _Frame] = {}  # kept until the launch ends
+        self._kernel_code: CodeType | None = None
+        self._flat: _Frame | None = None  # the kernel's one state when it has no loops
         self._arrays: dict[str, tuple[str, int, int]] = {}
         self._barriers: dict[int, int] = {}
         self._block: Any = None  # the Dim3 of the block that made the last access, and its id
@@ -343,7 +406,7 @@ class Recorder(simulator.Observer):
         self._grid = grid
 
     def __enter__(self) -> Recorder:
-        global _VIEW_TYPES, _tracing
+        global _VIEW_TYPES
         import numpy as np  # lazy: numba already imported it
 
         _VIEW_TYPES = (np.ndarray, np.void)
@@ -351,16 +414,19 @@ class Recorder(simulator.Observer):
         self._previous = simulator.observe(self)
         self._patch_atomics_and_constants()
         self._patch_block_manager()
-        _tracing = self
         return self
 
     def __exit__(self, *exc: object) -> None:
-        global _tracing
-        _tracing = None
         simulator.observe(self._previous)
         for owner, name, original in reversed(self._restore):
-            setattr(owner, name, original)
+            if original is _ABSENT:
+                owner.pop(name, None)  # a name put into a kernel's globals
+            elif isinstance(owner, dict):
+                owner[name] = original
+            else:
+                setattr(owner, name, original)
         self._restore.clear()
+        self._frames.clear()
 
     # ---- what the simulator tells
 
@@ -389,14 +455,14 @@ class Recorder(simulator.Observer):
         site = self._key_ids.get(raw)
         if site is None:
             site = self._new_site(raw)
-        state = getattr(frame.f_trace, "__self__", None)
-        if type(state) is _Frame:
-            key = state.instance(frame.f_lasti)
-            instance = self._instances.get(key)
-            if instance is None:
-                instance = self._instances[key] = len(self._instances) + 1
-        else:  # not traced (a thread that turned tracing off): each lane's n-th access here
-            instance = 0
+        if frame.f_code is self._kernel_code:  # the common case, inline: see `_instance`
+            state = self._flat or self._frames.get(frame) or self._frame_loops(frame)
+            lasti = frame.f_lasti
+            start, getter = state.loops.keys.get(lasti) or state.loops.key_of(lasti)
+            key = start if getter is None else (start, getter(state.counts))
+            instance = self._instances.get(key) or self._new_instance(key)
+        else:
+            instance = self._instance(frame)
         offset = array._offset
         if type(index) is int:
             offset += (index + array._shape[0] if index < 0 else index) * array._strides[0]
@@ -427,42 +493,73 @@ class Recorder(simulator.Observer):
 
     # ---- dynamic instances
 
-    def _frame_started(self, frame: FrameType) -> Any:
-        """A call of kernel code begins (the kernel, or a device function): its loop state,
-        whose trace method follows the frame's line events."""
-        code = frame.f_code
-        loops = self._loops.get(code)
-        if loops is None:
-            loops = self._loops[code] = _Loops(code)
-        return _Frame(loops, self._caller_instance(frame)).trace
+    def _frame_loops(self, frame: FrameType) -> _Frame:
+        """The loop state of one running call of kernel code (made on its first loop or access;
+        kept until the launch ends, unless its code has no loops)."""
+        state = self._frames.get(frame)
+        if state is None:
+            code = frame.f_code
+            shared = self._loops.get(code)
+            if shared is None:
+                shared = self._loops[code] = _Frame(_Loops(code))
+            if not shared.loops.spans:  # no loops: one state for every call, none kept
+                return shared
+            state = self._frames[frame] = _Frame(shared.loops)
+        return state
 
-    def _caller_instance(self, frame: FrameType) -> int:
-        """The instance of the call instruction that made this call of kernel code (0 for the
-        kernel itself): a device function called twice is two instances."""
-        caller: Any = frame.f_back
-        while caller is not None:
-            state = getattr(caller.f_trace, "__self__", None)
-            if type(state) is _Frame:
-                key = state.instance(caller.f_lasti)
-                found = self._instances.get(key)
-                if found is None:
-                    found = self._instances[key] = len(self._instances) + 1
-                return found
-            caller = caller.f_back
-        return 0
+    def _instance(self, frame: Any) -> Any:
+        """The dynamic instance of the instruction `frame` (kernel code) runs now, numbered
+        from 1: the instruction, the iteration of every ``range`` loop around it, and for a
+        device function the instance of the call that made it. Loops over anything else
+        (``while``, an array) are not counted: their accesses pair each lane's n-th one."""
+        state = self._frames.get(frame)
+        if state is None:
+            state = self._frame_loops(frame)
+        key = state.key(frame.f_lasti)
+        if frame.f_code is not self._kernel_code:  # a device function: which call of it
+            caller = frame.f_back
+            while caller is not None and caller.f_code.co_filename != self._file:
+                caller = caller.f_back
+            key = ("call", self._instance(caller) if caller is not None else 0, key)
+        return self._instances.get(key) or self._new_instance(key)
+
+    def _new_instance(self, key: Any) -> int:
+        found = self._instances[key] = len(self._instances) + 1
+        return found
 
     def _patch_block_manager(self) -> None:
-        """Every block manager of the launch runs the kernel through `_traced_entry`."""
+        """Learn the kernel from the simulator's block manager, and give its code a ``range``
+        whose loops count their iterations (`_Range`), in the kernel's globals for the
+        launch."""
         from numba.cuda.simulator import kernel  # lazy: after the simulator switch
 
         base = kernel.BlockManager
+        recorder = self
 
-        class TracingBlockManager(base):  # type: ignore[misc, valid-type]  # the simulator's
+        class RecordingBlockManager(base):  # type: ignore[misc, valid-type]  # the simulator's
             def __init__(self, f: Any, *rest: Any) -> None:
-                super().__init__(_traced_entry(f), *rest)
+                super().__init__(f, *rest)
+                recorder._kernel_started(f)
 
         self._restore.append((kernel, "BlockManager", base))
-        kernel.BlockManager = TracingBlockManager
+        kernel.BlockManager = RecordingBlockManager  # type: ignore[misc]  # restored on exit
+
+    def _kernel_started(self, f: Any) -> None:
+        code = getattr(f, "__code__", None)
+        if code is None or code is self._kernel_code:
+            return
+        self._kernel_code = code
+        shared = self._loops[code] = self._loops.get(code) or _Frame(_Loops(code))
+        self._flat = None if shared.loops.spans else shared
+        space = f.__globals__
+        if "range" not in space:
+            recorder = self
+
+            def counting_range(*args: Any) -> _Range:
+                return _Range(recorder, *args)
+
+            space["range"] = counting_range
+            self._restore.append((space, "range", _ABSENT))
 
     def _block_id(self, block: tuple[int, int, int]) -> int:
         gx, gy, _ = self._grid
@@ -476,8 +573,19 @@ class Recorder(simulator.Observer):
         recorder = self
         atomic = kernelapi.FakeCUDAAtomic
         for name in (
-            "add", "sub", "and_", "or_", "xor", "inc", "dec", "exch", "max", "min", "nanmax",
-            "nanmin", "cas",
+            "add",
+            "sub",
+            "and_",
+            "or_",
+            "xor",
+            "inc",
+            "dec",
+            "exch",
+            "max",
+            "min",
+            "nanmax",
+            "nanmin",
+            "cas",
         ):
             original = getattr(atomic, name, None)
             if original is None:

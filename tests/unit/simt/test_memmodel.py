@@ -103,6 +103,8 @@ def test_traced_strided_reads_agree_with_sectors_per_warp():
         # a complex128 is two 8-byte requests per warp (Numba's two LDG.E.64), each touching
         # the sectors its elements span
         assert read.requests == 2 * read.parts and read.accesses == 64
+        write = only(p, GLOBAL, STORE)  # dst[i]: ideal, halves or not (the hidden test's rule)
+        assert write.sectors == write.ideal_sectors
 
 
 def test_summarise_is_the_per_request_definitions_on_random_launches():
@@ -376,6 +378,9 @@ def test_a_genuine_profile_round_trips():
         lambda p: {**p, "sites": [p["sites"][0]] * (memmodel.MAX_SITES + 1)},
         lambda p: {**p, "min_block_barriers": 5},
         lambda p: {**p, "grid": [1, 1]},
+        lambda p: {**p, "version": 1},  # a version-1 profile: grouped the old way
+        lambda p: {**p, "sites": [{**p["sites"][0], "serialised": 1}]},  # not an atomic
+        lambda p: {**p, "sites": [{**p["sites"][0], "item": 6}]},  # not whole requests
     ],
 )
 def test_a_forged_profile_is_refused(forge):
@@ -386,10 +391,19 @@ def test_a_forged_profile_is_refused(forge):
 def test_places_name_the_students_lines_and_shared_variables():
     p = LaunchProfile.from_plain(_genuine())
     site = p.sites[0]
-    shared = dataclasses.replace(site, array="shared@12", space=SHARED, max_ways=1, sectors=0,
-                                 ideal_sectors=0, min_sectors=0, max_sectors=0)
+    shared = dataclasses.replace(
+        site,
+        array="shared@12",
+        space=SHARED,
+        max_ways=1,
+        sectors=0,
+        ideal_sectors=0,
+        min_sectors=0,
+        max_sectors=0,
+    )
     named = memmodel.with_places(
-        dataclasses.replace(p, sites=(site, shared)), {site.line: "line 40 of k.py"},
+        dataclasses.replace(p, sites=(site, shared)),
+        {site.line: "line 40 of k.py"},
         {"shared@12": "tile"},
     )
     assert named.sites[0].where == "line 40 of k.py" and named.sites[1].array == "tile"
@@ -414,3 +428,166 @@ def test_a_triangular_loop_is_grouped_by_iteration_not_by_each_lanes_nth_access(
     assert read.requests == 32 and read.lanes == 528
     assert read.sectors == sum(-(-(r + 1) * 4 // 32) for r in range(32)) == 80
     assert read.divergent == 31
+
+
+def test_a_device_function_called_on_both_sides_of_a_branch_is_two_instructions():
+    @cuda.jit(device=True)
+    def fetch(x, i):
+        return x[i]
+
+    @cuda.jit
+    def branches(x, out):
+        lane = cuda.threadIdx.x
+        if lane % 2 == 0:
+            out[lane] = fetch(x, 2 * lane)  # even lanes: every other float of 256 bytes
+        else:
+            out[lane] = fetch(x, 2 * lane + 1)  # odd lanes: the others
+
+    x = np.zeros(64, dtype=np.float32)
+    read = only(traced(branches, 1, 32, x, np.zeros(32, np.float32)), GLOBAL, LOAD, "a0")
+    # two instructions of 16 lanes each, 8 sectors each (pairing them would give 1 request of 8)
+    assert (read.requests, read.lanes, read.sectors, read.divergent) == (2, 32, 16, 2)
+
+
+def test_nested_loops_whose_inner_trip_count_depends_on_the_lane():
+    @cuda.jit
+    def ragged(x, out):
+        lane = cuda.threadIdx.x
+        s = 0.0
+        for r in range(2):
+            for c in range(lane % 2 + 1):  # even lanes one pass, odd lanes two
+                s += x[64 * r + 32 * c + lane]
+        out[lane] = s
+
+    x = np.zeros(128, dtype=np.float32)
+    read = only(traced(ragged, 1, 32, x, np.zeros(32, np.float32)), GLOBAL, LOAD, "a0")
+    # per r: pass c=0 by all 32 lanes (4 sectors), pass c=1 by the 16 odd lanes (4 sectors,
+    # ideal 2): 4 requests, 16 sectors; a lane's n-th access would mix r=0's c=1 with r=1's c=0
+    assert (read.requests, read.lanes, read.sectors, read.ideal_sectors) == (4, 96, 16, 12)
+
+
+def test_bank_conflicts_on_stores_are_counted_and_said_per_operation():
+    @cuda.jit
+    def store_transposed(out, pad):
+        tile = cuda.shared.array((32, 33), numba.float32)
+        lane = cuda.threadIdx.x
+        for r in range(4):
+            tile[lane, r + pad] = r  # a column: 32-way unpadded (row stride 33 words: none)
+        cuda.syncthreads()
+        out[lane] = tile[0, lane]
+
+    conflicted = traced(store_transposed, 1, 32, np.zeros(32, np.float32), 0)
+    assert conflicted.max_ways(STORE) == 1  # rows of 33 words: lane l in bank (33 l + r) % 32
+    assert conflicted.bank_conflicts(STORE) == 0 and conflicted.max_ways(LOAD) == 1
+
+    @cuda.jit
+    def store_unpadded(out):
+        tile = cuda.shared.array((32, 32), numba.float32)
+        lane = cuda.threadIdx.x
+        for r in range(4):
+            tile[lane, r] = r  # a column of an unpadded tile: every lane in bank r
+        cuda.syncthreads()
+        out[lane] = tile[0, lane]
+
+    p = traced(store_unpadded, 1, 32, np.zeros(32, np.float32))
+    store = only(p, SHARED, STORE)
+    assert (store.requests, store.max_ways, store.wavefronts, store.bank_conflicts) == (
+        4,
+        32,
+        128,
+        124,
+    )
+    assert p.bank_conflicts(STORE) == 124 and p.bank_conflicts(LOAD) == 0
+
+
+def test_same_address_atomics_are_serialised():
+    @cuda.jit
+    def histogram(hist, bins):
+        cuda.atomic.add(hist, cuda.threadIdx.x % bins, 1)
+
+    for bins, serialised in ((1, 31), (4, 28), (32, 0)):
+        p = traced(histogram, 1, 32, np.zeros(32, np.int32), bins)
+        atomic = only(p, GLOBAL, ATOMIC)
+        assert (atomic.serialised, atomic.transactions, p.serialised) == (
+            serialised,
+            1 + serialised,
+            serialised,
+        )
+
+
+def test_a_complex128_is_two_eight_byte_requests_in_global_and_shared_memory():
+    @cuda.jit
+    def copy_through_shared(x, out):
+        tile = cuda.shared.array(32, numba.complex128)
+        lane = cuda.threadIdx.x
+        tile[lane] = x[lane]
+        cuda.syncthreads()
+        out[lane] = tile[lane]
+
+    x = np.zeros(32, dtype=np.complex128)
+    p = traced(copy_through_shared, 1, 32, x, np.zeros(32, np.complex128))
+    read = only(p, GLOBAL, LOAD, "a0")
+    # each half: 8 bytes every 16 over 512 bytes, 16 sectors; the elements' ideal is 16 too
+    assert (read.requests, read.itemsize, read.item, read.sectors, read.ideal_sectors) == (
+        2,
+        8,
+        16,
+        32,
+        32,
+    )
+    assert read.accesses == 32 and p.array("a0").loads == 32
+    back = only(p, SHARED, LOAD)
+    # a half in 2 phases of 16 lanes; lanes l and l + 8 of a phase hit the same banks: 2 ways
+    assert (back.requests, back.max_ways, back.wavefronts, back.ideal_wavefronts) == (2, 2, 8, 4)
+
+
+def test_the_global_budget_counts_every_access_of_every_global_array():
+    @cuda.jit
+    def accumulate_in_global(a, c):
+        lane = cuda.threadIdx.x
+        for k in range(4):
+            c[lane] += a[k, lane]  # a load of a, a load and a store of c, each iteration
+
+    p = traced(accumulate_in_global, 1, 32, np.ones((4, 32), np.float32), np.zeros(32, np.float32))
+    assert p.array("a1").loads == p.array("a1").stores == 128 and p.array("a0").loads == 128
+    assert p.global_accesses == 384 and p.global_requests == 12
+
+
+def test_range_loops_through_enumerate_zip_and_a_broken_loop_count_their_iterations():
+    @cuda.jit
+    def shapes(src, out):
+        lane = cuda.threadIdx.x
+        x = 0.0
+        for _, r in enumerate(range(32)):  # the triangle again, through enumerate
+            if r >= lane:
+                x += src[r, lane]
+        for r, _ in zip(range(32), range(32)):  # noqa: B905  # and through zip (Numba: no strict=)
+            if r >= lane:
+                x += src[r, lane]
+        for r in range(1):  # a loop with no jump back (its body always breaks)
+            x += src[r, lane]
+            break
+        out[lane] = x
+
+    src = np.ones((32, 32), dtype=np.float32)
+    p = traced(shapes, 1, 32, src, np.zeros(32, np.float32))
+    first, second, third = sorted(p.where(GLOBAL, LOAD, "a0"), key=lambda s: s.line)
+    assert (first.requests, first.sectors) == (second.requests, second.sectors) == (32, 80)
+    assert (third.requests, third.sectors) == (1, 4)
+
+
+def test_a_while_loop_pairs_each_lanes_nth_access_as_before():
+    @cuda.jit
+    def grid_stride(x, out):
+        i = cuda.grid(1)
+        s = 0.0
+        while i < x.size:  # not a range: its iterations are not counted
+            s += x[i]
+            i += 32
+        out[cuda.grid(1)] = s
+
+    x = np.zeros(40, dtype=np.float32)
+    read = only(traced(grid_stride, 1, 32, x, np.zeros(32, np.float32)), GLOBAL, LOAD, "a0")
+    # pass 0: 32 lanes, 4 sectors; pass 1: lanes 0..7 read x[32..39], 1 sector (lanes iterate
+    # alike, so the n-th access of each lane is the n-th pass: right here)
+    assert (read.requests, read.lanes, read.sectors, read.divergent) == (2, 40, 5, 1)

@@ -1,9 +1,10 @@
 """The memory model against Nsight Compute, on a GPU that has `ncu`.
 
-Three kernels (a coalesced copy, a stride-2 read, a transposing write) run on the GPU under
-`ncu` for the global load and store requests and sectors, and in the simulator under the memory
-model (a child process with the simulator forced): the counts must agree. Skipped, saying why,
-without a GPU or without `ncu` on the PATH (everywhere this project has run so far).
+Five kernels (a coalesced copy, a stride-2 read, a transposing write, the triangular loop whose
+iteration r is one request of lanes 0..r, a complex128 copy Numba splits into halves) run on the
+GPU under `ncu` for the global load and store requests and sectors, and in the simulator under
+the memory model (a child process with the simulator forced): the counts must agree. Skipped,
+saying why, without a GPU or without `ncu` on the PATH (everywhere this project has run so far).
 """
 
 from __future__ import annotations
@@ -47,11 +48,28 @@ def column(src, dst):
     i = cuda.grid(1)
     dst[i, 0] = src[i]
 
+@cuda.jit
+def triangle(src, dst):
+    i = cuda.grid(1)
+    lane = i % 32
+    x = 0.0
+    for r in range(32):
+        if r >= lane:
+            x += src[r, lane]
+    dst[i] = x
+
+@cuda.jit
+def complex_copy(src, dst):
+    i = cuda.grid(1)
+    dst[i] = src[i]
+
 N = 4096
 LAUNCHES = {
     "copy": (copy, (np.zeros(N, np.float32), np.zeros(N, np.float32))),
     "stride2": (stride2, (np.zeros(2 * N, np.float32), np.zeros(N, np.float32))),
     "column": (column, (np.zeros(N, np.float32), np.zeros((N, 32), np.float32))),
+    "triangle": (triangle, (np.ones((32, 32), np.float32), np.zeros(N, np.float32))),
+    "complex_copy": (complex_copy, (np.zeros(N, np.complex128), np.zeros(N, np.complex128))),
 }
 """
 
