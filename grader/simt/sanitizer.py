@@ -726,6 +726,20 @@ def attach() -> None:
 _FIXED = frozenset({"shape", "size", "ndim", "dtype", "strides", "itemsize", "nbytes"})
 
 
+def _cache_shapes(wrapper: Any) -> None:
+    """An array's shape, size, dtype... never change: the wrapper keeps the first read, so the
+    next (``c.size`` in every thread) finds it without the simulator's two calls."""
+    looked_up = wrapper.__getattr__
+
+    def getattr_(self: Any, name: str) -> Any:
+        value = looked_up(self, name)
+        if name in _FIXED:
+            self.__dict__[name] = value
+        return value
+
+    wrapper.__getattr__ = getattr_
+
+
 def _patch_arrays(wrapper: Any, plain: Any) -> None:
     """The simulator's in-kernel array (every global array a kernel gets): checked and recorded.
     An element of a plain device array is read from its NumPy array directly (what the
@@ -778,15 +792,7 @@ def _patch_arrays(wrapper: Any, plain: Any) -> None:
             put(self, index, value)
         return None
 
-    looked_up = wrapper.__getattr__
-
-    def getattr_(self: Any, name: str) -> Any:
-        value = looked_up(self, name)
-        if name in _FIXED:  # an array's shape never changes: the next read finds it directly
-            self.__dict__[name] = value
-        return value
-
-    wrapper.__getattr__ = getattr_
+    _cache_shapes(wrapper)
 
     def new(self: Any, item: Any) -> None:
         init(self, item)
