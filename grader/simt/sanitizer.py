@@ -228,7 +228,7 @@ class _Sanitizer(simulator.Observer):
         self.grid, self.block_dim, self.params = grid, block, params
         self.threads = block[0] * block[1] * block[2]
         self.base = 0  # the first global thread number of the block that runs
-        self.gid = 0  # the running thread's global number (the scheduler sets it: `enter`)
+        self.gid = 0  # the running thread's global number (set by the scheduler on every switch)
         self.block_linear = 0
         self.epoch = 0  # barriers released << _SYNCWARP_BITS | syncwarps met
         # one access: five ints (address, thread, epoch, operation, line), flat for NumPy
@@ -327,10 +327,6 @@ class _Sanitizer(simulator.Observer):
             )
         )
         return _Shared(array, raw, name)
-
-    def enter(self, linear: int) -> None:
-        """The scheduler switched to thread `linear` of the running block."""
-        self.gid = self.base + linear
 
     def local_array(self, array: Any, line: int) -> Any:
         """A thread's new local array: its indices bounded (memcheck), nothing recorded."""

@@ -274,9 +274,6 @@ class Observer:
     def block(self, block: tuple[int, int, int], threads: int) -> None:
         """`block` (of `threads` threads) is about to run, on fresh shared memory."""
 
-    def enter(self, linear: int) -> None:
-        """The scheduler switched to thread `linear` of the running block."""
-
     def barrier_sites(
         self, block: tuple[int, int, int], threads: list[int], sites: list[Any]
     ) -> None:
