@@ -97,3 +97,8 @@ torch_target
 _.output_tail  # grader/sandbox/backend.py, _Worker.output_tail: read by the sandbox tests
 STATUSES  # grader/reports/class_data.py: the ClassRow.status values, named at that field
 _.token_coverage  # grader/reports/similarity.py: copydetect's coverage, kept with the hashes
+# grader/simt/simulator.py, _Collectives: Numba's simulator calls these on
+# threading.current_thread() (kernelapi.FakeCUDAModule.syncthreads_count/and/or)
+_.syncthreads_count
+_.syncthreads_and
+_.syncthreads_or
