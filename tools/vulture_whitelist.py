@@ -31,6 +31,8 @@ _.load_sectors  # memmodel.ArrayTraffic: in result.json (the report's readers, b
 _.store_sectors
 expect_value_error  # grader/suites/testing.py: the helpers the suites import
 first_mismatch
+unwritten  # grader/suites/testing.py: outputs filled with the grader's own NaN (the suites)
+expect_written
 require_reproduced
 trusted_ms
 expect_raises
@@ -96,3 +98,8 @@ baseline_add
 _.output_tail  # grader/sandbox/backend.py, _Worker.output_tail: read by the sandbox tests
 STATUSES  # grader/reports/class_data.py: the ClassRow.status values, named at that field
 _.token_coverage  # grader/reports/similarity.py: copydetect's coverage, kept with the hashes
+# grader/simt/simulator.py, _Collectives: Numba's simulator calls these on
+# threading.current_thread() (kernelapi.FakeCUDAModule.syncthreads_count/and/or)
+_.syncthreads_count
+_.syncthreads_and
+_.syncthreads_or

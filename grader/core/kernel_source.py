@@ -7,15 +7,21 @@ It reads the graded cells with `ast` (nothing is executed here) and extracts, fo
 * the top-level ``def`` decorated with exactly ``@cuda.jit`` (or ``@cuda.jit(...)`` with literal
   arguments only, which are ignored: the grader compiles for its own signatures);
 * the ``@cuda.jit(device=True)`` functions it calls, transitively, extracted by the same rules;
-* the module-level constants it reads (numbers, tuples of numbers and arithmetic on them), whose
-  values the grader computes itself and writes back as literals;
+* the module-level constants it reads (numbers, tuples of numbers and arithmetic on them, bound
+  by plain, chained, annotated or tuple assignment, and bound again only with the same value),
+  whose values the grader computes itself and writes back as literals;
 * the imports of ``cuda``, ``numba``, ``math`` and ``numpy`` it names.
 
-Anything else a kernel refers to (another global, a builtin outside numba's few, a dunder
-attribute, a default argument, a name that is bound twice) is refused with a `KernelSourceError`
-naming the line and what to change. The result, `KernelSource.text`, is a module whose execution
-runs only imports, literal assignments and ``def`` statements: no student code runs until the
-grader's own ``cuda.jit`` has compiled it (`grader.sandbox.harness.KernelHost`).
+Inside a kernel, anything Numba's CUDA target compiles is taken as written: the builtins it
+supports in device code (`ALLOWED_BUILTINS`), functions and lambdas defined inside the kernel
+(their own scope read as Python reads it). Anything else a kernel refers to (another global, a
+builtin Numba does not compile for a GPU, a dunder attribute, a default argument, a class,
+import or ``global`` inside a kernel, a constant bound with different values or some other way)
+is refused with a `KernelSourceError` naming every line involved and what to change: the rules
+the gpu_fundamentals notebook states before its first kernel. The result, `KernelSource.text`,
+is a module whose execution runs only imports, literal assignments and ``def`` statements: no
+student code runs until the grader's own ``cuda.jit`` has compiled it
+(`grader.sandbox.harness.KernelHost`).
 """
 
 from __future__ import annotations
@@ -37,22 +43,37 @@ from grader.core.stubs import is_stub_body, still_stub
 
 VERSION = 1
 ALLOWED_MODULES = ("math", "numpy", "numba", "numba.cuda", "numba.types")
-# Builtins numba's CUDA target compiles; every other builtin name in a kernel is refused.
+# Builtins numba's CUDA target compiles in device code (`cuda.compile_ptx` accepts each; the
+# exceptions for `raise`); every other builtin name in a kernel is refused. `type`, `getattr`,
+# `isinstance`, `sum`, `any`, `str`... are not here: Numba's CUDA target does not compile them.
 ALLOWED_BUILTINS = frozenset(
     {
-        "range",
-        "len",
-        "min",
-        "max",
         "abs",
+        "bool",
+        "complex",
+        "divmod",
+        "enumerate",
         "float",
         "int",
-        "bool",
+        "iter",
+        "len",
+        "max",
+        "min",
+        "next",
+        "pow",
+        "print",
+        "range",
         "round",
-        "complex",
+        "slice",
+        "zip",
         "True",
         "False",
         "None",
+        "AssertionError",
+        "IndexError",
+        "RuntimeError",
+        "ValueError",
+        "ZeroDivisionError",
     }
 )
 _BINOPS = {
@@ -88,6 +109,15 @@ class KernelSource:
     # device functions: the memory profile names the student's lines, not the extracted text's
     lines: tuple[tuple[int, int], ...] = ()
 
+    def params(self) -> tuple[str, ...]:
+        """The kernel's parameter names, in order (as the student wrote them)."""
+        fn = next(
+            n
+            for n in ast.parse(self.text).body
+            if isinstance(n, ast.FunctionDef) and n.name == self.name
+        )
+        return tuple(a.arg for a in fn.args.args)
+
     def shared_arrays(self) -> dict[int, str]:
         """The variable each ``cuda.shared.array(...)`` of `text` is bound to, by its line."""
         found: dict[int, str] = {}
@@ -103,13 +133,25 @@ class KernelSource:
         return found
 
 
+@dataclass(frozen=True)
+class _Binding:
+    """One top-level assignment of a constant: the value is `expr`'s, indexed by `path` (a name
+    inside a tuple target: ``R, (P, Q) = 4, (1, 2)`` binds Q at path (1, 1))."""
+
+    line: int
+    expr: ast.expr
+    path: tuple[int, ...] = ()
+
+
 @dataclass
 class _Module:
     defs: dict[str, ast.FunctionDef]
-    constants: dict[str, ast.expr]
+    constants: dict[str, list[_Binding]]
     imports: dict[str, str]  # bound name -> the import statement that binds it
     bindings: dict[str, list[int]]  # every top-level binding of a name: its lines
     filename: str
+    # a top-level def written 2+ times with the same code (decorators included): how many times
+    redefined: dict[str, int] = field(default_factory=dict)
     values: dict[str, Any] = field(default_factory=dict)  # constants evaluated, each once
     # a graded line as the student's own (`grader.core.sourcemap`); set per call by `_scan`
     where: Callable[[int], str] = str
@@ -148,6 +190,9 @@ def _scan_stmt(node: ast.stmt, mod: _Module, top: bool) -> None:
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         bind(node.name)
         if top and isinstance(node, ast.FunctionDef):
+            before = mod.defs.get(node.name)
+            if before is not None and _same_code(before, node):
+                mod.redefined[node.name] = mod.redefined.get(node.name, 1) + 1
             mod.defs[node.name] = node
         return
     if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -170,13 +215,37 @@ def _scan_stmt(node: ast.stmt, mod: _Module, top: bool) -> None:
         elif isinstance(sub, (ast.Import, ast.ImportFrom)):
             for alias in sub.names:
                 bind(alias.asname or alias.name.split(".")[0])
-    if (
-        top
-        and isinstance(node, ast.Assign)
-        and len(node.targets) == 1
-        and isinstance(node.targets[0], ast.Name)
+    if not top:
+        return
+    if isinstance(node, ast.Assign):
+        targets, value = node.targets, node.value
+    elif isinstance(node, ast.AnnAssign) and node.value is not None and node.simple:
+        targets, value = [node.target], node.value
+    else:
+        return
+    for target in targets:
+        for name, path in _target_names(target):
+            mod.constants.setdefault(name, []).append(_Binding(node.lineno, value, path))
+
+
+def _target_names(target: ast.expr, path: tuple[int, ...] = ()) -> list[tuple[str, tuple]]:
+    """The names an assignment target binds, each with its index path into the value (only
+    plain names and tuples of them: a starred, subscripted or attribute target binds none)."""
+    if isinstance(target, ast.Name):
+        return [(target.id, path)]
+    if isinstance(target, (ast.Tuple, ast.List)) and not any(
+        isinstance(e, ast.Starred) for e in target.elts
     ):
-        mod.constants[node.targets[0].id] = node.value
+        found = []
+        for i, e in enumerate(target.elts):
+            found += _target_names(e, (*path, i))
+        return found
+    return []
+
+
+def _same_code(a: ast.FunctionDef, b: ast.FunctionDef) -> bool:
+    """Whether two defs are the same code (their lines aside)."""
+    return ast.dump(a, include_attributes=False) == ast.dump(b, include_attributes=False)
 
 
 def _dotted(node: ast.expr) -> str:
@@ -241,16 +310,45 @@ def _is_literal(node: ast.expr) -> bool:
     return True
 
 
-def _free_names(fn: ast.FunctionDef) -> dict[str, int]:
-    """Names a function reads that it does not bind itself (first line of each)."""
-    local = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
-    for sub in ast.walk(fn):
+_NESTED = (ast.FunctionDef, ast.Lambda)
+
+
+def _own_nodes(fn: ast.FunctionDef | ast.Lambda) -> list[ast.AST]:
+    """The nodes of `fn`'s own scope: a function or lambda inside it is one node here (its name
+    is bound in this scope, its body is a scope of its own)."""
+    todo: list[ast.AST] = list(fn.body) if isinstance(fn, ast.FunctionDef) else [fn.body]
+    found = []
+    while todo:
+        node = todo.pop()
+        found.append(node)
+        if not isinstance(node, _NESTED):
+            todo.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _free_names(fn: ast.FunctionDef | ast.Lambda, outer: frozenset[str] = frozenset()) -> dict:
+    """Names a function reads that neither it nor an enclosing function (`outer`) binds, as
+    Python scopes them: name -> the first line that reads it."""
+    a = fn.args
+    local = {x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
+    nodes = _own_nodes(fn)
+    for sub in nodes:
         if isinstance(sub, ast.Name) and isinstance(sub.ctx, (ast.Store, ast.Del)):
             local.add(sub.id)
+        elif isinstance(sub, ast.FunctionDef):
+            local.add(sub.name)
+    bound = outer | local
     free: dict[str, int] = {}
-    for sub in ast.walk(fn):
-        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id not in local:
-            free.setdefault(sub.id, sub.lineno)
+
+    def read(name: str, line: int) -> None:
+        free[name] = min(line, free.get(name, line))
+
+    for sub in nodes:
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id not in bound:
+            read(sub.id, sub.lineno)
+        elif isinstance(sub, _NESTED):
+            for name, line in _free_names(sub, bound).items():
+                read(name, line)
     return free
 
 
@@ -273,13 +371,11 @@ def _check_def(fn: ast.FunctionDef, what: str, mod: _Module) -> None:
                 f"{where} uses the attribute {sub.attr!r} ({mod.where(sub.lineno)}); "
                 "kernels use numbers, arrays and math only"
             )
-        if sub is not fn and isinstance(
+        if isinstance(
             sub,
             (
-                ast.FunctionDef,
                 ast.AsyncFunctionDef,
                 ast.ClassDef,
-                ast.Lambda,
                 ast.Global,
                 ast.Nonlocal,
                 ast.Import,
@@ -287,17 +383,33 @@ def _check_def(fn: ast.FunctionDef, what: str, mod: _Module) -> None:
             ),
         ):
             raise KernelSourceError(
-                f"{where} defines a function, class or import inside its body "
-                f"({mod.where(sub.lineno)}); move device code to a top-level "
-                "@cuda.jit(device=True) function"
+                f"{where} defines a class, an import, a global or an async function inside its "
+                f"body ({mod.where(sub.lineno)}); a kernel uses numbers, arrays, math and "
+                "functions (top-level @cuda.jit(device=True) ones, or plain ones inside it)"
+            )
+        if sub is not fn and isinstance(sub, _NESTED) and _decorated_or_defaulted(sub):
+            raise KernelSourceError(
+                f"{where} defines a function or lambda with a decorator, default values or "
+                f"annotations inside its body ({mod.where(sub.lineno)}); inside a kernel a "
+                "function takes plain arguments (or make it a top-level "
+                "@cuda.jit(device=True) function)"
             )
     lines = mod.bindings.get(fn.name, [])
-    if len(lines) != 1:
-        others = "; ".join(mod.where(abs(x)) for x in lines if x != fn.lineno)
+    same = mod.redefined.get(fn.name, 1)  # the same def again (a cell run twice) is one def
+    if len(lines) != same:
+        others = _lines(sorted({abs(x) for x in lines} - {fn.lineno}), mod)
         raise KernelSourceError(
-            f"{where}: the name {fn.name} is also bound at {others}; "
-            "define the graded kernel once, as a plain decorated function"
+            f"{where}: the name {fn.name} is also bound at {others}; define a kernel or device "
+            "function once (or each time the same), as a plain decorated function"
         )
+
+
+def _decorated_or_defaulted(fn: ast.FunctionDef | ast.Lambda) -> bool:
+    a = fn.args
+    annotated = any(x.annotation for x in (*a.posonlyargs, *a.args, *a.kwonlyargs))
+    if isinstance(fn, ast.FunctionDef) and (fn.decorator_list or fn.returns):
+        return True
+    return bool(a.defaults or a.kw_defaults or a.vararg or a.kwarg or annotated)
 
 
 def _constant_value(name: str, mod: _Module, seen: tuple[str, ...] = ()) -> Any:
@@ -305,15 +417,57 @@ def _constant_value(name: str, mod: _Module, seen: tuple[str, ...] = ()) -> Any:
         return mod.values[name]
     if name in seen:
         raise KernelSourceError(f"the constant {name} is defined in terms of itself")
-    lines = mod.bindings.get(name, [])
-    node = mod.constants.get(name)
-    if node is None or len(lines) != 1:
+    lines = sorted(abs(x) for x in mod.bindings.get(name, []))
+    found = mod.constants.get(name, [])
+    at = _lines(lines, mod)
+    if not found or len(found) != len(lines):
+        assigned = {b.line for b in found}
+        other = _lines([x for x in lines if x not in assigned], mod)
         raise KernelSourceError(
-            f"{name} is bound {len(lines)} times in {mod.filename}; a "
-            "constant a kernel reads is assigned once, at the top level"
+            f"{name} is bound {len(lines)} time{'s' * (len(lines) != 1)} in {mod.filename}, at "
+            f"{at}; a constant a kernel reads is bound only by top-level assignments of a "
+            f"number or a tuple of numbers (not at {other})"
         )
-    mod.values[name] = _evaluate(node, mod, (*seen, name), name)
-    return mod.values[name]
+    values = [_bound_value(b, mod, (*seen, name), name) for b in found]
+    if len({repr(v) for v in values}) != 1:
+        shown = " and ".join(sorted({repr(v) for v in values}))
+        raise KernelSourceError(
+            f"{name} is bound {len(lines)} times, at {at}, with different values ({shown}); "
+            "a constant a kernel reads has one value: assign it once, or the same value each time"
+        )
+    mod.values[name] = values[0]
+    return values[0]
+
+
+def _lines(lines: list[int], mod: _Module) -> str:
+    """Lines as the student's file names them: ``line 3 of f.py and line 9 of f.py``."""
+    said = [mod.where(x) for x in lines]
+    return ", ".join(said[:-1]) + " and " + said[-1] if len(said) > 1 else "".join(said)
+
+
+def _bound_value(b: _Binding, mod: _Module, seen: tuple[str, ...], name: str) -> Any:
+    """The value one binding gives its name: the expression's, unpacked along its path."""
+    expr, path = b.expr, b.path
+    while (  # `R, P = 4, TILE // 4`: P's own expression, so R never reads what P does
+        path
+        and isinstance(expr, (ast.Tuple, ast.List))
+        and not any(isinstance(e, ast.Starred) for e in expr.elts)
+        and path[0] < len(expr.elts)
+    ):
+        expr, path = expr.elts[path[0]], path[1:]
+    if isinstance(expr, ast.List):
+        raise KernelSourceError(
+            f"the constant {name} ({mod.where(b.line)}) is a list; write a tuple, (1, 2)"
+        )
+    value = _evaluate(expr, mod, seen, name)
+    for i in path:
+        if not (isinstance(value, tuple) and i < len(value)):
+            raise KernelSourceError(
+                f"the constant {name} ({mod.where(b.line)}) is unpacked from a value that is not "
+                "a tuple of that many numbers"
+            )
+        value = value[i]
+    return value
 
 
 def _evaluate(node: ast.expr, mod: _Module, seen: tuple[str, ...], name: str) -> Any:

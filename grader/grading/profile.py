@@ -27,7 +27,7 @@ from grader.core.cubin import KernelResources
 from grader.core.errors import UsageError
 from grader.grading.intake import pair, release_for
 from grader.simt.memmodel import LaunchProfile
-from grader.suites.kernels import signature
+from grader.suites.launches import signature
 from grader.suites.memory import described, resources
 from grader.suites.student import InProcessBackend, Student, StudentError
 

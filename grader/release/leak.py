@@ -135,9 +135,7 @@ class Leak:
             else (f"{self.path} cell {self.cell + 1} line {self.line}")  # as nbformat counts
         )
         inside = f" inside a {self.encoded} string" if self.encoded else ""
-        return (
-            f"{where}: leaked {self.text!r}{inside} (secret from {self.origin}); fix: {self.fix}"
-        )
+        return f"{where}: leaked {self.text!r}{inside} (secret from {self.origin}); fix: {self.fix}"
 
 
 def is_generic(line: str) -> bool:

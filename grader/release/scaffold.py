@@ -88,7 +88,7 @@ def _entry(assignment_id: str, title: str, due: str, points: int) -> str:
         f"points = {points}                  # the public and hidden tests' points, added up\n"
         "needs_gpu = false            # kernels run in the simulator without a GPU\n"
         "# [assignments.limits]       # its own time and memory limits, if it needs them:\n"
-        "# kernel_timeout_s = 120     # docs/ADDING_AN_ASSIGNMENT.md, \"Limits\"\n"
+        '# kernel_timeout_s = 120     # docs/ADDING_AN_ASSIGNMENT.md, "Limits"\n'
     )
 
 

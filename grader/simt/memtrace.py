@@ -386,6 +386,7 @@ class Recorder(simulator.Observer):
         self._flat: _Frame | None = None  # the kernel's one state when it has no loops
         self._arrays: dict[str, tuple[str, int, int]] = {}
         self._barriers: dict[int, int] = {}
+        self._block_threads = -1  # threads of the block running now (`block`)
         self._block: Any = None  # the Dim3 of the block that made the last access, and its id
         self._block_linear = 0
         self._grid = (1, 1, 1)
@@ -440,6 +441,15 @@ class Recorder(simulator.Observer):
     def barrier(self, block: tuple[int, int, int]) -> None:
         b = self._block_id(block)
         self._barriers[b] = self._barriers.get(b, 0) + 1
+
+    def block(self, block: tuple[int, int, int], threads: int) -> None:
+        self._block_threads = threads
+
+    def warp_synced(self, block: tuple[int, int, int], threads: tuple[int, ...]) -> None:
+        """A syncwarp that every thread of a one-warp block met orders the whole block: a
+        barrier of that block, as CUDA's `__syncwarp` is for a block of one warp."""
+        if len(threads) == self._block_threads:
+            self.barrier(block)
 
     def access(self, array: Any, index: Any, op: str) -> None:
         """One thread's access of one element of a traced array (on every access: kept lean)."""

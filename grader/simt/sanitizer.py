@@ -41,7 +41,7 @@ from __future__ import annotations
 import operator
 import sys
 from dataclasses import dataclass
-from sys import _getframe  # the caller's line, read on every access
+from sys import _getframe as _line  # the caller's frame, read on every access
 from typing import Any
 
 from grader.core.errors import SubmissionError
@@ -50,7 +50,10 @@ from grader.simt import simulator, warps
 LOAD, STORE, ATOMIC = 0, 1, 2
 CHECKS = ("memcheck", "racecheck", "initcheck", "synccheck")
 MAX_FINDINGS = 8  # a launch reports this many at most (the first is what a student reads first)
-MAX_RECORDED = 4_000_000  # accesses one launch may make before the sanitizer stops recording
+# The checks cover each launch's first accesses, at least one barrier interval of its first
+# block: past this many, at the next barrier or block, the launch runs on unchecked (the
+# grading's CPU budget: a check costs about a microsecond an access, a plain access a tenth).
+RECORD_LIMIT = 20_000
 _SYNCWARP_BITS = 24  # an epoch: barriers released << 24 | syncwarps met
 
 
@@ -225,7 +228,7 @@ class _Sanitizer(simulator.Observer):
         self.grid, self.block_dim, self.params = grid, block, params
         self.threads = block[0] * block[1] * block[2]
         self.base = 0  # the first global thread number of the block that runs
-        self.gid = 0  # the running thread's global number (the scheduler sets it: `enter`)
+        self.gid = 0  # the running thread's global number (set by the scheduler on every switch)
         self.block_linear = 0
         self.epoch = 0  # barriers released << _SYNCWARP_BITS | syncwarps met
         # one access: five ints (address, thread, epoch, operation, line), flat for NumPy
@@ -254,8 +257,7 @@ class _Sanitizer(simulator.Observer):
     def end(self) -> None:
         self.active = self.preparing = False
         found = list(self.stopped)
-        if len(self.glog) + len(self.slog) <= 5 * MAX_RECORDED:
-            found += self._analyse()
+        found += self._analyse()
         distinct: dict[tuple, Finding] = {}  # one per check, kind and lines: the first seen
         for f in found:
             distinct.setdefault((f.check, f.kind, f.line, f.other_line, f.array), f)
@@ -271,11 +273,16 @@ class _Sanitizer(simulator.Observer):
         gx, gy, _ = self.grid
         self.block_linear = block[0] + gx * (block[1] + gy * block[2])
         self.base = self.gid = self.block_linear * threads
-        if len(self.glog) + len(self.slog) > 5 * MAX_RECORDED:  # too big to analyse: checks stop
+        self._enough()
+
+    def _enough(self) -> None:
+        """Past `RECORD_LIMIT`, the rest of the launch runs unchecked."""
+        if len(self.glog) + len(self.slog) > 5 * RECORD_LIMIT:
             self.active = False
 
     def barrier(self, block: tuple[int, int, int]) -> None:
         self.epoch += 1 << _SYNCWARP_BITS
+        self._enough()
 
     def warp_synced(self, block: tuple[int, int, int], threads: tuple[int, ...]) -> None:
         self.epoch += 1
@@ -303,6 +310,8 @@ class _Sanitizer(simulator.Observer):
                 return
 
     def shared_array(self, array: Any, key: tuple[str, int, int]) -> Any:
+        if not self.active:  # past the launch's limit: unchecked
+            return array
         raw = getattr(array, "_ary", array)
         start = raw.__array_interface__["data"][0]
         name = simulator.shared_name(key)
@@ -319,13 +328,9 @@ class _Sanitizer(simulator.Observer):
         )
         return _Shared(array, raw, name)
 
-    def enter(self, linear: int) -> None:
-        """The scheduler switched to thread `linear` of the running block."""
-        self.gid = self.base + linear
-
     def local_array(self, array: Any, line: int) -> Any:
         """A thread's new local array: its indices bounded (memcheck), nothing recorded."""
-        return _Local(array, f"local@{line}")
+        return _Local(array, f"local@{line}") if self.active else array
 
     # ---- one access
 
@@ -335,8 +340,8 @@ class _Sanitizer(simulator.Observer):
         if offset is None:
             return
         if offset < 0:
-            self.out_of_bounds(meta, index, sys._getframe(depth).f_lineno)
-        log.extend((offset, self.gid, self.epoch, op, sys._getframe(depth).f_lineno))
+            self.out_of_bounds(meta, index, _line(depth).f_lineno)
+        log.extend((offset, self.gid, self.epoch, op, _line(depth).f_lineno))
 
     def out_of_bounds(self, meta: tuple, index: Any, line: int) -> None:
         parts = index if type(index) is tuple else (index,)
@@ -607,9 +612,16 @@ class _Shared:
     def __getitem__(self, index: Any) -> Any:
         san = _SANITIZER
         if san.active:
-            address = _quick(self._fast, index)
-            if address >= 0:  # the common case: one element, in bounds
-                san.slog.extend((address, san.gid, san.epoch, LOAD, _getframe(1).f_lineno))
+            f = self._fast
+            if type(index) is tuple and f[5] == 2 and len(index) == 2:  # a 2-D element, inline
+                i, j = index
+                if type(i) is int and type(j) is int and 0 <= i < f[1] and 0 <= j < f[3]:
+                    san.slog.extend(
+                        (f[0] + i * f[2] + j * f[4], san.gid, san.epoch, LOAD, _line(1).f_lineno)
+                    )
+                    return self._item[index]
+            elif type(index) is int and f[5] == 1 and 0 <= index < f[1]:  # a 1-D element
+                san.slog.extend((f[0] + index * f[2], san.gid, san.epoch, LOAD, _line(1).f_lineno))
                 return self._item[index]
             offset = _offset(self._meta, index)
             if offset is None:
@@ -626,7 +638,7 @@ class _Shared:
         if san.active:
             address = _quick(self._fast, index)
             if address >= 0:
-                san.slog.extend((address, san.gid, san.epoch, STORE, _getframe(1).f_lineno))
+                san.slog.extend((address, san.gid, san.epoch, STORE, _line(1).f_lineno))
             else:
                 san.access(self._meta, index, STORE, san.slog)
         self._item[index] = value
@@ -664,7 +676,7 @@ class _Local:
 
     def _check(self, index: Any) -> None:
         if _SANITIZER.active and _offset(self._meta, index) == -1:
-            _SANITIZER.out_of_bounds(self._meta, index, _getframe(2).f_lineno)
+            _SANITIZER.out_of_bounds(self._meta, index, _line(2).f_lineno)
 
     def __len__(self) -> int:
         return len(self._item)
@@ -707,7 +719,24 @@ def attach() -> None:
     simulator._sanitizer = _SANITIZER
 
 
-def _patch_arrays(wrapper: Any, plain: type) -> None:
+_FIXED = frozenset({"shape", "size", "ndim", "dtype", "strides", "itemsize", "nbytes"})
+
+
+def _cache_shapes(wrapper: Any) -> None:
+    """An array's shape, size, dtype... never change: the wrapper keeps the first read, so the
+    next (``c.size`` in every thread) finds it without the simulator's two calls."""
+    looked_up = wrapper.__getattr__
+
+    def getattr_(self: Any, name: str) -> Any:
+        value = looked_up(self, name)
+        if name in _FIXED:
+            self.__dict__[name] = value
+        return value
+
+    wrapper.__getattr__ = getattr_
+
+
+def _patch_arrays(wrapper: Any, plain: Any) -> None:
     """The simulator's in-kernel array (every global array a kernel gets): checked and recorded.
     An element of a plain device array is read from its NumPy array directly (what the
     simulator's two wrappers do, two calls fewer); a traced one (`grader.simt.memtrace`) goes
@@ -726,15 +755,17 @@ def _patch_arrays(wrapper: Any, plain: type) -> None:
         return found
 
     def getitem(self: Any, index: Any) -> Any:
-        if not san.active:
-            return get(self, index)
         d = self.__dict__
-        meta, fast, raw = d.get("_san") or meta_of(d)
-        address = _quick(fast, index)
-        if address >= 0:
-            san.glog.extend((address, san.gid, san.epoch, LOAD, _getframe(1).f_lineno))
+        if san.active:
+            meta, fast, raw = d.get("_san") or meta_of(d)
+            address = _quick(fast, index)
+            if address >= 0:
+                san.glog.extend((address, san.gid, san.epoch, LOAD, _line(1).f_lineno))
+            else:
+                san.access(meta, index, LOAD, san.glog)
         else:
-            san.access(meta, index, LOAD, san.glog)
+            item: Any = d["_item"]
+            raw = item._ary if type(item) is plain else None
         if raw is not None:
             value = raw[index]
             if type(value) not in views:
@@ -748,7 +779,7 @@ def _patch_arrays(wrapper: Any, plain: type) -> None:
         meta, fast, raw = d.get("_san") or meta_of(d)
         address = _quick(fast, index)
         if address >= 0:
-            san.glog.extend((address, san.gid, san.epoch, STORE, _getframe(1).f_lineno))
+            san.glog.extend((address, san.gid, san.epoch, STORE, _line(1).f_lineno))
         else:
             san.access(meta, index, STORE, san.glog)
         if raw is not None:
@@ -756,6 +787,8 @@ def _patch_arrays(wrapper: Any, plain: type) -> None:
         else:
             put(self, index, value)
         return None
+
+    _cache_shapes(wrapper)
 
     def new(self: Any, item: Any) -> None:
         init(self, item)

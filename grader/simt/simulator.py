@@ -274,9 +274,6 @@ class Observer:
     def block(self, block: tuple[int, int, int], threads: int) -> None:
         """`block` (of `threads` threads) is about to run, on fresh shared memory."""
 
-    def enter(self, linear: int) -> None:
-        """The scheduler switched to thread `linear` of the running block."""
-
     def barrier_sites(
         self, block: tuple[int, int, int], threads: list[int], sites: list[Any]
     ) -> None:
@@ -311,8 +308,16 @@ class _Collectives:
     block: Any
     thread_id: int
 
-    def syncthreads(self) -> None:
-        self._barrier(sys._getframe(2))
+    def syncthreads(self) -> None:  # the most frequent: `_barrier` inline
+        if self.abort:
+            raise RuntimeError("abort flag set on syncthreads call")
+        if _sanitizer is None:
+            self.block.wait_at_barrier(None)
+        else:
+            caller = sys._getframe(2)
+            self.block.wait_at_barrier((caller.f_code, caller.f_lasti, caller.f_lineno))
+        if self.abort:
+            raise RuntimeError("abort flag set on syncthreads clear")
 
     def syncthreads_count(self, value: Any) -> int:
         return sum(self._vote(value, sys._getframe(2)))
@@ -516,7 +521,9 @@ class _Block:
         if _observer is not None:
             _observer.barrier(block)
         if _sanitizer is not None:
-            _sanitizer.barrier_sites(block, [t.linear for t in self._waiting], self._sites)
+            sites = self._sites
+            if sites.count(sites[0]) != len(sites):  # threads at different barrier calls
+                _sanitizer.barrier_sites(block, [t.linear for t in self._waiting], sites)
             _sanitizer.barrier(block)
         self.released_votes, self.votes = self.votes, []
         self._ready, self._waiting, self._sites = deque(self._waiting), [], []

@@ -16,7 +16,7 @@ import dataclasses
 import hashlib
 import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -26,21 +26,32 @@ from grader.core.results import KernelMemory
 from grader.sandbox import protocol
 from grader.simt import memmodel
 from grader.suites.errors import StudentError, malformed
-from grader.suites.kernels import dims, finding_failure, outputs, signature
-
-if TYPE_CHECKING:
-    from grader.suites.kernels import Launch
-    from grader.suites.student import Function
+from grader.suites.launches import (
+    KernelFunction,
+    KernelLaunch,
+    dims,
+    finding_failure,
+    outputs,
+    signature,
+)
 
 MODEL_TARGET = "model"
 
 
 @dataclass(frozen=True)
 class Profiled:
-    """One profiled launch: what it wrote and how it used memory."""
+    """One profiled launch: what it wrote and how it used memory.
+
+    The profile names each array by the student's own parameter name; a test addresses an
+    argument by its position (`arg`), never by the reference's name for it."""
 
     outputs: list
     memory: memmodel.LaunchProfile
+    params: tuple[str, ...] = ()  # the kernel's parameters, in order, as the student named them
+
+    def arg(self, position: int) -> str:
+        """The kernel's name for its argument at `position` (what the profile calls it)."""
+        return self.params[position] if 0 <= position < len(self.params) else f"#{position}"
 
 
 # Profiles already taken, per backend (one grading): the simulator runs a kernel the same way
@@ -71,7 +82,7 @@ def described(grid: Any, block: Any, args: list) -> str:
     return f"[{grid}, {block}] on {', '.join(shown)}"
 
 
-def resources(function: Function, signature_: str) -> KernelResources | str:
+def resources(function: KernelFunction, signature_: str) -> KernelResources | str:
     """What the kernel compiled for the course GPU holds (registers per thread, shared bytes
     per block, local memory, spills: `grader.core.cubin`, in the compile worker), or why this
     machine cannot tell (no CUDA compiler, or no nvJitLink: the student profile)."""
@@ -108,7 +119,7 @@ def _three(value: Any) -> tuple[int, int, int]:
     return (int(items[0]), int(items[1]), int(items[2]))
 
 
-def profile(launch: Launch, args: list) -> Profiled:
+def profile(launch: KernelLaunch, args: list) -> Profiled:
     """Launch `launch` once on `args` with its memory accesses recorded (see the module)."""
     s, name = launch.function._student, launch.function.name
     grid, block = dims(launch.grid, "grid"), dims(launch.block, "block")
@@ -134,7 +145,7 @@ def profile(launch: Launch, args: list) -> Profiled:
     return found
 
 
-def _take(launch: Launch, name: str, grid: Any, block: Any, args: list) -> Profiled:
+def _take(launch: KernelLaunch, name: str, grid: Any, block: Any, args: list) -> Profiled:
     """The profiled launch itself, on the model's kernel worker."""
     s = launch.function._student
     req = s._kernel_req("kernel_profile", name, grid=grid, block=block, args=list(args))
@@ -159,4 +170,4 @@ def _take(launch: Launch, name: str, grid: Any, block: Any, args: list) -> Profi
     for text_line, graded_line in ks.lines:
         where[text_line] = smap.where(graded_line)
     names = {f"shared@{line}": var for line, var in ks.shared_arrays().items()}
-    return Profiled(written, memmodel.with_places(found, where, names))
+    return Profiled(written, memmodel.with_places(found, where, names), ks.params())

@@ -52,14 +52,8 @@ from grader.suites.errors import (
     malformed,
 )
 from grader.suites.inprocess import PTX_DEFERRED, ChildWorker, InProcessBackend
-from grader.suites.kernels import (
-    Launch,
-    dims,
-    finding_failure,
-    outputs,
-    same_array,
-    signature,
-)
+from grader.suites.kernels import Launch
+from grader.suites.launches import dims, finding_failure, outputs, same_array, signature
 from grader.suites.replay import RecordRefused, Relation, Replay
 
 __all__ = [

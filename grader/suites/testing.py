@@ -35,31 +35,89 @@ def expect_value_error(call: Callable[[], Any], what: str, hint: str) -> None:
     pytest.fail(f"{what} returned {result!r}; expected it to raise ValueError. {hint}")
 
 
-def first_mismatch(got: np.ndarray, want: np.ndarray) -> str:
-    """How two arrays differ (NaN equals NaN), for an assertion message."""
-    bad = np.flatnonzero(~((got == want) | (np.isnan(got) & np.isnan(want))))
+# What a kernel's output array holds before a launch: a quiet NaN with a payload of the
+# grader's own. Arithmetic never makes it (an operation gives the default NaN or passes on an
+# operand's), so an element still holding it was never written, and a NaN the kernel wrote is
+# told apart from nothing written.
+_UNWRITTEN = {
+    np.dtype(np.float32): np.array([0x7FC0_0BAD], np.uint32).view(np.float32)[0],
+    np.dtype(np.float64): np.array([0x7FF8_0000_0000_0BAD], np.uint64).view(np.float64)[0],
+}
+
+
+def unwritten(shape: int | tuple[int, ...], dtype: Any = np.float32) -> np.ndarray:
+    """An output array (float32 or float64) filled with the grader's "never written" NaN."""
+    return np.full(shape, _UNWRITTEN[np.dtype(dtype)], dtype=dtype)
+
+
+def never_written(out: np.ndarray) -> np.ndarray:
+    """Which elements of `out` (from `unwritten`) still hold the value the grader put there."""
+    marker = _UNWRITTEN.get(out.dtype)
+    if marker is None:
+        return np.zeros(out.shape, bool)
+    bits = np.dtype(f"u{out.dtype.itemsize}")
+    return out.view(bits) == marker.view(bits)
+
+
+def expect_written(out: np.ndarray, name: str, array: str) -> None:
+    """Fail, saying so, when the kernel wrote no element of `out` (an `unwritten` array)."""
+    if never_written(out).all():
+        pytest.fail(
+            f"{name} wrote nothing into {array} (every element still holds the NaN the grader "
+            "filled it with): fill in the kernel's body",
+            pytrace=False,
+        )
+
+
+def _said(got: np.ndarray, i: int) -> str:
+    if never_written(got).flat[i]:
+        return "nothing (never written)"
+    value = got.flat[i]
+    return "NaN (the kernel wrote NaN)" if np.isnan(value) else str(value)
+
+
+def first_mismatch(got: np.ndarray, want: np.ndarray, ok: np.ndarray | None = None) -> str:
+    """How two arrays differ (NaN equals NaN), for an assertion message: "never written" for
+    an element of an `unwritten` array the kernel did not write, "wrote NaN" for one it did.
+    `ok` marks the elements that pass when the comparison has a tolerance (else: equal)."""
+    if ok is None:
+        same = (got == want) | (np.isnan(got) & np.isnan(want) & ~never_written(got))
+    else:
+        same = ok & ~never_written(got)
+    bad = np.flatnonzero(~same)
     if bad.size == 0:
         return "all elements match"
     i = int(bad[0])
     return (
         f"{bad.size} of {want.size} elements differ; first at flat index {i}: got "
-        f"{got.flat[i]}, expected {want.flat[i]}"
+        f"{_said(got, i)}, expected {want.flat[i]}"
     )
 
 
 def launch(kernel: Any, blocks: Any, tpb: Any, *args: Any, n: int, name: str) -> None:
-    """Launch a student kernel (1-D ints or 2-D tuples); out-of-bounds becomes a clear failure."""
+    """Launch a student kernel (1-D ints or 2-D tuples); out-of-bounds becomes a clear failure
+    that names the check for the launch's dimensions."""
     try:
         kernel[blocks, tpb](*args)
     except IndexError as exc:
         threads = math.prod(blocks if isinstance(blocks, tuple) else (blocks,)) * math.prod(
             tpb if isinstance(tpb, tuple) else (tpb,)
         )
+        if isinstance(blocks, tuple) and len(blocks) > 1:
+            check = (
+                "The last blocks along each axis are only partly needed: a thread must check "
+                "every index against the array's shape before it reads or writes (e.g. `if row "
+                "< a.shape[0] and col < a.shape[1]:`), both coordinates"
+            )
+        else:
+            check = (
+                "The last block is only partly needed: threads whose global index is >= the "
+                "array size must do nothing (a bounds check such as `if i < c.size:` around "
+                "the body)"
+            )
         pytest.fail(
             f"{name} accessed an array out of bounds with n={n} elements and {blocks} blocks of "
-            f"{tpb} threads ({threads} threads; {exc}). The last block is only partly "
-            "needed: threads whose global index is >= the array size must do nothing (a bounds "
-            "check such as `if i < c.size:` around the body)"
+            f"{tpb} threads ({threads} threads; {exc}). {check}"
         )
 
 

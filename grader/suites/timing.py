@@ -29,7 +29,7 @@ import time
 import types
 import zlib
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -38,10 +38,7 @@ from grader.core.course import Course
 from grader.sandbox import protocol
 from grader.sandbox.harness import next_hold
 from grader.suites.errors import malformed
-from grader.suites.kernels import dims, signature
-
-if TYPE_CHECKING:
-    from grader.suites.kernels import Launch
+from grader.suites.launches import KernelLaunch, dims, signature
 
 SAMPLED, CHUNK = 14, 256  # chunks of elements checked per array after each sample
 FETCH = 1 << 24  # elements per read-back request of the final check (64 MiB of float32)
@@ -163,7 +160,7 @@ class KernelTarget:
 
     def __init__(
         self,
-        launch: Launch,
+        launch: KernelLaunch,
         variants: Sequence[Sequence[Any]],
         expected: dict[int, Sequence[np.ndarray]],
         min_bytes: int,

@@ -665,6 +665,8 @@ plt.show()
 # * The **warp** is the real unit of execution. All 32 lanes run the same instruction. When lanes
 #   take different sides of an `if`, the warp runs both sides one after the other with the inactive
 #   lanes masked off (*warp divergence*).
+#   The lanes of a warp can also pass values to each other directly (a *shuffle*; §6 ends with a
+#   kernel that sums with them).
 # * A **block** lives on a single SM for its whole life. Its threads can cooperate through shared
 #   memory and barriers (`cuda.syncthreads()`). Threads in *different* blocks cannot synchronise
 #   inside a kernel.
@@ -1146,9 +1148,21 @@ plt.show()
 # How kernels are graded: the grader reads each kernel from your notebook's source, compiles it
 # for the course GPU (a T4, compute capability 7.5) and only then launches it, in the simulator or
 # on a GPU. A kernel that does not compile for the GPU earns none of its points, even if the
-# simulator runs it. Keep a kernel a plain `@cuda.jit` function at the top level of its cell; it
-# may use its arguments, module-level number constants (such as `TILE = 32`),
-# `@cuda.jit(device=True)` helpers and `cuda`, `numba`, `math` and `numpy`, nothing else.
+# simulator runs it. The rules the grader reads a kernel by (a kernel that breaks one earns none
+# of its points, and the feedback names every line involved):
+#
+# * a kernel is a plain `@cuda.jit` function at the top level of its cell (that one decorator,
+#   positional parameters, no default values), defined once, or again with the same code;
+# * inside it, anything Numba compiles for a GPU: its arguments, `cuda`, `numba`, `math` and
+#   `numpy`, `@cuda.jit(device=True)` helpers, functions and lambdas defined inside the kernel,
+#   and the builtins Numba supports on a GPU (`range`, `len`, `min`, `max`, `abs`, `pow`,
+#   `divmod`, `round`, `int`, `float`, `bool`, `complex`, `enumerate`, `zip`, `iter`, `next`,
+#   `slice`, `print`); not a class, an import or `global` inside a kernel, and no builtin Numba
+#   does not compile for a GPU (`sum`, `getattr`, `isinstance`, `str`...);
+# * a module-level name a kernel reads is a constant: a number, a tuple of numbers, or
+#   arithmetic on other such constants (`TILE = 32`, `ROWS_PER_PASS, PASSES = 4, TILE // 4`),
+#   bound only by top-level assignments; bound again (the same cell run twice, say), it must
+#   get the same value each time, since a GPU kernel is compiled with one value.
 
 
 # %% nbgrader={"grade": false, "grade_id": "vector_add", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1453,6 +1467,87 @@ if ON_GPU:
     )
 else:
     print("simulator: nothing measured here; on a GPU this cell times the copies and a launch")
+
+# %% [markdown]
+# ### Lanes that talk: a warp sum with shuffles
+#
+# §4 said the warp is the real unit of execution. The lanes of a warp can also trade values
+# directly, register to register, without shared memory or a barrier: a **warp shuffle**.
+# `cuda.shfl_down_sync(mask, value, delta)` is executed by every lane named in `mask` at once;
+# each gets the `value` that lane `lane + delta` passed in, where `lane` is its position in its
+# warp (`cuda.threadIdx.x % 32` in a 1-D block whose size is a multiple of 32). A lane whose
+# `lane + delta` is past lane 31 gets its own `value` back. `mask` is a 32-bit integer with one
+# bit per lane that takes part: `0xFFFFFFFF` for the whole warp. Every lane the mask names must
+# reach the same shuffle; a lane that returned early or skipped it inside an `if` leaves the
+# others waiting on a value that never comes (undefined on a GPU; in the grader's simulator an
+# error naming the line, the warp and the missing lanes).
+#
+# A sum over the 32 lanes of a warp then takes 5 steps instead of 31 additions in one lane:
+# `value += cuda.shfl_down_sync(0xFFFFFFFF, value, delta)` for `delta = 16, 8, 4, 2, 1`. After
+# the step with 16, lane `l < 16` holds `x[l] + x[l + 16]`; after 8, lane `l < 8` holds the sum
+# of four elements; after the step with 1, lane 0 holds the sum of all 32. The lanes above keep
+# partial sums that nobody reads. This is how a block reduction, a softmax's maximum and sum, or
+# a layer norm's statistics are computed inside a warp before any shared memory is touched.
+#
+# **Exercise.** Write the kernel `warp_sum(x, out)`: `x` is a 1-D float32 array of any size
+# `n >= 1`, `out` a float32 array of `ceil(n / 32)` elements, and warp `w` (the threads with
+# global index `32 * w` to `32 * w + 31`, `i = cuda.grid(1)`) writes `out[w] = x[32 * w] + ... +
+# x[32 * w + 31]`, the sum made with `cuda.shfl_down_sync` and written by lane 0. It is launched
+# with blocks whose size is a multiple of 32 and enough blocks for `n` threads, so the last warp
+# may be **partial**: its lanes with `i >= n` add `0` but still take part in every shuffle (the
+# mask stays `0xFFFFFFFF`), and a whole warp past the end writes nothing. Keep the float32
+# values (the grader compares with the exact sum, to a tolerance of `1e-5` times the sum of the
+# absolute values of the warp's elements). The grader compiles it for the T4 with the signature
+# `void(float32[:], float32[:])`, and profiles it on 1,000 elements in blocks of 256 threads:
+# `x` is read once, in one request per warp (one element per lane), `out` written once per
+# warp, and nothing goes through shared memory or atomics.
+
+
+# %% nbgrader={"grade": false, "grade_id": "warp_sum", "locked": false, "schema_version": 3, "solution": true, "task": false}
+@cuda.jit
+def warp_sum(x, out):
+    """Kernel: out[w] = x[32 * w] + ... + x[32 * w + 31], one warp per 32 consecutive elements.
+
+    x: 1-D float32, any size n >= 1; out: 1-D float32 of ceil(n / 32) elements. Launch with a
+    block size that is a multiple of 32 and at least n threads. Lanes with i >= n add 0 but take
+    part in every shuffle (mask 0xFFFFFFFF); lane 0 of each warp writes its sum.
+    """
+    ### BEGIN SOLUTION
+    i = cuda.grid(1)
+    lane = cuda.threadIdx.x % 32
+    value = x[i] if i < x.size else numba.float32(0.0)
+    delta = 16
+    while delta > 0:  # 16, 8, 4, 2, 1: lane 0 ends with the warp's sum
+        value += cuda.shfl_down_sync(0xFFFFFFFF, value, delta)  # grader: public (the text)
+        delta //= 2
+    if lane == 0 and i // 32 < out.size:
+        out[i // 32] = value
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "check_warp_sum", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+def _check_warp_sum():
+    if not ON_GPU:  # Numba's own simulator has no warp shuffles; the course's (the grader's) has
+        try:
+            from grader.simt import simulator as _course_simulator
+        except ImportError:  # the notebook opened on its own (Colab): `grader check` runs it
+            print("warp_sum: not checked here (Numba's simulator has no warp shuffles)")
+            return
+        if not _course_simulator.install():
+            print("warp_sum: not checked here (Numba's simulator has no warp shuffles)")
+            return
+    _x = np.random.default_rng(3).standard_normal(1000).astype(np.float32)
+    _out = np.full(32, np.nan, dtype=np.float32)  # 31 whole warps and one of 8 elements
+    warp_sum[4, 256](_x, _out)  # 1,024 threads: the last warp's lanes past 1,000 add 0
+    expect_written("warp_sum", _out)
+    _want = np.add.reduceat(_x.astype(np.float64), np.arange(0, 1000, 32))
+    np.testing.assert_allclose(_out, _want, rtol=1e-5, atol=1e-5, err_msg="warp_sum: wrong sums")
+    print("warp_sum: self-checks passed")
+
+
+_check_warp_sum()
+del _check_warp_sum
+
 
 # %% [markdown]
 # ## §7 Coalesced memory access
@@ -1863,20 +1958,23 @@ del _check_transpose_naive
 # `TILE`, `TILE_PADDED` and `numba.float32`, as below; the grader compiles the kernel for the T4
 # with the signature `void(float32[:, :], float32[:, :])`.
 #
-# The grader then profiles `transpose_tiled` on a 64 x 96 matrix (whole tiles) and checks what
-# the kernel does, not how it is written:
+# The grader then profiles `transpose_tiled` on a 40 x 72 matrix (one whole tile and a partial
+# one each way, so the blocks at the edges are graded like the others) and checks what the
+# kernel does, not how it is written:
 #
 # * **coalesced both ways**: every request that reads `src` or writes `dst` touches the ideal
 #   number of sectors;
 # * **each element once**: every element of `src` is read from global memory once and every
 #   element of `dst` written once, and the data passes through shared memory, with at least one
 #   barrier in every block;
-# * **no bank conflicts**: the tile is read back from shared memory with one wavefront per
-#   request (no two lanes of a warp wait on the same bank).
+# * **no bank conflicts**: the tile is stored into and read back from shared memory with one
+#   wavefront per request (no two lanes of a warp wait on the same bank, on either side).
 #
 # Any design that behaves this way earns the points: another padding, a kernel written for 2-D
-# blocks that loops over its rows with a stride of `cuda.blockDim.y`, more elements per thread.
-# A tile that is filled but not used, or that only some blocks use, does not.
+# blocks that loops over its rows with a stride of `cuda.blockDim.y`, more elements per thread,
+# `cuda.syncwarp()` as the barrier of a block that is one warp (it orders the whole block).
+# A tile that is filled but not used, or that only some blocks use (the whole tiles tiled and
+# the partial ones at the edges copied naively, say), does not.
 #
 # On a GPU runner the grader also times `transpose_tiled` at 8192 x 8192: it must reach at least
 # **50% of the bandwidth of your own stride-1 `strided_copy`** on the same elements, and
@@ -2249,11 +2347,14 @@ del _check_matmul_naive
 # relative tolerance of 1e-4), launched with blocks of exactly `(TILE, 1)` threads and a grid of
 # `(ceil(N / TILE), ceil(M / TILE))` blocks. The grader compiles it for the T4 with the
 # signature `void(float32[:, :], float32[:, :], float32[:, :])`, and profiles it with
-# `M = N = K = 32`: its element loads from global memory must be at most `1.25 / TILE` of
-# the `2 x M x N x K` that the naive kernel makes (each element of a tile is loaded once and
-# reused `TILE` times from shared memory), every request that loads `a` or `b` must touch the
-# ideal number of sectors, and every block must pass at least one barrier. A padded tile or a
-# kernel written for 2-D blocks earns the points too; tiles filled and then bypassed do not.
+# `M = N = K = 32`: its accesses to global memory (loads, stores and atomics of every array,
+# `c` included) must be at most `1.25 / TILE` of the `2 x M x N x K` loads that the naive kernel
+# makes, plus one store per element of `c` (each element of a tile is loaded once and reused
+# `TILE` times from shared memory, and each sum is kept in a register and stored once), every
+# request that loads from global memory must touch the ideal number of sectors, and every
+# block must pass at least one barrier. A padded tile or a kernel written for 2-D blocks earns
+# the points too; tiles filled and then bypassed do not, nor sums accumulated in `c` itself
+# (with `+=` or atomics: every step reads and writes `c` again).
 # As in the transpose of §8, load each column into a `cuda.local.array` first and then store it
 # to the tile, so that a lane has 32 loads in flight (the reference does; nothing grades it, but
 # on a GPU it halves the time of a step).

@@ -852,7 +852,7 @@ CASES: list[Case] = [
 # Each attack family added after the first corpus keeps its cases in a module of its own
 # (cases_<family>.py beside this file, each defining CASES: list[Case]), so that families grow
 # without touching one another's lines.
-FAMILIES = ("forgery", "isolation", "bounds", "metrics", "cells", "memory", "privacy")
+FAMILIES = ("forgery", "isolation", "bounds", "metrics", "cells", "memory", "privacy", "zoo")
 
 
 def _family_cases() -> list[Case]:

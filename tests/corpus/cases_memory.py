@@ -95,7 +95,7 @@ CASES: list[Case] = [
         _variant("fake: matmul tiles filled, then bypassed"),
         Expect(
             GF,
-            [Rule(r"test_matmul_tiled_reuses_each_load", BROKEN, ("element loads",))],
+            [Rule(r"test_matmul_tiled_reuses_each_load", BROKEN, ("accesses to global memory",))],
             max_s=60,
         ),
         slow=True,

@@ -62,7 +62,13 @@ from hypothesis import strategies as st
 
 from grader.core.timing import K_IN, Check, describe
 from grader.suites.student import StudentError
-from grader.suites.testing import expect_value_error, first_mismatch, launch
+from grader.suites.testing import (
+    expect_value_error,
+    expect_written,
+    first_mismatch,
+    launch,
+    unwritten,
+)
 from grader.suites.timing import KernelTarget, baseline_add, device_of, judge
 
 FAST = settings.get_profile("grader-hidden")  # tests/hidden/conftest.py
@@ -361,16 +367,13 @@ def test_vector_add_sizes(student, rng, kind):
     a = rng.standard_normal(n).astype(np.float32)  # grader: public
     b = rng.standard_normal(n).astype(np.float32)  # grader: public
     a0, b0 = a.copy(), b.copy()
-    c = np.full(n, np.nan, dtype=np.float32)  # grader: public
+    c = unwritten(n)  # grader: public
     launch(student.vector_add, blocks, tpb, a, b, c, n=n, name="vector_add")
     assert np.array_equal(a, a0) and np.array_equal(b, b0), (
         f"vector_add[{blocks}, {tpb}] changed its inputs a or b; a kernel must only write c"
     )
     want = a + b  # grader: public
-    assert not np.isnan(c).all(), (  # grader: public
-        # grader: public
-        "vector_add wrote nothing into c (every element is still NaN): fill in the kernel's body"
-    )
+    expect_written(c, "vector_add", "c")  # grader: public
     assert np.array_equal(c, want), (  # grader: public
         f"vector_add[{blocks}, {tpb}] on {n} elements: {first_mismatch(c, want)}. Each thread "
         "must use its global index i = cuda.grid(1) (block offset included) and write "
@@ -383,7 +386,7 @@ def test_vector_add_float64(student, rng):
     n, tpb = int(rng.integers(129, 300)) | 1, 128
     a = rng.standard_normal(n)
     b = rng.standard_normal(n)
-    c = np.full(n, np.nan)
+    c = unwritten(n, np.float64)
     launch(student.vector_add, -(-n // tpb), tpb, a, b, c, n=n, name="vector_add")
     assert np.array_equal(c, a + b), (
         f"vector_add on float64 arrays: {first_mismatch(c, a + b)}. Do not cast inside the "
@@ -410,7 +413,7 @@ def _compiles(student, name: str, signature: str) -> None:
 def test_vector_add_compiles_to_ptx(student, rng):
     n = int(rng.integers(33, 64))
     a = np.arange(n, dtype=np.float32)
-    c = np.full(n, np.nan, dtype=np.float32)
+    c = unwritten(n)
     blocks = -(-n // 32)
     launch(student.vector_add, blocks, 32, a, a, c, n=n, name="vector_add")
     assert np.array_equal(c, a + a), (
@@ -452,12 +455,10 @@ def test_strided_copy_strides(student, rng, stride):
     tpb = int(rng.choice((32, 64)))
     blocks = -(-n_dst // tpb)
     src = rng.standard_normal(n_src).astype(np.float32)
-    dst = np.full(n_dst, np.nan, dtype=np.float32)
+    dst = unwritten(n_dst)
     launch(student.strided_copy, blocks, tpb, src, dst, stride, n=n_dst, name="strided_copy")
     want = src[(np.arange(n_dst) * stride) % n_src]
-    assert not np.isnan(dst).all(), (
-        "strided_copy wrote nothing into dst (every element is still NaN): fill in its body"
-    )
+    expect_written(dst, "strided_copy", "dst")
     assert np.array_equal(dst, want), (  # grader: public
         f"strided_copy with stride {stride} (src {n_src} elements, dst {n_dst}, {blocks} x {tpb} "
         f"threads): {first_mismatch(dst, want)}. Thread i writes dst[i] = "
@@ -469,7 +470,7 @@ def test_strided_copy_strides(student, rng, stride):
 def test_strided_copy_compiles_to_ptx(student, rng):
     n_src, n_dst = int(rng.integers(40, 100)), int(rng.integers(33, 64))
     src = np.arange(n_src, dtype=np.float32)
-    dst = np.full(n_dst, np.nan, dtype=np.float32)
+    dst = unwritten(n_dst)
     blocks = -(-n_dst // 32)
     launch(student.strided_copy, blocks, 32, src, dst, 3, n=n_dst, name="strided_copy")
     want = src[(np.arange(n_dst) * 3) % n_src]

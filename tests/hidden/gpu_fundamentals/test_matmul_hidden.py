@@ -34,7 +34,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from grader.suites.student import StudentError
-from grader.suites.testing import expect_value_error, launch
+from grader.suites.testing import expect_value_error, expect_written, launch, unwritten
 
 FAST = settings.get_profile("grader-hidden")  # tests/hidden/conftest.py
 TILE = 32
@@ -90,13 +90,13 @@ def _operands(rng: np.random.Generator, m: int, k: int, n: int):
 def _check_product(student, name: str, a: np.ndarray, b: np.ndarray, grid, block) -> None:
     m, n = a.shape[0], b.shape[1]
     a0, b0 = a.copy(), b.copy()
-    c = np.full((m, n), np.nan, dtype=np.float32)  # grader: public
+    c = unwritten((m, n))  # grader: public
     launch(getattr(student, name), grid, block, a, b, c, n=m * n, name=name)  # grader: public
     assert np.array_equal(a, a0) and np.array_equal(b, b0), (
         f"{name} changed its inputs a or b; a kernel must only write c"
     )
     # grader: public
-    assert not np.isnan(c).all(), f"{name} wrote nothing into c: fill in the kernel's body"
+    expect_written(c, name, "c")
     want = a.astype(np.float64) @ b.astype(np.float64)  # grader: public
     scale = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)  # grader: public
     bad = np.argwhere(~(np.abs(c - want) <= RTOL * scale + 1e-30))

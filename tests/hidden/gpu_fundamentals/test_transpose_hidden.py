@@ -38,7 +38,7 @@ import pytest
 
 from grader.core.timing import K_IN, Check, describe
 from grader.suites.student import StudentError
-from grader.suites.testing import first_mismatch, launch
+from grader.suites.testing import expect_written, first_mismatch, launch, unwritten
 from grader.suites.timing import KernelTarget, device_of, judge
 
 TILE = 32  # grader: public
@@ -65,11 +65,11 @@ def _shapes(
 
 def _check_transpose(student, name: str, src: np.ndarray, grid, block) -> None:
     original = src.copy()
-    dst = np.full((src.shape[1], src.shape[0]), np.nan, dtype=np.float32)
+    dst = unwritten((src.shape[1], src.shape[0]))
     launch(getattr(student, name), grid, block, src, dst, n=src.size, name=name)  # grader: public
     assert np.array_equal(src, original), f"{name} changed its input src; only dst is written"
     # grader: public
-    assert not np.isnan(dst).all(), f"{name} wrote nothing into dst: fill in the kernel's body"
+    expect_written(dst, name, "dst")
     want = src.T
     assert np.array_equal(dst, want), (
         f"{name}[{grid}, {block}] on a {src.shape[0]} x {src.shape[1]} float32 matrix: "

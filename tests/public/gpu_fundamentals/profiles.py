@@ -1,9 +1,10 @@
 """The launches `grader profile gpu_fundamentals` measures (and `grader check` sums up).
 
 Each is one launch of one of your kernels in the simulator with its memory accesses recorded
-(`grader.simt.memmodel`): small shapes, in whole warps and whole tiles, the shapes the hidden
-tests profile. `brief` marks the one launch per kernel that `grader check` runs and prints a
-line for; `grader profile` runs them all. Not a test file: nothing here is graded.
+(`grader.simt.memmodel`): small shapes, the shapes the hidden tests profile (the tiled
+transpose's graded one has partial tiles at its edges; its 64 x 96 one is the notebook's
+table). `brief` marks the one launch per kernel that `grader check` runs and prints a line for;
+`grader profile` runs them all. Not a test file: nothing here is graded.
 """
 
 from __future__ import annotations
@@ -30,6 +31,16 @@ def launches(rng: np.random.Generator) -> list[dict]:
             "brief": True,
         }
     ]
+    found.append(
+        {
+            "kernel": "warp_sum",
+            "label": "1,000 float32 (a partial last warp), 256 threads a block",
+            "grid": 4,
+            "block": 256,
+            "args": (rng.standard_normal(1000).astype(np.float32), np.zeros(32, np.float32)),
+            "brief": True,
+        }
+    )
     for stride in (1, 2, 3, 8, 32):
         found.append(
             {
@@ -56,11 +67,19 @@ def launches(rng: np.random.Generator) -> list[dict]:
         },
         {
             "kernel": "transpose_tiled",
+            "label": "40 x 72 float32 (partial tiles at the edges), (TILE, 1) blocks",
+            "grid": (3, 2),
+            "block": (TILE, 1),
+            "args": (m[:40, :72].copy(), np.zeros((72, 40), np.float32)),
+            "brief": True,
+        },
+        {
+            "kernel": "transpose_tiled",
             "label": "64 x 96 float32, (TILE, 1) blocks",
             "grid": (3, 2),
             "block": (TILE, 1),
             "args": (m, np.zeros((96, 64), np.float32)),
-            "brief": True,
+            "brief": False,
         },
         {
             "kernel": "matmul_naive",

@@ -1,4 +1,4 @@
-"""Public tests for S5.1's divergence, occupancy, transpose and matrix-multiply exercises.
+"""Public tests for S5.1's divergence, occupancy, warp sum, transpose and matrix-multiply exercises.
 
 Run them with the rest of the public suite: `pytest tests/public/gpu_fundamentals` from the root
 of your repository. They use the notebook's examples, and draw the kernels' matrix shapes and
@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grader.suites.testing import first_mismatch, launch
+from grader.suites.testing import expect_written, first_mismatch, launch, unwritten
 
 TILE = 32
 
@@ -66,9 +66,9 @@ def _transpose(student, rng, name: str, block: tuple[int, int], covers: int) -> 
     shape = (_shape(rng, 33, 48), _shape(rng, 17, 40))
     grid = (-(-shape[1] // covers), -(-shape[0] // covers))
     src = rng.standard_normal(shape).astype(np.float32)
-    dst = np.full((shape[1], shape[0]), np.nan, dtype=np.float32)
+    dst = unwritten((shape[1], shape[0]))
     launch(getattr(student, name), grid, block, src, dst, n=src.size, name=name)
-    assert not np.isnan(dst).all(), f"{name} wrote nothing into dst: fill in the kernel's body"
+    expect_written(dst, name, "dst")
     assert np.array_equal(dst, src.T), (
         f"{name}[{grid}, {block}] on a {shape[0]} x {shape[1]} matrix: "
         f"{first_mismatch(dst, src.T)}; dst[x, y] must be src[y, x]"
@@ -102,14 +102,15 @@ def _matmul(student, rng, name: str, block: tuple[int, int], covers: int) -> Non
     grid = (-(-n // covers), -(-m // covers))
     a = rng.standard_normal((m, k)).astype(np.float32)
     b = rng.standard_normal((k, n)).astype(np.float32)
-    c = np.full((m, n), np.nan, dtype=np.float32)
+    c = unwritten((m, n))
     launch(getattr(student, name), grid, block, a, b, c, n=m * n, name=name)
-    assert not np.isnan(c).all(), f"{name} wrote nothing into c: fill in the kernel's body"
+    expect_written(c, name, "c")
     want = a.astype(np.float64) @ b.astype(np.float64)
     scale = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
-    assert (np.abs(c - want) <= 1e-4 * scale).all(), (
+    ok = np.abs(c - want) <= 1e-4 * scale
+    assert ok.all(), (
         f"{name}[{grid}, {block}] on a ({m} x {k}) @ ({k} x {n}) product: "
-        f"{first_mismatch(c.astype(np.float64), want)}; c[y, x] must be row y of a times "
+        f"{first_mismatch(c, want, ok)}; c[y, x] must be row y of a times "
         "column x of b"
     )
 
@@ -122,3 +123,19 @@ def test_matmul_naive_small(student, rng):
 @pytest.mark.points(1)
 def test_matmul_tiled_small(student, rng):
     _matmul(student, rng, "matmul_tiled", (TILE, 1), TILE)
+
+
+@pytest.mark.points(1)
+def test_warp_sum_small(student, rng):
+    n = int(rng.integers(33, 300)) | 1  # never a whole number of warps: the last one is partial
+    x = rng.standard_normal(n).astype(np.float32)
+    out = unwritten(-(-n // 32))
+    launch(student.warp_sum, -(-n // 64), 64, x, out, n=n, name="warp_sum")
+    expect_written(out, "warp_sum", "out")
+    want = np.add.reduceat(x.astype(np.float64), np.arange(0, n, 32))
+    ok = np.isclose(out, want, rtol=1e-5, atol=1e-4)
+    assert ok.all(), (
+        f"warp_sum[{-(-n // 64)}, 64] on {n} elements: {first_mismatch(out, want, ok)}; "
+        "warp w sums x[32 * w] to x[32 * w + 31] (lanes past the end add 0), lane 0 writes "
+        "out[w]"
+    )

@@ -91,7 +91,7 @@ def _write(tmp_path: Path, old: str, new: str) -> Path:
 @pytest.mark.parametrize(
     ("old", "new", "named"),
     [
-        ("points = 76", "points = 76\npionts = 3", "pionts"),
+        ("points = 81", "points = 81\npionts = 3", "pionts"),
         ("bandwidth_gbs = 320.0", 'bandwidth_gbs = "fast"', "hardware.T4.bandwidth_gbs"),
         ("memory_mb = 4096", "", "memory_mb"),
         ('due = "2026-12-14T23:59:00+00:00"', 'due = "2026-12-14T23:59:00"', "assignments[0].due"),

@@ -54,9 +54,10 @@ def test_the_reference_transposes_profile_as_the_lesson_says(reference):
 
 def test_the_release_stubs_are_not_profiled_and_say_why():
     found = profile(ROOT, GF, ["transpose_tiled"])
-    (k,) = found.kernels
-    assert k.profile is None and "still the stub" in (k.error or "")
-    assert summary(k).startswith("transpose_tiled: not profiled")
+    assert len(found.kernels) == 2  # its graded shape (partial edge tiles) and the table's
+    for k in found.kernels:
+        assert k.profile is None and "still the stub" in (k.error or "")
+        assert summary(k).startswith("transpose_tiled: not profiled")
 
 
 def test_an_unknown_kernel_names_the_profiles_file():

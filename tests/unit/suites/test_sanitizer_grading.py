@@ -50,7 +50,9 @@ def test_a_race_hidden_by_the_thread_order_costs_the_points_and_says_why(tmp_pat
     )
     assert res.error is None and res.tests, res.error
     counted = [t for t in res.tests if t.outcome != "skipped"]
-    launching = [t for t in counted if "invalid_input" not in t.name]  # these launch nothing
+    # the invalid inputs launch nothing; [tiny] draws 1 to 8 elements (the draw follows the
+    # suite's digest), and with one element one thread runs and nothing races
+    launching = [t for t in counted if "invalid_input" not in t.name and "[tiny]" not in t.name]
     assert launching and all(t.outcome != "passed" for t in launching), [
         (t.name, t.outcome) for t in counted
     ]
