@@ -478,7 +478,7 @@ def baseline_add(
     )
     out = np.empty_like(expected[0])
     return KernelTarget(
-        launch,  # type: ignore[arg-type]
+        launch,
         [[a, b, out] for a, b in variants],
         {2: list(expected)},
         min_bytes,
