@@ -15,6 +15,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from grader.core.errors import SubmissionError
+
 RUNS, REFUSED = "runs", "refused"
 
 # name -> (what the simulator does, why or how)
@@ -76,7 +78,7 @@ SUPPORT: dict[str, tuple[str, str]] = {
 }
 
 
-class SimulatorRefusal(AttributeError):
+class SimulatorRefusal(SubmissionError, AttributeError):
     """A ``numba.cuda`` name the simulator does not run, refused by name with the reason (an
     AttributeError underneath, so ``hasattr`` still answers)."""
 

@@ -57,7 +57,7 @@ RECORD_LIMIT = 20_000
 _SYNCWARP_BITS = 24  # an epoch: barriers released << 24 | syncwarps met
 
 
-class SanitizerStop(IndexError):
+class SanitizerStop(SubmissionError, IndexError):
     """memcheck stopped the launch (an IndexError, as the access would raise in NumPy)."""
 
 

@@ -30,6 +30,7 @@ OUTSIDE = {
     "grader.suites.errors.WorkerTimeout": "StudentError family (decided by the trusted side)",
     "grader.suites.errors.WorkerCrashed": "StudentError family (decided by the trusted side)",
     "grader.suites.errors.KernelRefused": "StudentError family (decided by the trusted side)",
+    "grader.suites.errors.SanitizerFinding": "StudentError family (decided by the trusted side)",
 }
 
 # Where a class keeps a builtin base for its callers' sake (they catch the builtin).
@@ -42,6 +43,8 @@ BUILTIN_TOO = {
     "grader.core.jsonread.JsonReadError": ValueError,
     "grader.github.artifact.ArtifactError": ValueError,
     "grader.sandbox.isolation.IsolationRefused": RuntimeError,
+    "grader.simt.cudaapi.SimulatorRefusal": AttributeError,
+    "grader.simt.sanitizer.SanitizerStop": IndexError,
 }
 
 
