@@ -19,6 +19,23 @@ from grader.core.errors import SubmissionError
 
 RUNS, REFUSED = "runs", "refused"
 
+# every ``cuda.atomic`` function: the tracer and the sanitizer each see one as one access
+ATOMICS = (
+    "add",
+    "sub",
+    "and_",
+    "or_",
+    "xor",
+    "inc",
+    "dec",
+    "exch",
+    "max",
+    "min",
+    "nanmax",
+    "nanmin",
+    "cas",
+)
+
 # name -> (what the simulator does, why or how)
 SUPPORT: dict[str, tuple[str, str]] = {
     "threadIdx": (RUNS, "the simulated thread's index"),

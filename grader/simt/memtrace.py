@@ -34,7 +34,7 @@ from types import CodeType, FrameType
 from typing import Any
 
 from grader.core.errors import SubmissionError
-from grader.simt import memmodel, simulator
+from grader.simt import cudaapi, memmodel, simulator
 
 KERNEL_FILE = "<graded kernel>"  # the file name the kernel host compiles extracted source under
 MAX_ACCESSES = 2_000_000  # a profiling launch is small; past this the recorder refuses
@@ -582,21 +582,7 @@ class Recorder(simulator.Observer):
 
         recorder = self
         atomic = kernelapi.FakeCUDAAtomic
-        for name in (
-            "add",
-            "sub",
-            "and_",
-            "or_",
-            "xor",
-            "inc",
-            "dec",
-            "exch",
-            "max",
-            "min",
-            "nanmax",
-            "nanmin",
-            "cas",
-        ):
+        for name in cudaapi.ATOMICS:
             original = getattr(atomic, name, None)
             if original is None:
                 continue

@@ -45,7 +45,7 @@ from sys import _getframe as _line  # the caller's frame, read on every access
 from typing import Any
 
 from grader.core.errors import SubmissionError
-from grader.simt import simulator, warps
+from grader.simt import cudaapi, simulator, warps
 
 LOAD, STORE, ATOMIC = 0, 1, 2
 CHECKS = ("memcheck", "racecheck", "initcheck", "synccheck")
@@ -801,21 +801,7 @@ def _patch_arrays(wrapper: Any, plain: Any) -> None:
 def _patch_atomics(atomic: Any) -> None:
     """``cuda.atomic.*``: one atomic access, not the load and store the simulator makes."""
     san = _SANITIZER
-    for name in (
-        "add",
-        "sub",
-        "and_",
-        "or_",
-        "xor",
-        "inc",
-        "dec",
-        "exch",
-        "max",
-        "min",
-        "nanmax",
-        "nanmin",
-        "cas",
-    ):
+    for name in cudaapi.ATOMICS:
         original = getattr(atomic, name, None)
         if original is None:
             continue
