@@ -600,6 +600,28 @@ def _element(offset: int, strides: tuple) -> tuple[int, ...]:
     return tuple(out)
 
 
+class _Elements:
+    """Iterating an array in a kernel (``for v in row``, ``zip(a[y], b.T[x])``): its elements in
+    order up to its length, each read checked and recorded at the kernel's own line. Without
+    it Python's old iteration protocol reads one element past the end until IndexError, which
+    memcheck would rightly call out of bounds."""
+
+    __slots__ = ("_array", "_i", "_load", "_n")
+
+    def __init__(self, array: Any, load: Any) -> None:
+        self._array, self._load, self._i, self._n = array, load, 0, len(array)
+
+    def __iter__(self) -> _Elements:
+        return self
+
+    def __next__(self) -> Any:
+        i = self._i
+        if i >= self._n:
+            raise StopIteration
+        self._i = i + 1
+        return self._load(self._array, i)  # the access is said at the kernel's line (depth 3)
+
+
 class _Shared:
     """A block's shared array as the kernel holds it: every element access checked and
     recorded, the rest of the array as it was (``shape``, ``size``, ``dtype``, views)."""
@@ -646,6 +668,15 @@ class _Shared:
     def __len__(self) -> int:
         return len(self._item)
 
+    def __iter__(self) -> _Elements:
+        return _Elements(self, _Shared._element)
+
+    def _element(self, i: int) -> Any:
+        san = _SANITIZER
+        if san.active:
+            san.access(self._meta, i, LOAD, san.slog, depth=3)
+        return self._item[i]
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.__dict__["_item"], name)
 
@@ -680,6 +711,9 @@ class _Local:
 
     def __len__(self) -> int:
         return len(self._item)
+
+    def __iter__(self) -> Any:
+        return iter(self._item)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.__dict__["_item"], name)
@@ -795,7 +829,24 @@ def _patch_arrays(wrapper: Any, plain: Any) -> None:
         if san.preparing:
             san.pending.append(item)
 
+    def element(self: Any, i: int) -> Any:
+        d = self.__dict__
+        if san.active:
+            meta, _, raw = d.get("_san") or meta_of(d)
+            san.access(meta, i, LOAD, san.glog, depth=3)
+        else:
+            raw = d["_item"]._ary if type(d["_item"]) is plain else None
+        if raw is not None:
+            value = raw[i]
+            if type(value) not in views:
+                return value
+        return get(self, i)
+
+    def iterate(self: Any) -> _Elements:
+        return _Elements(self, element)
+
     wrapper.__getitem__, wrapper.__setitem__, wrapper.__init__ = getitem, setitem, new
+    wrapper.__iter__ = iterate
 
 
 def _patch_atomics(atomic: Any) -> None:

@@ -389,6 +389,7 @@ CORRECT = (
             "",
             rename=(("x", "inp"), ("out", "sums")),
         ),
+        _v("zip over a row and a view's row", "matmul_naive", MATMUL_NAIVE_ZIP),
     ),
 )
 
@@ -471,12 +472,6 @@ WRONG = (
         ),
     ),
 )
-
-# Correct kernels the grader does not yet grade as correct: the sanitizer's memcheck takes
-# `a[y]` (a row of a 2-D array, a view Numba compiles) for an element index out of bounds
-# (grader.simt.sanitizer, engineer i49s). Not in the corpus until then (listed in the zoo's
-# report as expected to fail until that fix).
-PENDING = ((_v("zip over a row and a view's row", "matmul_naive", MATMUL_NAIVE_ZIP),),)
 
 # Tests a wrong kernel may pass on some draws, by design of the test, not of the grader: with
 # n = 1 (test_vector_add_sizes[tiny] draws 1 to 8 elements) one thread runs and nothing races.

@@ -254,3 +254,47 @@ def test_memcheck_bounds_local_arrays_too():
     with pytest.raises(IndexError, match=r"memcheck: line \d+ indexes the local array declared"):
         window[1, 2](np.ones(4, dtype=np.float32), np.zeros(1, dtype=np.float32))
     assert _only("memcheck").element == (-1,)
+
+
+def test_iterating_rows_and_views_reads_each_element_once_in_bounds():
+    """`zip(a[y], b.T[x])` and `for v in tile[t]`: Python's old iteration protocol would read
+    one element past the end (memcheck); each read is checked at the kernel's own line."""
+
+    @cuda.jit
+    def rows(a, b, c):
+        x, y = cuda.grid(2)
+        tile = cuda.shared.array((4, 4), numba.float32)
+        tile[y, x] = a[y, x]
+        cuda.syncthreads()
+        acc = numba.float32(0.0)
+        for u, v in zip(a[y], b.T[x]):
+            acc += u * v
+        for w in tile[y]:
+            acc += w
+        c[y, x] = acc
+
+    a = np.arange(16, dtype=np.float32).reshape(4, 4)
+    b = np.ones_like(a)
+    c = np.zeros_like(a)
+    rows[1, (4, 4)](a, b, c)
+    assert sanitizer.findings() == []
+    np.testing.assert_array_equal(c, a @ b + a.sum(axis=1, keepdims=True))
+
+
+def test_a_race_read_by_iteration_names_the_kernels_line():
+    @cuda.jit
+    def racy(a, c):
+        t = cuda.threadIdx.x
+        stage = cuda.shared.array((2, 4), numba.float32)
+        stage[t % 2, t // 2] = a[t]
+        acc = numba.float32(0.0)
+        for v in stage[0]:  # reads what other threads staged, with no barrier between
+            acc += v
+        c[t] = acc
+
+    a = np.ones(8, dtype=np.float32)
+    c = np.zeros_like(a)
+    racy[1, 8](a, c)
+    f = _only("racecheck")
+    first = racy.py_func.__code__.co_firstlineno  # the decorator's line
+    assert f.line == first + 6  # the `for` line, not a line of the sanitizer
