@@ -267,7 +267,7 @@ def test_iterating_rows_and_views_reads_each_element_once_in_bounds():
         tile[y, x] = a[y, x]
         cuda.syncthreads()
         acc = numba.float32(0.0)
-        for u, v in zip(a[y], b.T[x]):
+        for u, v in zip(a[y], b.T[x]):  # noqa: B905  # Numba's zip takes no strict=
             acc += u * v
         for w in tile[y]:
             acc += w
