@@ -106,8 +106,8 @@ def launch(kernel: Any, blocks: Any, tpb: Any, *args: Any, n: int, name: str) ->
         if isinstance(blocks, tuple) and len(blocks) > 1:
             check = (
                 "The last blocks along each axis are only partly needed: a thread must check "
-                "both of its coordinates against the array's shape before it reads or writes "
-                "(the row against `shape[0]`, the column against `shape[1]`)"
+                "both coordinates against the array's shape before it reads or writes (the row "
+                "against `shape[0]`, the column against `shape[1]`)"
             )
         else:
             check = (

@@ -152,7 +152,7 @@ def _inert_reports(result, ctx: Ctx) -> None:
 BIG_LIST_ITEMS = 350_000  # 1.05 MB: with the notebook, under the 1.3 MB bound on cell source
 AT_BOUNDS_ITEMS = 45_000  # two tokens an item, beside the reference's ~5,000 (bound: 100,000)
 # tests that take a kernel from the source (the GPU-only ones skip in the simulator)
-KERNEL_TESTS = r"test_(gpu_)?vector_add|test_strided_copy|test_transpose|test_matmul_(naive|tiled)_"
+KERNEL_TESTS = r"test_(gpu_)?vector_add|test_strided_copy|test_transpose|test_matmul_(naive|tiled)_|test_warp_sum_"
 GPU_TESTS = r"test_coalescing_slowdown_gpu|_bandwidth(_gpu)?$|test_kernels_full_size|_gpu$"
 # a wrapper's invalid input raises before any kernel; coalescing_slowdown times in the worker
 NO_EXTRACTION = r"\[(gpu_vector_add|coalescing_slowdown)\(|test_coalescing_slowdown_runs"
