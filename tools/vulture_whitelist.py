@@ -103,3 +103,4 @@ _.token_coverage  # grader/reports/similarity.py: copydetect's coverage, kept wi
 _.syncthreads_count
 _.syncthreads_and
 _.syncthreads_or
+_.__iter__  # grader/simt/sanitizer.py: on the in-kernel array class; called when a kernel iterates one
