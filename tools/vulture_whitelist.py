@@ -103,4 +103,4 @@ _.token_coverage  # grader/reports/similarity.py: copydetect's coverage, kept wi
 _.syncthreads_count
 _.syncthreads_and
 _.syncthreads_or
-_.__iter__  # grader/simt/sanitizer.py: on the in-kernel array class; called when a kernel iterates one
+_.__iter__  # grader/simt/sanitizer.py: the in-kernel array's; called when a kernel iterates one
