@@ -774,7 +774,9 @@ def _patch_arrays(wrapper: Any, plain: Any) -> None:
     """The simulator's in-kernel array (every global array a kernel gets): checked and recorded.
     An element of a plain device array is read from its NumPy array directly (what the
     simulator's two wrappers do, two calls fewer); a traced one (`grader.simt.memtrace`) goes
-    through its own class."""
+    through its own class. Long because its four methods share one set of closures (the
+    simulator's own methods, the cached array metadata), which keeps each access, the hot path of
+    every simulated launch, to one Python call."""
     import numpy as np  # lazy: numba already imported it
 
     get, put, init = wrapper.__getitem__, wrapper.__setitem__, wrapper.__init__
